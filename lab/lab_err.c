@@ -1,0 +1,37 @@
+/* lab_err: status codes and the process-wide last-error message every lab module reports through. */
+#include "lab_err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+/* One buffer per process: every case runs in its own process, so there is no sharing to guard. */
+static char lab_err_buf[1024];
+
+const char *lab_status_name(lab_status st)
+{
+    switch (st) {
+    case LAB_OK: return "ok";
+    case LAB_ERR_ARG: return "argument";
+    case LAB_ERR_IO: return "io";
+    case LAB_ERR_FORMAT: return "format";
+    case LAB_ERR_MISMATCH: return "mismatch";
+    case LAB_ERR_NOMEM: return "nomem";
+    case LAB_ERR_UNSUPPORTED: return "unsupported";
+    case LAB_ERR_NOTFOUND: return "notfound";
+    case LAB_ERR_DEVICE: return "device";
+    }
+    return "unknown";
+}
+
+lab_status lab_err_set(lab_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(lab_err_buf, sizeof lab_err_buf, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+const char *lab_err_msg(void) { return lab_err_buf; }
+
+void lab_err_clear(void) { lab_err_buf[0] = '\0'; }

@@ -1,0 +1,23 @@
+/* lab_fs: file helpers: atomic writes (temporary file then rename), whole-file reads, mkdir -p. */
+#ifndef LAB_FS_H
+#define LAB_FS_H
+
+#include <stddef.h>
+
+#include "lab_err.h"
+
+/* Writes len bytes to path atomically: into "path.tmp.PID", fsync, then rename over path, so a
+ * reader sees the old file or the whole new one, never a truncated one. LAB_ERR_IO names the path. */
+lab_status lab_fs_write_atomic(const char *path, const void *data, size_t len);
+
+/* Reads a whole file into a malloc'ed buffer with a trailing NUL (not counted in *len).
+ * LAB_ERR_IO (naming the path) if it cannot be opened or read; caller frees *data. */
+lab_status lab_fs_read_all(const char *path, char **data, size_t *len);
+
+/* mkdir -p; existing directories are fine. LAB_ERR_IO names the component that failed. */
+lab_status lab_fs_mkdirs(const char *path);
+
+/* 1 if path exists (any type), else 0. */
+int lab_fs_exists(const char *path);
+
+#endif

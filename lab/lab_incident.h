@@ -1,0 +1,89 @@
+/* lab_incident: the incident contract in C: variants with roles, case context and results, and the registry. */
+#ifndef LAB_INCIDENT_H
+#define LAB_INCIDENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lab_err.h"
+
+typedef enum { LAB_ROLE_FIX, LAB_ROLE_BUG } lab_role;
+typedef enum { LAB_BACKEND_CPU, LAB_BACKEND_CUDA } lab_backend;
+
+const char *lab_role_name(lab_role r);       /* "fix" / "bug" */
+const char *lab_backend_name(lab_backend b); /* "cpu" / "cuda" */
+lab_status lab_backend_parse(const char *s, lab_backend *out); /* LAB_ERR_ARG naming s */
+
+#define LAB_MAX_METRICS 12
+#define LAB_METRIC_NAME 32
+
+/* What a variant's run function reports from inside its isolated process. */
+typedef struct {
+    int verdict_set;                 /* the criterion ran */
+    int passed;                      /* criterion verdict: 1 pass, 0 fail */
+    int skipped;                     /* backend/dependency missing: detail says why */
+    char detail[240];                /* one line: why it passed/failed/skipped */
+    int n_metrics;
+    struct { char name[LAB_METRIC_NAME]; double value; } metrics[LAB_MAX_METRICS];
+} lab_case_result;
+
+struct lab_incident;
+struct lab_variant;
+
+/* One case: an (incident, variant, seed, backend). */
+typedef struct {
+    const struct lab_incident *incident;
+    const struct lab_variant *variant;
+    uint64_t seed;
+    lab_backend backend;
+    const char *root;                /* repository root (for golden/ and plots) */
+} lab_case;
+
+/* A variant's run: computes the kernel under test and the reference, applies the incident's
+ * criterion, and records verdict and metrics in r. Returns LAB_OK when the case ran (whatever the
+ * verdict) and an error status when the harness failed (becomes outcome ERROR with lab_err_msg()). */
+typedef lab_status (*lab_variant_fn)(const lab_case *c, lab_case_result *r);
+
+typedef struct lab_variant {
+    const char *name;                /* "fix", "bug-exp-log", ... */
+    lab_role role;
+    const char *what;                /* one line: what this variant is */
+    lab_variant_fn run_cpu;          /* required */
+    lab_variant_fn run_cuda;         /* NULL: no CUDA version (cases SKIP with that reason) */
+    double min_detect_rate;          /* bug only: 0 means 1.0 (every seed); else the stated rate
+                                        that the observed rate must not fall below (Wilson 95%) */
+} lab_variant;
+
+typedef struct lab_incident {
+    const char *id;                  /* directory name, "0004-pow-grad-nan" */
+    const char *title;
+    const char *summary;             /* a few sentences for `lab explain` */
+    const lab_variant *variants;
+    int n_variants;
+    const char *plot_metric;         /* the metric that separates bug and fix, plotted per seed */
+    int plot_log;                    /* plot it on a log scale */
+    double timeout_s;                /* watchdog per case (0: runner default) */
+    /* Regenerates golden/ from the float64 reference into dir (opt-in `make golden`). */
+    lab_status (*golden_bless)(const char *dir);
+} lab_incident;
+
+/* Registers an incident: place at file scope in the incident's C file. Incidents are found through a
+ * linker section, so adding one edits nothing outside its directory. */
+#define LAB_INCIDENT_REGISTER(inc)                                                                   \
+    __attribute__((used, section("lab_incidents"))) static const lab_incident *const lab_reg_##inc = &inc
+
+/* All registered incidents, sorted by id. *n receives the count. */
+const lab_incident *const *lab_incident_all(size_t *n);
+/* Incident by id (exact, or unique prefix such as "0004"); NULL if none. */
+const lab_incident *lab_incident_find(const char *id);
+/* Variant by name; NULL if none. */
+const lab_variant *lab_incident_variant(const lab_incident *inc, const char *name);
+
+/* Result helpers for run functions. */
+void lab_result_metric(lab_case_result *r, const char *name, double value);
+void lab_result_verdict(lab_case_result *r, int passed, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void lab_result_skip(lab_case_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Value of a recorded metric, or NaN if absent. */
+double lab_result_get(const lab_case_result *r, const char *name);
+
+#endif

@@ -1,0 +1,41 @@
+/* lab_isolate: run jobs in child processes under a watchdog, several at a time; crash and hang are outcomes. */
+#ifndef LAB_ISOLATE_H
+#define LAB_ISOLATE_H
+
+#include <stddef.h>
+
+#include "lab_incident.h"
+
+typedef enum {
+    LAB_OUT_PASS, LAB_OUT_FAIL, LAB_OUT_CRASH, LAB_OUT_HANG, LAB_OUT_SKIP, LAB_OUT_ERROR
+} lab_outcome;
+#define LAB_OUT_COUNT 6
+
+const char *lab_outcome_name(lab_outcome o); /* "PASS", "FAIL", ... */
+
+typedef struct {
+    lab_outcome outcome;
+    int signal;                 /* CRASH: the signal that ended the child */
+    double wall_s;              /* child wall time */
+    char error[240];            /* ERROR / CRASH / HANG: what happened */
+    lab_case_result r;          /* what the child reported (zeroed if it reported nothing) */
+} lab_job_outcome;
+
+/* Runs in the child: fill r; return LAB_OK, or a status that becomes ERROR with lab_err_msg(). */
+typedef lab_status (*lab_job_fn)(void *ctx, size_t job, lab_case_result *r);
+/* Called in the parent as each job finishes (in completion order). */
+typedef void (*lab_job_done_fn)(void *ctx, size_t job, const lab_job_outcome *o);
+
+/* Runs jobs 0..n-1, each in its own forked process (its own process group, so a job's own children die
+ * with it), at most `jobs` at once. A child that exceeds timeout_s seconds is killed (SIGKILL to its
+ * group) and is HANG; one ended by a signal is CRASH (signal named); one that exits without reporting is
+ * ERROR. The mapping from the reported result: skipped -> SKIP, verdict passed -> PASS, else FAIL, no
+ * verdict -> ERROR. Fills out[0..n) and calls done() for each. Returns LAB_ERR_IO only if fork/pipe
+ * fails in the parent (the remaining jobs are then ERROR). */
+lab_status lab_isolate_run(size_t n, lab_job_fn fn, void *ctx, int jobs, double timeout_s,
+                           lab_job_done_fn done, lab_job_outcome *out);
+
+/* Number of online CPUs (at least 1). */
+int lab_isolate_ncpu(void);
+
+#endif

@@ -1,0 +1,46 @@
+# mk/config.mk: compilers, flags, build directory, sanitizer and CUDA switches.
+
+comma := ,
+CC      ?= cc
+SANITIZE ?=
+# Build outputs: build/ for the normal build, build/san-<list> for a sanitizer build.
+ifeq ($(strip $(SANITIZE)),)
+BUILD   := build
+else
+BUILD   := build/san-$(subst $(comma),-,$(SANITIZE))
+endif
+
+# -ffp-contract=off: no silent FMA contraction, so float results are the ones the source says.
+CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -fno-strict-aliasing \
+               -Ilab -Ikernels -I.
+ifneq ($(strip $(SANITIZE)),)
+CFLAGS_BASE += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS_SAN := -fsanitize=$(SANITIZE)
+endif
+
+# pkg-config flags, evaluated once and only when first used (after the deps step has run).
+PKG_MODULES := criterion libcjson libcrypto
+PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags libcjson libcrypto))$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs libcjson libcrypto))$(PKG_LIBS)
+CRIT_CFLAGS = $(eval CRIT_CFLAGS := $(shell pkg-config --cflags criterion))$(CRIT_CFLAGS)
+CRIT_LIBS   = $(eval CRIT_LIBS := $(shell pkg-config --libs criterion))$(CRIT_LIBS)
+
+# CUDA: compiled where nvcc exists (CUDA=0 turns it off); sanitizer builds leave it out, since the
+# CUDA runtime does not run under AddressSanitizer's default shadow layout.
+NVCC      ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA_ARCH ?= sm_90
+ifeq ($(strip $(SANITIZE)),)
+CUDA ?= $(if $(NVCC),1,0)
+else
+CUDA ?= 0
+endif
+ifeq ($(CUDA),1)
+CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_DEFS   := -DLAB_HAVE_CUDA=1
+CUDA_LIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
+NVCCFLAGS   ?= -O3 -arch=$(CUDA_ARCH) -Ilab -Ikernels -I. -Xcompiler -fno-strict-aliasing
+endif
+
+CFLAGS  ?=
+CFLAGS  := $(CFLAGS_BASE) $(CUDA_DEFS) $(CFLAGS)
+LDLIBS  := -lm -lpthread

@@ -1,0 +1,59 @@
+# mk/targets.mk: compile rules and the user-facing targets.
+
+.PHONY: all deps test replay golden golden-check plots help clean
+
+all: $(LAB_BIN)
+
+# The deps step runs before anything is compiled; it installs what is missing on Debian.
+deps:
+	@mk/deps.sh
+$(DEPS_OK): mk/deps.sh
+	@mk/deps.sh
+	@mkdir -p $(@D) && touch $@
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(if $(findstring test_,$(notdir $<)),$(CRIT_CFLAGS)) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.cu.o: %.cu | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) $(CUDA_DEFS) -MMD -MP -c $< -o $@
+
+$(LAB_BIN): $(OBJS) $(BUILD)/obj/replay/lab_main.o
+	$(CC) $(LDFLAGS_SAN) -o $@ $^ $(PKG_LIBS) $(CUDA_LIBS) $(LDLIBS)
+
+$(TEST_BIN): $(OBJS) $(TEST_OBJS)
+	$(CC) $(LDFLAGS_SAN) -o $@ $^ $(CRIT_LIBS) $(PKG_LIBS) $(CUDA_LIBS) $(LDLIBS)
+
+# Tests run from the repository root (they read incidents/*/golden and the lab binary).
+test: $(TEST_BIN) $(LAB_BIN)
+	LAB_BIN=$(LAB_BIN) $(TEST_BIN) $(TEST_ARGS)
+
+SEEDS ?= 256
+BACKEND ?= cpu
+REPLAY_OUT ?= $(BUILD)/replay
+replay: $(LAB_BIN)
+	$(LAB_BIN) replay --seeds $(SEEDS) --backend $(BACKEND) --out $(REPLAY_OUT) $(REPLAY_ARGS)
+
+golden: $(LAB_BIN)
+	$(LAB_BIN) golden bless
+
+golden-check: $(LAB_BIN)
+	$(LAB_BIN) golden verify
+
+plots: $(LAB_BIN)
+	$(LAB_BIN) plots --out $(REPLAY_OUT)
+
+help:
+	@echo "make              build $(LAB_BIN) (installs missing Debian packages first)"
+	@echo "make test         build and run the Criterion test suite (TEST_ARGS=... passes flags)"
+	@echo "make replay       replay every incident over SEEDS=$(SEEDS) seeds on BACKEND=$(BACKEND), into $(REPLAY_OUT)"
+	@echo "make golden       regenerate every incident's golden tensors from the float64 reference"
+	@echo "make golden-check verify every golden against its MANIFEST (sha256, dtype, shape)"
+	@echo "make plots        redraw the plots of the last replay in $(REPLAY_OUT)/plots"
+	@echo "make fuzz         run the libFuzzer targets (npy, manifest) for FUZZ_SECONDS=$(FUZZ_SECONDS) s each"
+	@echo "make test SANITIZE=address,undefined   the same tests under sanitizers (build in build/san-*)"
+	@echo "CUDA=0 disables the CUDA parts; CUDA_ARCH=$(CUDA_ARCH) picks the GPU architecture"
+
+clean:
+	rm -rf build

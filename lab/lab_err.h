@@ -4,6 +4,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Status codes returned by every fallible lab function. LAB_OK is zero. */
 typedef enum {
     LAB_OK = 0,
@@ -29,5 +33,9 @@ const char *lab_err_msg(void);
 
 /* Clears the last-error message. */
 void lab_err_clear(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -6,6 +6,10 @@
 
 #include "lab_err.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Writes len bytes to path atomically: into "path.tmp.PID", fsync, then rename over path, so a
  * reader sees the old file or the whole new one, never a truncated one. LAB_ERR_IO names the path. */
 lab_status lab_fs_write_atomic(const char *path, const void *data, size_t len);
@@ -19,5 +23,9 @@ lab_status lab_fs_mkdirs(const char *path);
 
 /* 1 if path exists (any type), else 0. */
 int lab_fs_exists(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 #include "lab_err.h"
 #include "lab_tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* File name of the manifest inside an incident's golden/ directory. */
 #define LAB_GOLDEN_MANIFEST "MANIFEST.json"
 
@@ -56,5 +60,9 @@ lab_status lab_golden_load(const char *dir, const lab_golden_entry *e, lab_tenso
 
 /* Verifies every entry as lab_golden_load does. Returns the first failure; *n_ok counts the good ones. */
 lab_status lab_golden_verify(const char *dir, const lab_golden_manifest *m, size_t *n_ok);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -7,6 +7,10 @@
 
 #include "lab_err.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum { LAB_ROLE_FIX, LAB_ROLE_BUG } lab_role;
 typedef enum { LAB_BACKEND_CPU, LAB_BACKEND_CUDA } lab_backend;
 
@@ -85,5 +89,9 @@ void lab_result_verdict(lab_case_result *r, int passed, const char *fmt, ...) __
 void lab_result_skip(lab_case_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Value of a recorded metric, or NaN if absent. */
 double lab_result_get(const lab_case_result *r, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

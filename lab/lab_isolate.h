@@ -6,6 +6,10 @@
 
 #include "lab_incident.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     LAB_OUT_PASS, LAB_OUT_FAIL, LAB_OUT_CRASH, LAB_OUT_HANG, LAB_OUT_SKIP, LAB_OUT_ERROR
 } lab_outcome;
@@ -37,5 +41,9 @@ lab_status lab_isolate_run(size_t n, lab_job_fn fn, void *ctx, int jobs, double 
 
 /* Number of online CPUs (at least 1). */
 int lab_isolate_ncpu(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

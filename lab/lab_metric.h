@@ -5,6 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Count of non-finite values. */
 typedef struct { size_t n, nan, pinf, ninf; } lab_census;
 
@@ -29,5 +33,9 @@ double lab_metric_rel_l2(const float *a, const double *ref, size_t n);
 
 /* <a, ref> / (||a|| ||ref||) in double; NaN if non-finite or either norm is 0. */
 double lab_metric_cosine(const float *a, const double *ref, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

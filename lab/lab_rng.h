@@ -6,6 +6,10 @@
 
 #include "lab_hd.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Philox4x32 round constants (Salmon et al., SC'11; the values Random123 and cuRAND use). */
 #define LAB_PHILOX_M0 0xD2511F53u
 #define LAB_PHILOX_M1 0xCD9E8D57u
@@ -52,10 +56,11 @@ static inline LAB_HD float lab_rng_uniform(uint64_t seed, uint32_t stream, uint6
     return (float)(lab_rng_u32(seed, stream, index) >> 8) * (1.0f / 16777216.0f);
 }
 
-/* Natural log of x in (0, 1], from +, * and / alone (no libm), so host and device agree bit for bit.
+/* Natural log of x in (0, 1] (-inf at 0, NaN outside), from +, * and / alone (no libm), so host and device agree bit for bit.
  * x = m * 2^e with m in [sqrt(1/2), sqrt(2)); log m = 2 atanh(s), s = (m-1)/(m+1), series to s^25. */
 static inline LAB_HD double lab_rng_log_exact(double x)
 {
+    if (!(x > 0.0) || !(x <= 1.0)) return x == 0.0 ? -__builtin_inf() : __builtin_nan(""); /* outside (0, 1] */
     int e = 0;
     while (x < 0.70710678118654752) { x = LAB_DMUL(x, 2.0); --e; }
     while (x >= 1.4142135623730950) { x = LAB_DMUL(x, 0.5); ++e; }
@@ -117,5 +122,9 @@ void lab_rng_fill_uniform(float *out, uint64_t n, uint64_t seed, uint32_t stream
 
 /* Fills out[0..n) with lab_rng_normal(seed, stream, first + i). Never fails. */
 void lab_rng_fill_normal(float *out, uint64_t n, uint64_t seed, uint32_t stream, uint64_t first);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

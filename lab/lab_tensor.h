@@ -7,6 +7,10 @@
 
 #include "lab_err.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define LAB_TENSOR_MAXDIM 8
 
 /* Element types. bf16 is stored in .npy as raw "<u2" bits; its true dtype lives in the MANIFEST. */
@@ -48,5 +52,9 @@ lab_status lab_npy_write(const char *path, const lab_tensor *t);
 lab_status lab_npy_parse(const uint8_t *buf, size_t len, const char *name, lab_tensor *t);
 /* Reads path and parses it as above; LAB_ERR_IO if unreadable. */
 lab_status lab_npy_read(const char *path, lab_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -11,8 +11,8 @@ BUILD   := build/san-$(subst $(comma),-,$(SANITIZE))
 endif
 
 # -ffp-contract=off: no silent FMA contraction, so float results are the ones the source says.
-CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -fno-strict-aliasing \
-               -Ilab -Ikernels -I.
+CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -ffp-contract=off -fno-strict-aliasing \
+               -Ilab -Ikernels -Ireplay -I.
 ifneq ($(strip $(SANITIZE)),)
 CFLAGS_BASE += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS_SAN := -fsanitize=$(SANITIZE)
@@ -37,7 +37,7 @@ endif
 ifeq ($(CUDA),1)
 CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_DEFS   := -DLAB_HAVE_CUDA=1
-CUDA_LIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
+CUDA_LIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
 NVCCFLAGS   ?= -O3 -arch=$(CUDA_ARCH) -Ilab -Ikernels -I. -Xcompiler -fno-strict-aliasing
 endif
 

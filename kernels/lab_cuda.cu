@@ -1,0 +1,65 @@
+/* lab_cuda: is a CUDA device usable, what is it, and CUDA errors as lab statuses; plain C may include it. */
+#include "lab_cuda.h"
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <string.h>
+
+extern "C" lab_status lab_cuda_fail(const char *file, int line, const char *call, const char *err)
+{
+    size_t n = strcspn(call, "(");
+    while (n > 0 && call[n - 1] == ' ') --n;
+    return lab_err_set(LAB_ERR_DEVICE, "%s:%d: %.*s: %s", file, line, (int)n, call, err);
+}
+
+/* Copies the current lab error message into why[0..len). */
+static void lab_cuda_why(char *why, size_t len)
+{
+    if (why && len) snprintf(why, len, "%s", lab_err_msg());
+}
+
+extern "C" lab_status lab_cuda_ready(char *why, size_t len)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    lab_status st = LAB_OK;
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* this error is not sticky: clear it so later checks start clean */
+        st = lab_err_set(LAB_ERR_UNSUPPORTED, "no CUDA device: cudaGetDeviceCount: %s", cudaGetErrorString(e));
+    } else if (n == 0) {
+        st = lab_err_set(LAB_ERR_UNSUPPORTED, "no CUDA device: cudaGetDeviceCount found 0 devices");
+    } else if ((e = cudaSetDevice(0)) != cudaSuccess || (e = cudaFree(0)) != cudaSuccess) {
+        /* cudaFree(0) forces context creation: a listed but unusable device shows up here. */
+        st = lab_err_set(LAB_ERR_DEVICE, "CUDA device 0 is listed but unusable: %s", cudaGetErrorString(e));
+    }
+    if (st == LAB_OK) {
+        if (why && len) why[0] = '\0';
+    } else {
+        lab_cuda_why(why, len);
+    }
+    return st;
+}
+
+extern "C" lab_status lab_cuda_device_info(int device, lab_cuda_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->device = device;
+    cudaDeviceProp p;
+    LAB_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+    snprintf(info->name, sizeof info->name, "%s", p.name);
+    info->cc_major = p.major;
+    info->cc_minor = p.minor;
+    info->multiprocessors = p.multiProcessorCount;
+    info->total_mem = p.totalGlobalMem;
+    LAB_CUDA_CHECK(cudaDriverGetVersion(&info->driver_version));
+    LAB_CUDA_CHECK(cudaRuntimeGetVersion(&info->runtime_version));
+    int prev = 0;
+    LAB_CUDA_CHECK(cudaGetDevice(&prev));
+    LAB_CUDA_CHECK(cudaSetDevice(device));
+    size_t free_b = 0, total_b = 0;
+    cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+    cudaSetDevice(prev);
+    if (e != cudaSuccess) return lab_cuda_fail(__FILE__, __LINE__, "cudaMemGetInfo", cudaGetErrorString(e));
+    info->free_mem = free_b;
+    return LAB_OK;
+}

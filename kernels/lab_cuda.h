@@ -1,0 +1,68 @@
+/* lab_cuda: is a CUDA device usable, what is it, and CUDA errors as lab statuses; plain C may include it. */
+#ifndef LAB_CUDA_H
+#define LAB_CUDA_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* lab_err.h has no C++ guards of its own: included here, inside extern "C", its functions keep C
+ * linkage when a .cu file (compiled as C++) includes this header first. */
+#include "lab_err.h"
+
+/* Facts about one CUDA device and the CUDA software under it, for reports that compare GPUs. */
+typedef struct {
+    int device;              /* ordinal */
+    char name[256];          /* e.g. "NVIDIA H200" */
+    int cc_major, cc_minor;  /* compute capability */
+    int multiprocessors;
+    size_t total_mem;        /* bytes of device memory */
+    size_t free_mem;         /* bytes free when asked */
+    int driver_version;      /* cudaDriverGetVersion: 1000 * major + 10 * minor (12080 is 12.8) */
+    int runtime_version;     /* cudaRuntimeGetVersion, same encoding */
+} lab_cuda_info;
+
+/* Is a CUDA device usable by this process? LAB_OK when device 0 exists and a context on it can be
+ * created. LAB_ERR_UNSUPPORTED when there is no device (no driver, no GPU, or none visible): why
+ * receives a one-line reason such as "no CUDA device: cudaGetDeviceCount: no CUDA-capable device is
+ * detected". LAB_ERR_DEVICE when a device is listed but cannot be used (context creation fails): a
+ * broken GPU is an error, not a reason to skip. The reason is also the lab error message. why may be
+ * NULL; len is its capacity. */
+lab_status lab_cuda_ready(char *why, size_t len);
+
+/* Fills *info for device `device`. LAB_ERR_DEVICE (message "file:line: cudaXxx: <CUDA error text>")
+ * if a query fails; info is then partly filled. */
+lab_status lab_cuda_device_info(int device, lab_cuda_info *info);
+
+/* Records a failed CUDA call as the lab error "file:line: cudaXxx: <err>", where cudaXxx is `call` up to
+ * its first '(', and returns LAB_ERR_DEVICE. Used by LAB_CUDA_CHECK. */
+lab_status lab_cuda_fail(const char *file, int line, const char *call, const char *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifdef __CUDACC__
+/* In .cu files: evaluates a CUDA runtime call; on failure returns LAB_ERR_DEVICE from the enclosing
+ * function with "file:line: cudaXxx: <cudaGetErrorString>" as the lab error message. */
+#define LAB_CUDA_CHECK(call)                                                                       \
+    do {                                                                                           \
+        cudaError_t lab_cuda_e_ = (call);                                                          \
+        if (lab_cuda_e_ != cudaSuccess)                                                            \
+            return lab_cuda_fail(__FILE__, __LINE__, #call, cudaGetErrorString(lab_cuda_e_));      \
+    } while (0)
+
+/* The same, for functions that must release resources: stores the status in st and jumps to label. */
+#define LAB_CUDA_CHECK_GOTO(st, call, label)                                                       \
+    do {                                                                                           \
+        cudaError_t lab_cuda_e_ = (call);                                                          \
+        if (lab_cuda_e_ != cudaSuccess) {                                                          \
+            (st) = lab_cuda_fail(__FILE__, __LINE__, #call, cudaGetErrorString(lab_cuda_e_));      \
+            goto label;                                                                            \
+        }                                                                                          \
+    } while (0)
+#endif
+
+#endif

@@ -1,0 +1,350 @@
+/* lab_main: the `lab` command: list, replay, explain, golden verify|bless, plots. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lab_fs.h"
+#include "lab_golden.h"
+#include "lab_incident.h"
+#include "lab_isolate.h"
+#include "lab_plot.h"
+#include "lab_replay.h"
+#include "lab_results.h"
+
+#define LAB_EXIT_USAGE 2
+
+static const char *lab_usage =
+    "usage: lab COMMAND [options]\n"
+    "  list                               incidents, their variants and roles\n"
+    "  replay [--incident ID]... [--variant NAME] [--seeds N | --seed S] [--first-seed S0]\n"
+    "         [--backend cpu|cuda] [-j JOBS] [--timeout SEC] [--out DIR] [--tap] [--no-plots] [--quiet]\n"
+    "                                     run cases isolated on all cores; exit 1 if a fix fails or a bug\n"
+    "                                     is not detected (XPASS)\n"
+    "  explain ID [--seeds N] [--backend cpu|cuda]\n"
+    "                                     the story in short, then bug and fix side by side, live\n"
+    "  golden verify|bless [ID]           check goldens against their MANIFEST / regenerate them\n"
+    "  plots [--out DIR]                  redraw the plots of a replay from DIR/results.jsonl\n"
+    "  help                               this text\n"
+    "The repository root is the current directory, or LAB_ROOT.\n";
+
+static int lab_usage_error(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "lab: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n(run `lab help` for usage)\n");
+    return LAB_EXIT_USAGE;
+}
+
+/* Parses a non-negative integer flag value; 0 on success. */
+static int lab_parse_u64(const char *flag, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-') return lab_usage_error("%s needs a non-negative integer, got '%s'", flag, s ? s : "");
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return lab_usage_error("%s needs a non-negative integer, got '%s'", flag, s);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static void lab_list_known(FILE *f)
+{
+    size_t n;
+    const lab_incident *const *all = lab_incident_all(&n);
+    fprintf(f, "known incidents:");
+    for (size_t i = 0; i < n; ++i) fprintf(f, " %s", all[i]->id);
+    fprintf(f, "\n");
+}
+
+static const lab_incident *lab_find_or_complain(const char *id)
+{
+    const lab_incident *inc = lab_incident_find(id);
+    if (!inc) {
+        fprintf(stderr, "lab: unknown incident '%s'\n", id);
+        lab_list_known(stderr);
+    }
+    return inc;
+}
+
+static const char *lab_root(void)
+{
+    const char *r = getenv("LAB_ROOT");
+    return r && *r ? r : ".";
+}
+
+static int lab_cmd_list(void)
+{
+    size_t n;
+    const lab_incident *const *all = lab_incident_all(&n);
+    for (size_t i = 0; i < n; ++i) {
+        printf("%s  %s\n", all[i]->id, all[i]->title);
+        for (int v = 0; v < all[i]->n_variants; ++v) {
+            const lab_variant *var = &all[i]->variants[v];
+            printf("    %-18s %-3s %s%s\n", var->name, lab_role_name(var->role), var->what,
+                   var->run_cuda ? "  [cpu, cuda]" : "  [cpu]");
+        }
+    }
+    return 0;
+}
+
+static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
+{
+    const char *ids[64];
+    size_t n_ids = 0;
+    const char *variant = NULL, *out = "build/replay";
+    uint64_t n_seeds = 256, one_seed = 0, first = 1, jobs = 0, timeout = 0;
+    int have_seed = 0, have_seeds = 0, tap = 0, plots = 1, quiet = 0;
+    lab_backend backend = LAB_BACKEND_CPU;
+    for (int i = 0; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (!strcmp(a, "--incident")) {
+            if (!v) return lab_usage_error("%s needs an incident id%s", a, "");
+            if (n_ids == 64) return lab_usage_error("too many %s flags%s", a, "");
+            ids[n_ids++] = v;
+        } else if (!strcmp(a, "--variant")) {
+            if (!v) return lab_usage_error("%s needs a variant name%s", a, "");
+            variant = v;
+        } else if (!strcmp(a, "--seeds")) {
+            if (lab_parse_u64(a, v, &n_seeds)) return LAB_EXIT_USAGE;
+            if (n_seeds == 0) return lab_usage_error("%s must be at least 1%s", a, "");
+            have_seeds = 1;
+        } else if (!strcmp(a, "--seed")) {
+            if (lab_parse_u64(a, v, &one_seed)) return LAB_EXIT_USAGE;
+            have_seed = 1;
+        } else if (!strcmp(a, "--first-seed")) {
+            if (lab_parse_u64(a, v, &first)) return LAB_EXIT_USAGE;
+        } else if (!strcmp(a, "--backend")) {
+            if (!v) return lab_usage_error("%s needs cpu or cuda%s", a, "");
+            if (lab_backend_parse(v, &backend) != LAB_OK) return lab_usage_error("%s%s", lab_err_msg(), "");
+        } else if (!strcmp(a, "-j") || !strcmp(a, "--jobs")) {
+            if (lab_parse_u64(a, v, &jobs)) return LAB_EXIT_USAGE;
+        } else if (!strcmp(a, "--timeout")) {
+            if (lab_parse_u64(a, v, &timeout)) return LAB_EXIT_USAGE;
+        } else if (!strcmp(a, "--out")) {
+            if (!v) return lab_usage_error("%s needs a directory%s", a, "");
+            out = v;
+        } else {
+            takes = 0;
+            if (!strcmp(a, "--tap")) tap = 1;
+            else if (!strcmp(a, "--no-plots")) plots = 0;
+            else if (!strcmp(a, "--quiet")) quiet = 1;
+            else return lab_usage_error("replay: unknown flag '%s'%s", a, "");
+        }
+        i += takes;
+    }
+    if (have_seed && have_seeds) return lab_usage_error("--seed and --seeds exclude each other%s%s", "", "");
+
+    size_t n_all;
+    const lab_incident *const *all = lab_incident_all(&n_all);
+    const lab_incident *sel[64];
+    size_t n_sel = 0;
+    if (n_ids == 0) {
+        for (size_t i = 0; i < n_all && n_sel < 64; ++i) sel[n_sel++] = all[i];
+    } else {
+        for (size_t i = 0; i < n_ids; ++i) {
+            const lab_incident *inc = lab_find_or_complain(ids[i]);
+            if (!inc) return LAB_EXIT_USAGE;
+            sel[n_sel++] = inc;
+        }
+    }
+    if (variant) {
+        int found = 0;
+        for (size_t i = 0; i < n_sel; ++i) found |= lab_incident_variant(sel[i], variant) != NULL;
+        if (!found) {
+            fprintf(stderr, "lab: unknown variant '%s'; known:", variant);
+            for (size_t i = 0; i < n_sel; ++i)
+                for (int v = 0; v < sel[i]->n_variants; ++v) fprintf(stderr, " %s/%s", sel[i]->id, sel[i]->variants[v].name);
+            fprintf(stderr, "\n");
+            return LAB_EXIT_USAGE;
+        }
+    }
+    size_t ns = have_seed ? 1 : (size_t)n_seeds;
+    uint64_t *seeds = malloc(ns * sizeof *seeds);
+    if (!seeds) return 1;
+    for (size_t s = 0; s < ns; ++s) seeds[s] = have_seed ? one_seed : first + s;
+
+    lab_replay_opts o = {sel, n_sel, variant, seeds, ns, backend, (int)jobs, (double)timeout, out, tap, plots,
+                         !quiet && isatty(STDERR_FILENO), lab_bin, lab_root()};
+    int ok = 0;
+    lab_case_record *recs;
+    size_t nrec;
+    lab_status st = lab_replay_run(&o, stdout, &ok, &recs, &nrec);
+    if (st == LAB_OK && have_seed) {
+        /* One case: show everything it reported. */
+        for (size_t i = 0; i < nrec; ++i) {
+            printf("%s %s seed %llu %s: %s %s %s\n", recs[i].incident->id, recs[i].variant->name,
+                   (unsigned long long)recs[i].seed, lab_backend_name(recs[i].backend),
+                   lab_outcome_name(recs[i].o.outcome), recs[i].o.r.detail, recs[i].o.error);
+            for (int m = 0; m < recs[i].o.r.n_metrics; ++m)
+                printf("    %-24s %.9g\n", recs[i].o.r.metrics[m].name, recs[i].o.r.metrics[m].value);
+        }
+    }
+    free(recs);
+    free(seeds);
+    if (st != LAB_OK) {
+        fprintf(stderr, "lab replay: %s\n", lab_err_msg());
+        return 1;
+    }
+    return ok ? 0 : 1;
+}
+
+/* explain: one job per (seed, variant) pair. */
+typedef struct {
+    const lab_incident *inc;
+    lab_backend backend;
+    size_t n_seeds;
+} lab_explain_ctx;
+
+static lab_status lab_explain_job(void *vctx, size_t job, lab_case_result *r)
+{
+    lab_explain_ctx *x = vctx;
+    lab_case c = {x->inc, &x->inc->variants[job % (size_t)x->inc->n_variants], 1 + job / (size_t)x->inc->n_variants,
+                  x->backend, lab_root()};
+    return lab_replay_case(&c, r);
+}
+
+static int lab_cmd_explain(int argc, char **argv, const char *lab_bin)
+{
+    if (argc < 1) return lab_usage_error("explain needs an incident id%s%s", "", "");
+    const lab_incident *inc = lab_find_or_complain(argv[0]);
+    if (!inc) return LAB_EXIT_USAGE;
+    uint64_t seeds = 4;
+    lab_backend backend = LAB_BACKEND_CPU;
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
+            if (lab_parse_u64("--seeds", argv[++i], &seeds) || seeds == 0) return LAB_EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
+            if (lab_backend_parse(argv[++i], &backend) != LAB_OK) return lab_usage_error("%s%s", lab_err_msg(), "");
+        } else {
+            return lab_usage_error("explain: unknown flag '%s'%s", argv[i], "");
+        }
+    }
+    printf("%s: %s\n\n%s\n\nThe full story: %s/incidents/%s/README.md\n\n", inc->id, inc->title, inc->summary,
+           lab_root(), inc->id);
+    for (int v = 0; v < inc->n_variants; ++v)
+        printf("  %-18s %s  %s\n", inc->variants[v].name, lab_role_name(inc->variants[v].role), inc->variants[v].what);
+    printf("\nLive, %llu seeds on %s; separating metric: %s\n\n", (unsigned long long)seeds, lab_backend_name(backend),
+           inc->plot_metric);
+    size_t nv = (size_t)inc->n_variants, n = (size_t)seeds * nv;
+    lab_job_outcome *out = calloc(n, sizeof *out);
+    if (!out) return 1;
+    lab_explain_ctx x = {inc, backend, (size_t)seeds};
+    lab_status st = lab_isolate_run(n, lab_explain_job, &x, lab_isolate_ncpu(), inc->timeout_s > 0 ? inc->timeout_s : 60,
+                                    NULL, out);
+    printf("%-6s", "seed");
+    for (size_t v = 0; v < nv; ++v) printf(" | %-34s", inc->variants[v].name);
+    printf("\n");
+    int all_ok = st == LAB_OK;
+    for (size_t s = 0; s < seeds; ++s) {
+        printf("%-6zu", s + 1);
+        for (size_t v = 0; v < nv; ++v) {
+            const lab_job_outcome *o = &out[s * nv + v];
+            double m = lab_result_get(&o->r, inc->plot_metric);
+            char cell[64];
+            snprintf(cell, sizeof cell, "%s %s=%.3g", lab_outcome_name(o->outcome), inc->plot_metric, m);
+            printf(" | %-34s", cell);
+            lab_case_record rec = {inc, &inc->variants[v], s + 1, backend, *o};
+            all_ok &= lab_results_case_ok(&rec) != 0;
+        }
+        printf("\n");
+    }
+    printf("\n");
+    for (size_t v = 0; v < nv; ++v) {
+        const lab_job_outcome *o = &out[v];
+        printf("%s (seed 1): %s%s%s\n", inc->variants[v].name, o->r.detail, o->error[0] ? " " : "", o->error);
+    }
+    printf("\n%s\nReplay all seeds: %s replay --incident %s\n",
+           all_ok ? "The bug happens and the fix holds." : "NOT OK: a fix failed or a bug was not detected.", lab_bin,
+           inc->id);
+    free(out);
+    return all_ok ? 0 : 1;
+}
+
+static int lab_cmd_golden(int argc, char **argv)
+{
+    if (argc < 1 || (strcmp(argv[0], "verify") && strcmp(argv[0], "bless")))
+        return lab_usage_error("golden needs verify or bless, got '%s'%s", argc ? argv[0] : "", "");
+    int bless = !strcmp(argv[0], "bless");
+    size_t n;
+    const lab_incident *const *all = lab_incident_all(&n);
+    const lab_incident *one = NULL;
+    if (argc > 2) return lab_usage_error("golden: unexpected argument '%s'%s", argv[2], "");
+    if (argc == 2 && !(one = lab_find_or_complain(argv[1]))) return LAB_EXIT_USAGE;
+    int bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const lab_incident *inc = all[i];
+        if (one && inc != one) continue;
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/incidents/%s/golden", lab_root(), inc->id);
+        if (bless) {
+            if (!inc->golden_bless) {
+                printf("%s: no golden generator\n", inc->id);
+                continue;
+            }
+            lab_status st = lab_fs_mkdirs(dir);
+            if (st == LAB_OK) st = inc->golden_bless(dir);
+            printf("%s: %s%s\n", inc->id, st == LAB_OK ? "goldens regenerated in " : "bless FAILED: ",
+                   st == LAB_OK ? dir : lab_err_msg());
+            bad |= st != LAB_OK;
+            continue;
+        }
+        lab_golden_manifest m;
+        lab_status st = lab_golden_manifest_read(dir, &m);
+        if (st != LAB_OK) {
+            printf("%s: FAIL: %s\n", inc->id, lab_err_msg());
+            bad = 1;
+            continue;
+        }
+        size_t good = 0;
+        st = lab_golden_verify(dir, &m, &good);
+        if (st == LAB_OK) printf("%s: %zu golden files verified (sha256, dtype, shape)\n", inc->id, good);
+        else printf("%s: FAIL: %s\n", inc->id, lab_err_msg());
+        bad |= st != LAB_OK;
+        lab_golden_manifest_free(&m);
+    }
+    return bad ? 1 : 0;
+}
+
+static int lab_cmd_plots(int argc, char **argv)
+{
+    const char *out = "build/replay";
+    for (int i = 0; i < argc; ++i) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else return lab_usage_error("plots: unknown flag '%s'%s", argv[i], "");
+    }
+    int n = 0;
+    lab_status st = lab_plot_results(out, lab_root(), &n);
+    if (st != LAB_OK) {
+        fprintf(stderr, "lab plots: %s\n", lab_err_msg());
+        return 1;
+    }
+    printf("plots: %d PNG in %s/plots\n", n, out);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *lab_bin = argv[0];
+    if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fputs(lab_usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? LAB_EXIT_USAGE : 0;
+    }
+    char probe[4096];
+    snprintf(probe, sizeof probe, "%s/incidents", lab_root());
+    if (!lab_fs_exists(probe)) {
+        fprintf(stderr, "lab: %s not found: run from the repository root or set LAB_ROOT\n", probe);
+        return LAB_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "list")) return lab_cmd_list();
+    if (!strcmp(cmd, "replay")) return lab_cmd_replay(argc - 2, argv + 2, lab_bin);
+    if (!strcmp(cmd, "explain")) return lab_cmd_explain(argc - 2, argv + 2, lab_bin);
+    if (!strcmp(cmd, "golden")) return lab_cmd_golden(argc - 2, argv + 2);
+    if (!strcmp(cmd, "plots")) return lab_cmd_plots(argc - 2, argv + 2);
+    return lab_usage_error("unknown command '%s'%s", cmd, "");
+}

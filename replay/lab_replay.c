@@ -1,0 +1,200 @@
+/* lab_replay: runs (incident, variant, seed) cases in isolation on all cores and reports them. */
+#include "lab_replay.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lab_fs.h"
+#include "lab_plot.h"
+
+lab_status lab_replay_case(const lab_case *c, lab_case_result *r)
+{
+    memset(r, 0, sizeof *r);
+    if (c->backend == LAB_BACKEND_CUDA) {
+        if (!c->variant->run_cuda) {
+#ifdef LAB_HAVE_CUDA
+            lab_result_skip(r, "no CUDA version of %s/%s", c->incident->id, c->variant->name);
+#else
+            lab_result_skip(r, "this build has no CUDA (nvcc was not found at build time)");
+#endif
+            return LAB_OK;
+        }
+        return c->variant->run_cuda(c, r);
+    }
+    return c->variant->run_cpu(c, r);
+}
+
+typedef struct {
+    const lab_replay_opts *opts;
+    lab_case_record *recs;
+    size_t n, done;
+    double t0;
+    size_t bad;
+} lab_replay_ctx;
+
+static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
+{
+    lab_replay_ctx *ctx = vctx;
+    lab_case_record *rec = &ctx->recs[job];
+    lab_case c = {rec->incident, rec->variant, rec->seed, rec->backend, ctx->opts->root};
+    return lab_replay_case(&c, r);
+}
+
+static double lab_replay_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
+{
+    lab_replay_ctx *ctx = vctx;
+    ctx->recs[job].o = *o;
+    ctx->done++;
+    if (lab_results_case_ok(&ctx->recs[job]) == 0) ctx->bad++;
+    if (ctx->opts->progress) {
+        const lab_case_record *c = &ctx->recs[job];
+        fprintf(stderr, "\r\033[K[%zu/%zu] %.1fs %zu failing | %s %s seed %llu: %s", ctx->done, ctx->n,
+                lab_replay_now() - ctx->t0, ctx->bad, c->incident->id, c->variant->name,
+                (unsigned long long)c->seed, lab_outcome_name(o->outcome));
+        if (ctx->done == ctx->n) fprintf(stderr, "\n");
+    }
+}
+
+/* Cases grouped by timeout, so each group runs under its incident's watchdog. */
+static lab_status lab_replay_execute(lab_replay_ctx *ctx)
+{
+    const lab_replay_opts *opts = ctx->opts;
+    int jobs = opts->jobs > 0 ? opts->jobs : lab_isolate_ncpu();
+    lab_job_outcome *out = calloc(ctx->n ? ctx->n : 1, sizeof *out);
+    if (!out) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    size_t start = 0;
+    lab_status st = LAB_OK;
+    while (start < ctx->n && st == LAB_OK) {
+        const lab_incident *inc = ctx->recs[start].incident;
+        size_t end = start;
+        while (end < ctx->n && ctx->recs[end].incident == inc) ++end;
+        double timeout = inc->timeout_s > 0 ? inc->timeout_s : opts->timeout_s;
+        if (opts->timeout_s > 0 && opts->timeout_s < timeout) timeout = opts->timeout_s; /* --timeout caps */
+        lab_replay_ctx sub = *ctx;
+        sub.recs = ctx->recs + start;
+        sub.n = end - start;
+        lab_replay_ctx *subp = &sub;
+        /* progress counts across groups */
+        sub.done = ctx->done;
+        sub.n = ctx->n;
+        st = lab_isolate_run(end - start, lab_replay_job, subp, jobs, timeout, lab_replay_done, out + start);
+        ctx->done = sub.done;
+        ctx->bad = sub.bad;
+        start = end;
+    }
+    free(out);
+    return st;
+}
+
+/* Prints the per-variant table. */
+static void lab_replay_table(FILE *f, const lab_variant_tally *t, size_t nt)
+{
+    fprintf(f, "\n%-28s %-16s %-4s %5s %5s %5s %5s %5s %5s %5s  %s\n", "incident", "variant", "role", "seeds", "PASS",
+            "FAIL", "CRASH", "HANG", "SKIP", "ERROR", "verdict");
+    for (size_t k = 0; k < nt; ++k) {
+        fprintf(f, "%-28s %-16s %-4s %5zu %5zu %5zu %5zu %5zu %5zu %5zu  %s\n", t[k].incident->id, t[k].variant->name,
+                lab_role_name(t[k].variant->role), t[k].seeds, t[k].counts[LAB_OUT_PASS], t[k].counts[LAB_OUT_FAIL],
+                t[k].counts[LAB_OUT_CRASH], t[k].counts[LAB_OUT_HANG], t[k].counts[LAB_OUT_SKIP],
+                t[k].counts[LAB_OUT_ERROR], t[k].verdict);
+    }
+}
+
+lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, lab_case_record **recs_out, size_t *n_recs)
+{
+    *ok = 0;
+    *recs_out = NULL;
+    *n_recs = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < opts->n_incidents; ++i)
+        for (int v = 0; v < opts->incidents[i]->n_variants; ++v)
+            if (!opts->variant || strcmp(opts->variant, opts->incidents[i]->variants[v].name) == 0) n += opts->n_seeds;
+    lab_case_record *recs = calloc(n ? n : 1, sizeof *recs);
+    if (!recs) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < opts->n_incidents; ++i)
+        for (int v = 0; v < opts->incidents[i]->n_variants; ++v) {
+            const lab_variant *var = &opts->incidents[i]->variants[v];
+            if (opts->variant && strcmp(opts->variant, var->name) != 0) continue;
+            for (size_t s = 0; s < opts->n_seeds; ++s) {
+                recs[k].incident = opts->incidents[i];
+                recs[k].variant = var;
+                recs[k].seed = opts->seeds[s];
+                recs[k].backend = opts->backend;
+                k++;
+            }
+        }
+
+    lab_status st = LAB_OK;
+    if (opts->out_dir && (st = lab_fs_mkdirs(opts->out_dir)) != LAB_OK) {
+        free(recs);
+        return st;
+    }
+    lab_replay_ctx ctx = {opts, recs, n, 0, lab_replay_now(), 0};
+    st = lab_replay_execute(&ctx);
+    double wall = lab_replay_now() - ctx.t0;
+    if (st != LAB_OK) fprintf(report, "replay: %s (the cases not started are ERROR)\n", lab_err_msg());
+
+    lab_variant_tally *t;
+    size_t nt;
+    lab_status st2 = lab_results_tally(recs, n, &t, &nt);
+    if (st2 != LAB_OK) {
+        free(recs);
+        return st2;
+    }
+    int all_ok = st == LAB_OK;
+    for (size_t j = 0; j < nt; ++j) all_ok &= t[j].ok;
+    lab_replay_table(report, t, nt);
+
+    /* Every case that failed its role, with the command that replays exactly that case. */
+    size_t shown = 0, bad = 0;
+    for (size_t j = 0; j < n; ++j) {
+        if (lab_results_case_ok(&recs[j]) != 0) continue;
+        bad++;
+        if (shown++ >= 20) continue;
+        char cmd[512];
+        lab_results_replay_cmd(&recs[j], opts->lab_bin, cmd, sizeof cmd);
+        fprintf(report, "%s %s/%s seed %llu: %s%s%s%s\n  replay: %s\n",
+                recs[j].variant->role == LAB_ROLE_FIX ? "REGRESSED" : "XPASS", recs[j].incident->id,
+                recs[j].variant->name, (unsigned long long)recs[j].seed, lab_outcome_name(recs[j].o.outcome),
+                recs[j].o.r.detail[0] ? ": " : "", recs[j].o.r.detail, recs[j].o.error[0] ? recs[j].o.error : "", cmd);
+    }
+    if (shown > 20) fprintf(report, "... and %zu more (see results.jsonl)\n", shown - 20);
+    fprintf(report, "\n%zu cases in %.2f s (%.1f cases/s, %d jobs): %s\n", n, wall, wall > 0 ? n / wall : 0.0,
+            opts->jobs > 0 ? opts->jobs : lab_isolate_ncpu(),
+            all_ok ? "every fix holds and every bug is detected" : "NOT OK");
+
+    if (opts->out_dir) {
+        char path[4096];
+        int sum_ok;
+        snprintf(path, sizeof path, "%s/results.jsonl", opts->out_dir);
+        if (st2 == LAB_OK) st2 = lab_results_write_jsonl(path, recs, n, opts->lab_bin);
+        snprintf(path, sizeof path, "%s/summary.json", opts->out_dir);
+        if (st2 == LAB_OK) st2 = lab_results_write_summary(path, t, nt, lab_backend_name(opts->backend), n, wall, &sum_ok);
+        snprintf(path, sizeof path, "%s/junit.xml", opts->out_dir);
+        if (st2 == LAB_OK) st2 = lab_results_write_junit(path, recs, n, opts->lab_bin);
+        snprintf(path, sizeof path, "%s/results.tap", opts->out_dir);
+        if (st2 == LAB_OK && opts->tap) st2 = lab_results_write_tap(path, recs, n, opts->lab_bin);
+        if (st2 == LAB_OK && opts->plots) {
+            int npng = 0;
+            lab_status sp = lab_plot_results(opts->out_dir, opts->root, &npng);
+            if (sp == LAB_OK) fprintf(report, "plots: %d PNG in %s/plots\n", npng, opts->out_dir);
+            else fprintf(report, "plots: %s\n", lab_err_msg()); /* a missing gnuplot does not fail the replay */
+        }
+        if (st2 == LAB_OK) fprintf(report, "wrote %s/{results.jsonl,summary.json,junit.xml%s}\n", opts->out_dir, opts->tap ? ",results.tap" : "");
+    }
+    free(t);
+    *recs_out = recs;
+    *n_recs = n;
+    *ok = all_ok && bad == 0;
+    return st2 != LAB_OK ? st2 : st;
+}

@@ -1,0 +1,123 @@
+/* test_isolate: every outcome of an isolated job (PASS, FAIL, CRASH, HANG, SKIP, ERROR), parallelism, orphans. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lab_isolate.h"
+
+enum { J_PASS, J_FAIL, J_SEGV, J_ABORT, J_HANG, J_SKIP, J_ERROR, J_EXIT1, J_EXIT0, J_NOVERDICT, J_COUNT };
+
+static lab_status job(void *ctx, size_t i, lab_case_result *r)
+{
+    switch (i % J_COUNT) {
+    case J_PASS: lab_result_metric(r, "x", 1.5); lab_result_verdict(r, 1, "fine"); return LAB_OK;
+    case J_FAIL: lab_result_verdict(r, 0, "too far"); return LAB_OK;
+    case J_SEGV: raise(SIGSEGV); return LAB_OK;
+    case J_ABORT: abort();
+    case J_HANG: for (;;) pause();
+    case J_SKIP: lab_result_skip(r, "no widget"); return LAB_OK;
+    case J_ERROR: return lab_err_set(LAB_ERR_IO, "golden/x.npy: missing");
+    case J_EXIT1: exit(1);
+    case J_EXIT0: _exit(0);
+    default: return LAB_OK; /* J_NOVERDICT */
+    }
+}
+
+Test(isolate, every_outcome_and_the_run_goes_on)
+{
+    lab_job_outcome out[J_COUNT];
+    lab_status st = lab_isolate_run(J_COUNT, job, NULL, 4, 1.0, NULL, out);
+    cr_assert_eq(st, LAB_OK);
+    cr_expect_eq(out[J_PASS].outcome, LAB_OUT_PASS);
+    cr_expect_eq(out[J_PASS].r.n_metrics, 1);
+    cr_expect_float_eq(out[J_PASS].r.metrics[0].value, 1.5, 0);
+    cr_expect_eq(out[J_FAIL].outcome, LAB_OUT_FAIL);
+    cr_expect_str_eq(out[J_FAIL].r.detail, "too far");
+    cr_expect_eq(out[J_SEGV].outcome, LAB_OUT_CRASH);
+    cr_expect_eq(out[J_SEGV].signal, SIGSEGV);
+    cr_expect(strstr(out[J_SEGV].error, "signal 11") != NULL, "%s", out[J_SEGV].error);
+    cr_expect_eq(out[J_ABORT].outcome, LAB_OUT_CRASH);
+    cr_expect_eq(out[J_ABORT].signal, SIGABRT);
+    cr_expect_eq(out[J_HANG].outcome, LAB_OUT_HANG);
+    cr_expect(out[J_HANG].wall_s >= 1.0 && out[J_HANG].wall_s < 3.0, "hang noticed after %.2f s", out[J_HANG].wall_s);
+    cr_expect_eq(out[J_SKIP].outcome, LAB_OUT_SKIP);
+    cr_expect_str_eq(out[J_SKIP].r.detail, "no widget");
+    cr_expect_eq(out[J_ERROR].outcome, LAB_OUT_ERROR);
+    cr_expect(strstr(out[J_ERROR].error, "golden/x.npy: missing") != NULL, "%s", out[J_ERROR].error);
+    cr_expect_eq(out[J_EXIT1].outcome, LAB_OUT_CRASH);
+    cr_expect_eq(out[J_EXIT0].outcome, LAB_OUT_ERROR);
+    cr_expect_eq(out[J_NOVERDICT].outcome, LAB_OUT_ERROR);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static lab_status sleeper(void *ctx, size_t i, lab_case_result *r)
+{
+    usleep(200000);
+    lab_result_verdict(r, 1, "slept");
+    return LAB_OK;
+}
+
+Test(isolate, runs_jobs_in_parallel)
+{
+    lab_job_outcome out[8];
+    double t0 = now();
+    cr_assert_eq(lab_isolate_run(8, sleeper, NULL, 8, 5, NULL, out), LAB_OK);
+    double t = now() - t0;
+    for (int i = 0; i < 8; ++i) cr_expect_eq(out[i].outcome, LAB_OUT_PASS);
+    cr_expect_lt(t, 1.0, "8 x 0.2 s jobs at 8 wide took %.2f s", t); /* serial would be 1.6 s */
+}
+
+/* A hanging job that started a grandchild: the watchdog must take the grandchild too (no orphans). */
+static lab_status spawner(void *ctx, size_t i, lab_case_result *r)
+{
+    const char *pidfile = ctx;
+    pid_t g = fork();
+    if (g == 0) {
+        for (;;) pause();
+    }
+    FILE *f = fopen(pidfile, "w");
+    fprintf(f, "%d\n", (int)g);
+    fclose(f);
+    for (;;) pause();
+    return LAB_OK;
+}
+
+Test(isolate, watchdog_leaves_no_orphans)
+{
+    char pidfile[] = "/tmp/lab-orphan-XXXXXX";
+    int fd = mkstemp(pidfile);
+    cr_assert(fd >= 0);
+    close(fd);
+    lab_job_outcome out[1];
+    cr_assert_eq(lab_isolate_run(1, spawner, pidfile, 1, 0.5, NULL, out), LAB_OK);
+    cr_expect_eq(out[0].outcome, LAB_OUT_HANG);
+    FILE *f = fopen(pidfile, "r");
+    int g = 0;
+    cr_assert(f && fscanf(f, "%d", &g) == 1);
+    fclose(f);
+    unlink(pidfile);
+    usleep(50000);
+    /* The grandchild was reparented and killed; once reaped by init it no longer exists. A zombie
+     * awaiting reaping shows state Z. */
+    char path[64], buf[512] = "";
+    snprintf(path, sizeof path, "/proc/%d/stat", g);
+    FILE *s = fopen(path, "r");
+    if (s) {
+        size_t got = fread(buf, 1, sizeof buf - 1, s);
+        buf[got] = 0;
+        fclose(s);
+        char *p = strrchr(buf, ')');
+        cr_expect(p && p[2] == 'Z', "grandchild %d still alive: %s", g, buf);
+    }
+}

@@ -1,0 +1,200 @@
+/* test_replay: the runner over a synthetic incident: verdicts per role, XPASS, crash/hang as outcomes, output files. */
+#include <cJSON.h>
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lab_fs.h"
+#include "lab_replay.h"
+#include "lab_results.h"
+
+static lab_status run_pass(const lab_case *c, lab_case_result *r)
+{
+    lab_result_metric(r, "err", 1e-7 * (double)c->seed);
+    lab_result_verdict(r, 1, "within tolerance");
+    return LAB_OK;
+}
+static lab_status run_fail(const lab_case *c, lab_case_result *r)
+{
+    lab_result_metric(r, "err", 0.5);
+    lab_result_verdict(r, 0, "err 0.5 > 1e-6");
+    return LAB_OK;
+}
+static lab_status run_crash(const lab_case *c, lab_case_result *r)
+{
+    raise(SIGSEGV);
+    return LAB_OK;
+}
+static lab_status run_hang(const lab_case *c, lab_case_result *r)
+{
+    for (;;) pause();
+    return LAB_OK;
+}
+/* Detected on odd seeds only: a stochastic reproducer. */
+static lab_status run_half(const lab_case *c, lab_case_result *r)
+{
+    lab_result_verdict(r, !(c->seed & 1), "seed parity");
+    return LAB_OK;
+}
+
+static const lab_variant good_variants[] = {
+    {"fix", LAB_ROLE_FIX, "holds", run_pass, NULL, 0},
+    {"bug-fail", LAB_ROLE_BUG, "caught by the criterion", run_fail, NULL, 0},
+    {"bug-crash", LAB_ROLE_BUG, "crashes", run_crash, NULL, 0},
+    {"bug-hang", LAB_ROLE_BUG, "hangs", run_hang, NULL, 0},
+    {"bug-half", LAB_ROLE_BUG, "caught on about half the seeds", run_half, NULL, 0.4},
+};
+static const lab_incident good = {"9001-good", "all roles met", "synthetic", good_variants, 5, "err", 1, 0.5, NULL};
+
+static const lab_variant bad_variants[] = {
+    {"fix", LAB_ROLE_FIX, "regressed", run_fail, NULL, 0},
+    {"bug-xpass", LAB_ROLE_BUG, "no longer caught", run_pass, NULL, 0},
+    {"bug-rare", LAB_ROLE_BUG, "caught on half, stated 0.95", run_half, NULL, 0.95},
+};
+static const lab_incident bad = {"9002-bad", "roles not met", "synthetic", bad_variants, 3, "err", 1, 0.5, NULL};
+
+static char outdir[64];
+
+static void mkout(void)
+{
+    snprintf(outdir, sizeof outdir, "/tmp/lab-replay-XXXXXX");
+    cr_assert(mkdtemp(outdir));
+}
+
+static void rmout(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", outdir);
+    if (system(cmd) != 0) cr_log_warn("could not remove %s", outdir);
+}
+
+static cJSON *read_json(const char *name)
+{
+    char path[256], *text;
+    size_t len;
+    snprintf(path, sizeof path, "%s/%s", outdir, name);
+    cr_assert_eq(lab_fs_read_all(path, &text, &len), LAB_OK, "%s", lab_err_msg());
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    cr_assert_not_null(j, "%s is not JSON", name);
+    return j;
+}
+
+static lab_status replay(const lab_incident *inc, size_t nseeds, int *ok, lab_case_record **recs, size_t *n)
+{
+    static const lab_incident *incs[1];
+    static uint64_t seeds[64];
+    incs[0] = inc;
+    for (size_t i = 0; i < nseeds; ++i) seeds[i] = i + 1;
+    lab_replay_opts o = {incs, 1, NULL, seeds, nseeds, LAB_BACKEND_CPU, 4, 0, outdir, 1, 0, 0, "build/lab", "."};
+    FILE *devnull = fopen("/dev/null", "w");
+    lab_status st = lab_replay_run(&o, devnull, ok, recs, n);
+    fclose(devnull);
+    return st;
+}
+
+Test(replay, roles_met_with_crash_and_hang_as_outcomes, .init = mkout, .fini = rmout)
+{
+    int ok = 0;
+    lab_case_record *recs;
+    size_t n;
+    cr_assert_eq(replay(&good, 8, &ok, &recs, &n), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(n, 40);
+    cr_expect(ok, "a good incident must replay ok");
+    size_t crash = 0, hang = 0;
+    for (size_t i = 0; i < n; ++i) {
+        crash += recs[i].o.outcome == LAB_OUT_CRASH;
+        hang += recs[i].o.outcome == LAB_OUT_HANG;
+    }
+    cr_expect_eq(crash, 8);
+    cr_expect_eq(hang, 8);
+    free(recs);
+
+    cJSON *s = read_json("summary.json");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(s, "ok")));
+    cJSON *vars = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(s, "incidents"), 0), "variants");
+    cr_assert_eq(cJSON_GetArraySize(vars), 5);
+    cJSON *hv = cJSON_GetArrayItem(vars, 3);
+    cr_expect_str_eq(cJSON_GetObjectItem(hv, "name")->valuestring, "bug-hang");
+    cr_expect_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(hv, "counts"), "HANG")->valueint, 8);
+    cJSON *half = cJSON_GetArrayItem(vars, 4);
+    cr_expect_float_eq(cJSON_GetObjectItem(half, "detect_rate")->valuedouble, 0.5, 1e-12);
+    cJSON_Delete(s);
+
+    /* One JSON line per case, each with the fields CI tools key on. */
+    char path[256], *text;
+    size_t len;
+    snprintf(path, sizeof path, "%s/results.jsonl", outdir);
+    cr_assert_eq(lab_fs_read_all(path, &text, &len), LAB_OK);
+    size_t lines = 0;
+    for (char *p = text; *p; ++p) lines += *p == '\n';
+    cr_expect_eq(lines, 40);
+    cJSON *first = cJSON_ParseWithLength(text, strchr(text, '\n') - text);
+    const char *keys[] = {"incident", "variant", "role", "seed", "backend", "outcome", "metrics", "replay"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; ++k)
+        cr_expect_not_null(cJSON_GetObjectItem(first, keys[k]), "results.jsonl lacks %s", keys[k]);
+    cr_expect_str_eq(cJSON_GetObjectItem(first, "replay")->valuestring,
+                     "build/lab replay --incident 9001-good --variant fix --seed 1 --backend cpu");
+    cJSON_Delete(first);
+    free(text);
+
+    /* Atomic writes leave no temporary files behind. */
+    DIR *d = opendir(outdir);
+    struct dirent *e;
+    while ((e = readdir(d))) cr_expect(strstr(e->d_name, ".tmp.") == NULL, "left over: %s", e->d_name);
+    closedir(d);
+}
+
+Test(replay, regression_xpass_and_lost_rate_fail_the_run, .init = mkout, .fini = rmout)
+{
+    int ok = 1;
+    lab_case_record *recs;
+    size_t n;
+    cr_assert_eq(replay(&bad, 16, &ok, &recs, &n), LAB_OK);
+    cr_expect(!ok, "a regressed fix and an XPASS must fail the replay");
+    free(recs);
+    cJSON *s = read_json("summary.json");
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(s, "ok")));
+    cJSON *vars = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(s, "incidents"), 0), "variants");
+    for (int i = 0; i < 3; ++i)
+        cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(vars, i), "ok")), "variant %d judged ok", i);
+    cr_expect(strstr(cJSON_GetObjectItem(cJSON_GetArrayItem(vars, 1), "verdict")->valuestring, "XPASS on 16") != NULL);
+    cJSON_Delete(s);
+
+    char path[256], *tap;
+    size_t len;
+    snprintf(path, sizeof path, "%s/results.tap", outdir);
+    cr_assert_eq(lab_fs_read_all(path, &tap, &len), LAB_OK);
+    cr_expect(strncmp(tap, "TAP version 13\n1..48\n", 21) == 0);
+    cr_expect(strstr(tap, "not ok 17 - 9002-bad bug-xpass seed=1 cpu: PASS XPASS") != NULL);
+    free(tap);
+}
+
+Test(results, wilson_interval)
+{
+    double lo, hi;
+    lab_results_wilson(50, 100, &lo, &hi);
+    cr_expect(lo > 0.40 && lo < 0.41 && hi > 0.59 && hi < 0.60, "[%f, %f]", lo, hi);
+    lab_results_wilson(0, 0, &lo, &hi);
+    cr_expect(lo == 0 && hi == 1);
+    lab_results_wilson(256, 256, &lo, &hi);
+    cr_expect(hi == 1 && lo > 0.98);
+}
+
+Test(results, skip_is_neutral_and_error_is_bad)
+{
+    lab_case_record r = {&good, &good_variants[0], 1, LAB_BACKEND_CPU, {0}};
+    r.o.outcome = LAB_OUT_SKIP;
+    cr_expect_eq(lab_results_case_ok(&r), -1);
+    r.o.outcome = LAB_OUT_ERROR;
+    cr_expect_eq(lab_results_case_ok(&r), 0);
+    r.variant = &good_variants[1];
+    r.o.outcome = LAB_OUT_HANG;
+    cr_expect_eq(lab_results_case_ok(&r), 1);
+    r.o.outcome = LAB_OUT_PASS;
+    cr_expect_eq(lab_results_case_ok(&r), 0);
+}

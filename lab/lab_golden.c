@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,16 +212,17 @@ static lab_status parse_entry(const char *name, size_t i, const cJSON *obj, lab_
     if (!cJSON_IsArray(j))
         return ent_err(name, i, f, "shape", "expected an array of integers, found %s", json_type(j));
     int nd = 0;
-    size_t numel = 1;
+    size_t bytes = lab_dtype_size(e->dtype);
     for (const cJSON *d = j->child; d; d = d->next, ++nd) {
         if (nd >= LAB_TENSOR_MAXDIM)
             return ent_err(name, i, f, "shape", "more than %d dimensions", LAB_TENSOR_MAXDIM);
         if (!cJSON_IsNumber(d) || !exact_uint(d->valuedouble))
             return ent_err(name, i, f, "shape", "dimension %d is not a non-negative integer up to 2^53", nd);
         e->shape[nd] = (size_t)d->valuedouble;
-        if (__builtin_mul_overflow(numel, e->shape[nd], &numel) ||
-            numel > SIZE_MAX / lab_dtype_size(e->dtype))
-            return ent_err(name, i, f, "shape", "the byte size overflows size_t");
+        /* lab_tensor's (and numpy's) limit: non-zero dimensions times the element size fit 2^63-1 */
+        if (e->shape[nd] && (__builtin_mul_overflow(bytes, e->shape[nd], &bytes) || bytes > (size_t)PTRDIFF_MAX))
+            return ent_err(name, i, f, "shape", "overflows: the non-zero dimensions times %zu bytes exceed 2^63-1",
+                           lab_dtype_size(e->dtype));
     }
     e->ndim = nd;
 
@@ -291,8 +293,8 @@ lab_status lab_golden_manifest_parse(const char *json, size_t len, const char *n
         *slot = c;
     }
     if (!inc || !cJSON_IsString(inc)) {
-        st = lab_err_set(LAB_ERR_FORMAT, "%s: field 'incident': %s%s", name, inc ? "expected a string, found " : "missing",
-                         inc ? json_type(inc) : "");
+        st = lab_err_set(LAB_ERR_FORMAT, "%s: field 'incident': %s%s", name,
+                         inc ? "expected a string, found " : "missing", inc ? json_type(inc) : "");
         goto out;
     }
     if (strlen(inc->valuestring) >= sizeof m->incident) {
@@ -300,8 +302,8 @@ lab_status lab_golden_manifest_parse(const char *json, size_t len, const char *n
         goto out;
     }
     if (!files || !cJSON_IsArray(files)) {
-        st = lab_err_set(LAB_ERR_FORMAT, "%s: field 'files': %s%s", name, files ? "expected an array, found " : "missing",
-                         files ? json_type(files) : "");
+        st = lab_err_set(LAB_ERR_FORMAT, "%s: field 'files': %s%s", name,
+                         files ? "expected an array, found " : "missing", files ? json_type(files) : "");
         goto out;
     }
     size_t n = (size_t)cJSON_GetArraySize(files);

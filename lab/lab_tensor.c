@@ -109,8 +109,10 @@ lab_status lab_tensor_create(lab_tensor *t, lab_dtype dt, int ndim, const size_t
     if (ndim > 0 && !shape) return lab_err_set(LAB_ERR_ARG, "tensor: shape is NULL for ndim %d", ndim);
     size_t numel, nbytes;
     if (!shape_size(dt, ndim, shape, &numel, &nbytes))
-        return lab_err_set(LAB_ERR_ARG, "tensor: shape overflows: the non-zero dimensions times the element size exceed 2^63-1 (ndim %d, dtype %s)", ndim,
-                           lab_dtype_name(dt));
+        return lab_err_set(LAB_ERR_ARG,
+                           "tensor: shape overflows: the non-zero dimensions times the element size exceed "
+                           "2^63-1 (ndim %d, dtype %s)",
+                           ndim, lab_dtype_name(dt));
     void *data = calloc(nbytes ? nbytes : 1, 1);
     if (!data) return lab_err_set(LAB_ERR_NOMEM, "tensor: out of memory for %zu bytes", nbytes);
     t->dtype = dt;
@@ -154,7 +156,9 @@ static lab_status npy_encode_named(const lab_tensor *t, const char *name, uint8_
         return lab_err_set(LAB_ERR_ARG, "%s: ndim %d out of range 0..%d", name, t->ndim, LAB_TENSOR_MAXDIM);
     size_t numel, nbytes;
     if (!shape_size(t->dtype, t->ndim, t->shape, &numel, &nbytes))
-        return lab_err_set(LAB_ERR_ARG, "%s: shape overflows: the non-zero dimensions times the element size exceed 2^63-1", name);
+        return lab_err_set(LAB_ERR_ARG,
+                           "%s: shape overflows: the non-zero dimensions times the element size exceed 2^63-1",
+                           name);
     if (numel != t->numel)
         return lab_err_set(LAB_ERR_ARG, "%s: numel %zu does not match the shape's %zu elements", name,
                            t->numel, numel);
@@ -463,8 +467,9 @@ lab_status lab_npy_parse(const uint8_t *buf, size_t len, const char *name, lab_t
     if (lenfield == 4) hlen |= (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
     size_t hstart = NPY_MAGIC_LEN + 2 + lenfield;
     if (hlen > len - hstart)
-        return lab_err_set(LAB_ERR_FORMAT, "%s: truncated: header length %zu runs past the end (%zu bytes after the prefix)",
-                           name, hlen, len - hstart);
+        return lab_err_set(LAB_ERR_FORMAT,
+                           "%s: truncated: header length %zu runs past the end (%zu bytes after the prefix)", name,
+                           hlen, len - hstart);
 
     npy_cur c = {buf + hstart, buf + hstart + hlen, name};
     lab_dtype dt = LAB_DT_F4;
@@ -475,7 +480,8 @@ lab_status lab_npy_parse(const uint8_t *buf, size_t len, const char *name, lab_t
 
     size_t numel, nbytes;
     if (!shape_size(dt, ndim, shape, &numel, &nbytes))
-        return lab_err_set(LAB_ERR_FORMAT, "%s: header: shape overflows: the non-zero dimensions times %zu bytes exceed 2^63-1",
+        return lab_err_set(LAB_ERR_FORMAT,
+                           "%s: header: shape overflows: the non-zero dimensions times %zu bytes exceed 2^63-1",
                            name, lab_dtype_size(dt));
     size_t off = hstart + hlen, have = len - off;
     if (have < nbytes)

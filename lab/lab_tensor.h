@@ -24,33 +24,40 @@ typedef struct {
     void *data;                        /* numel * lab_dtype_size(dtype) bytes, C order, little endian */
 } lab_tensor;
 
-/* Bytes per element. */
+/* Bytes per element; 0 for a value outside the enum. */
 size_t lab_dtype_size(lab_dtype dt);
-/* Lab name: "f4", "f8", "u1", "u2", "i4", "bf16". */
+/* Lab name: "f4", "f8", "u1", "u2", "i4", "bf16"; "?" for a value outside the enum. */
 const char *lab_dtype_name(lab_dtype dt);
 /* Parses a lab name; LAB_ERR_FORMAT naming the string if unknown. */
 lab_status lab_dtype_parse(const char *name, lab_dtype *out);
 /* numpy descr written to .npy: "<f4", "<f8", "|u1", "<u2", "<i4"; bf16 -> "<u2". */
 const char *lab_dtype_npy_descr(lab_dtype dt);
 
-/* Allocates a zeroed tensor. LAB_ERR_ARG for ndim out of range or an overflowing size, LAB_ERR_NOMEM. */
+/* Allocates a zeroed tensor (shape may be NULL when ndim is 0). LAB_ERR_ARG for an unknown dtype, ndim out
+ * of range or a size numpy could not hold either (the non-zero dimensions times the element size above
+ * 2^63-1, even when another dimension is 0); LAB_ERR_NOMEM. On failure *t is zeroed. */
 lab_status lab_tensor_create(lab_tensor *t, lab_dtype dt, int ndim, const size_t *shape);
 /* Frees data and zeroes *t; safe on a zeroed or already freed tensor. */
 void lab_tensor_free(lab_tensor *t);
 
-/* Serialises t as .npy v1.0 (header padded to a multiple of 64 bytes, ending in '\n') into a malloc'ed
- * buffer. */
+/* Serialises t as .npy v1.0 into a malloc'ed buffer, byte for byte what numpy's np.save writes (dict with
+ * sorted keys, numpy's spare spaces after it, padded with spaces to a multiple of 64 bytes, ending in
+ * '\n'). LAB_ERR_ARG for an inconsistent tensor (unknown dtype, ndim out of range, numel not the
+ * product of the shape, NULL data), LAB_ERR_NOMEM. */
 lab_status lab_npy_encode(const lab_tensor *t, uint8_t **buf, size_t *len);
 /* Writes t to path as .npy v1.0, atomically. bf16 is written as "<u2". */
 lab_status lab_npy_write(const char *path, const lab_tensor *t);
 
 /* Parses a .npy v1.0/v2.0 image: magic, version, header dict ('descr', 'fortran_order' False,
- * 'shape'), and a payload of exactly the declared size. Accepts the dtypes above (bf16 comes back as
- * LAB_DT_U2). Every failure is LAB_ERR_FORMAT with a message starting with `name` and saying what is
- * wrong (bad magic, unsupported descr, fortran order, truncated payload: expected N bytes, got M...).
+ * 'shape'; keys in any order, each once, Python whitespace, ' or " quotes), and a payload of exactly
+ * the declared size. Accepts the dtypes above ("<u1" or "|u1" for u1; bf16 comes back as LAB_DT_U2).
+ * Every failure is LAB_ERR_FORMAT with a message starting with `name` and saying what is wrong (bad
+ * magic, unsupported version, unsupported or big-endian descr, fortran order, negative or overflowing
+ * shape, header length past the end, "truncated: expected N bytes of data, got M", "trailing bytes:
+ * ..."), except LAB_ERR_NOMEM. Allocates at most the payload's size. On failure *t is zeroed.
  * Never reads outside buf[0..len). */
 lab_status lab_npy_parse(const uint8_t *buf, size_t len, const char *name, lab_tensor *t);
-/* Reads path and parses it as above; LAB_ERR_IO if unreadable. */
+/* Reads path and parses it as above (messages start with path); LAB_ERR_IO if unreadable. */
 lab_status lab_npy_read(const char *path, lab_tensor *t);
 
 #ifdef __cplusplus

@@ -478,7 +478,8 @@ Test(npy, numpy_loads_our_files, .timeout = 120)
                                 "    want = eval(expr).reshape(shape)\n"
                                 "    if a.dtype.str != descr or a.shape != shape or not np.array_equal(a, want) "
                                 "or not a.flags.c_contiguous:\n"
-                                "        print('numpy: %%s: dtype %%s shape %%s differs' %% (name, a.dtype.str, a.shape)); bad = 1\n"
+                                "        print('numpy: %%s: dtype %%s shape %%s differs'\n"
+                                "              %% (name, a.dtype.str, a.shape)); bad = 1\n"
                                 "    b = io.BytesIO(); np.save(b, a)\n"
                                 "    if b.getvalue() != open(path, 'rb').read():\n"
                                 "        print('numpy: %%s: np.save writes different bytes' %% name); bad = 1\n");
@@ -525,15 +526,18 @@ Test(npy, we_parse_numpy_files, .timeout = 120)
                                 "    i = np.arange(int(np.prod(shape)), dtype=np.int64)\n"
                                 "    a = eval(expr).reshape(shape)\n"
                                 "    if v2:\n"
-                                "        with open(d + '/' + name, 'wb') as f: np.lib.format.write_array(f, a, version=(2, 0))\n"
+                                "        with open(d + '/' + name, 'wb') as f:\n"
+                                "            np.lib.format.write_array(f, a, version=(2, 0))\n"
                                 "    else:\n"
                                 "        np.save(d + '/' + name, a)\n"
-                                "np.save(d + '/fortran.npy', np.asfortranarray(np.arange(6, dtype='<f4').reshape(2, 3)))\n"
+                                "np.save(d + '/fortran.npy',\n"
+                                "        np.asfortranarray(np.arange(6, dtype='<f4').reshape(2, 3)))\n"
                                 "np.save(d + '/big.npy', np.arange(4, dtype='>f4'))\n");
     for (size_t c = 0; c < nc; ++c) {
         char shp[128];
         size_t q = (size_t)snprintf(shp, sizeof shp, "(");
-        for (int dd = 0; dd < cases[c].ndim; ++dd) q += (size_t)snprintf(shp + q, sizeof shp - q, "%zu,", cases[c].shape[dd]);
+        for (int dd = 0; dd < cases[c].ndim; ++dd)
+            q += (size_t)snprintf(shp + q, sizeof shp - q, "%zu,", cases[c].shape[dd]);
         snprintf(shp + q, sizeof shp - q, ")");
         p += (size_t)snprintf(script + p, sizeof script - p, "put('n%zu.npy', %s, \"%s\", %d)\n", c, shp,
                               tt_py_values(cases[c].dt), cases[c].v2);

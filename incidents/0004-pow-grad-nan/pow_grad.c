@@ -68,35 +68,37 @@ lab_status pow_grad_case_init(pow_grad_case *pc, size_t rows, size_t cols)
 /* ---------------------------------------------------------------------------------------------- */
 /* Inputs: lab_rng_normal, bit for bit, a Philox block and a batch at a time.                      */
 
-/* lab_rng_normal spends most of its time on loop-carried work that does not depend on the value: the
- * Taylor coefficient tables of its cosine (a chain of divisions per call), 1/k of its log series, and
- * two Philox calls for the two words of one block. The code below computes the same IEEE operations
- * in the same order on the same operands, with the tables made once, both normals of a Philox block
- * from one call, and the series run over a batch so independent values overlap. Branches on random
- * data became exact bit operations (scaling by 2 and negation are exact). The test suite and the
- * CUDA cross-check (input_mismatch) compare it with lab_rng_normal. */
+/* lab_rng_normal spends most of its time on work that does not depend on the value: the Taylor
+ * coefficient tables of its cosine (a chain of divisions per call), 1/k of its log series, and a full
+ * Philox call for each of its two words, where one call yields the four words of two normals. The code
+ * below computes the same IEEE operations in the same order on the same operands, with the tables made
+ * once per batch, both normals of a Philox block from one call, and the series run across a batch so
+ * that independent values overlap. Branches on random data became exact bit operations (scaling by 2
+ * and negation are exact). The tests and the CUDA cross-check (input_mismatch) compare it with
+ * lab_rng_normal bit for bit. */
 
 #define PG_BATCH 256 /* normals per batch (even) */
 
-static double pg_cos_coef[11], pg_sin_coef[11], pg_inv_odd[26];
-static int pg_tables_ready;
+/* The coefficient tables of lab_rng_cos2pi_exact and lab_rng_log_exact, made by the same operations. */
+typedef struct {
+    double cos_coef[11], sin_coef[11]; /* sg * fc[k], sg * fs[k]: sg = -1 for odd k, an exact negation */
+    double inv_odd[26];                /* 1.0 / k for odd k */
+} pg_tables;
 
-static void pg_tables(void)
+static void pg_tables_make(pg_tables *tb)
 {
-    if (pg_tables_ready) return;
     double fc[11], fs[11];
     fc[0] = 1.0;
     fs[0] = 1.0;
-    for (int k = 1; k <= 10; ++k) { /* as lab_rng_cos2pi_exact builds them */
+    for (int k = 1; k <= 10; ++k) {
         fc[k] = fc[k - 1] / (double)((2 * k - 1) * (2 * k));
         fs[k] = fs[k - 1] / (double)((2 * k) * (2 * k + 1));
     }
-    for (int k = 0; k <= 10; ++k) { /* sg * f[k] with sg = -1 for odd k: an exact negation */
-        pg_cos_coef[k] = (k & 1) ? -fc[k] : fc[k];
-        pg_sin_coef[k] = (k & 1) ? -fs[k] : fs[k];
+    for (int k = 0; k <= 10; ++k) {
+        tb->cos_coef[k] = (k & 1) ? -fc[k] : fc[k];
+        tb->sin_coef[k] = (k & 1) ? -fs[k] : fs[k];
     }
-    for (int k = 1; k <= 25; k += 2) pg_inv_odd[k] = 1.0 / k;
-    pg_tables_ready = 1;
+    for (int k = 1; k <= 25; k += 2) tb->inv_odd[k] = 1.0 / k;
 }
 
 static inline double pg_bits_to_double(uint64_t b)
@@ -115,7 +117,8 @@ static inline uint64_t pg_double_to_bits(double d)
 
 void pow_grad_normal_from_words(const uint32_t *a, const uint32_t *b, size_t n, float *out)
 {
-    pg_tables();
+    pg_tables tb;
+    pg_tables_make(&tb);
     double u2[PG_BATCH], xs[PG_BATCH], ev[PG_BATCH], acc[PG_BATCH], sq[PG_BATCH], acc2[PG_BATCH], rad[PG_BATCH];
     int quad[PG_BATCH];
     uint32_t pa[PG_BATCH], pb[PG_BATCH];
@@ -146,7 +149,7 @@ void pow_grad_normal_from_words(const uint32_t *a, const uint32_t *b, size_t n, 
             acc[i] = 0.0;
         }
         for (int k = 25; k >= 1; k -= 2) {
-            double ik = pg_inv_odd[k];
+            double ik = tb.inv_odd[k];
             for (size_t i = 0; i < PG_BATCH; ++i) acc[i] = acc[i] * sq[i] + ik;
         }
         for (size_t i = 0; i < PG_BATCH; ++i) {
@@ -170,7 +173,7 @@ void pow_grad_normal_from_words(const uint32_t *a, const uint32_t *b, size_t n, 
             acc2[i] = 0.0;
         }
         for (int k = 10; k >= 0; --k) {
-            double cc = pg_cos_coef[k], sc = pg_sin_coef[k];
+            double cc = tb.cos_coef[k], sc = tb.sin_coef[k];
             for (size_t i = 0; i < PG_BATCH; ++i) {
                 acc[i] = acc[i] * sq[i] + cc;
                 acc2[i] = acc2[i] * sq[i] + sc;

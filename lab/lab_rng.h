@@ -117,10 +117,13 @@ static inline LAB_HD float lab_rng_normal(uint64_t seed, uint32_t stream, uint64
     return (float)LAB_DMUL(r, lab_rng_cos2pi_exact(u2));
 }
 
-/* Fills out[0..n) with lab_rng_uniform(seed, stream, first + i). Never fails. */
+/* Fills out[0..n) with lab_rng_uniform(seed, stream, first + i), bit for bit, for any first and n (n = 0
+ * writes nothing); host only, a Philox block (four values) per call and in batches. Never fails. */
 void lab_rng_fill_uniform(float *out, uint64_t n, uint64_t seed, uint32_t stream, uint64_t first);
 
-/* Fills out[0..n) with lab_rng_normal(seed, stream, first + i). Never fails. */
+/* Fills out[0..n) with lab_rng_normal(seed, stream, first + i), bit for bit, for any first and n (n = 0
+ * writes nothing); host only, batched: one Philox call per two normals, several times faster than the
+ * per-value call (lab_rng.c says why the bits are the same). Never fails. */
 void lab_rng_fill_normal(float *out, uint64_t n, uint64_t seed, uint32_t stream, uint64_t first);
 
 #ifdef __cplusplus

@@ -25,9 +25,15 @@ $(LAB_BIN): $(OBJS) $(BUILD)/obj/replay/lab_main.o
 $(TEST_BIN): $(OBJS) $(TEST_OBJS)
 	$(CC) $(LDFLAGS_SAN) -o $@ $^ $(CRIT_LIBS) $(PKG_LIBS) $(CUDA_LIBS) $(LDLIBS)
 
-# Tests run from the repository root (they read incidents/*/golden and the lab binary).
+# Tests run from the repository root (they read incidents/*/golden and the lab binary). Under
+# sanitizers a segfaulting case must still die by its signal (the isolation tests check the signal),
+# and Criterion's own allocations kept until exit are not the lab's leaks.
+ifneq ($(strip $(SANITIZE)),)
+TEST_ENV := ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_abort=0 LSAN_OPTIONS=suppressions=$(CURDIR)/mk/lsan.supp \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+endif
 test: $(TEST_BIN) $(LAB_BIN)
-	LAB_BIN=$(LAB_BIN) $(TEST_BIN) $(TEST_ARGS)
+	$(TEST_ENV) LAB_BIN=$(LAB_BIN) $(TEST_BIN) $(TEST_ARGS)
 
 SEEDS ?= 256
 BACKEND ?= cpu

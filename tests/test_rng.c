@@ -232,3 +232,171 @@ Test(rng, seeds_and_streams_differ)
     cr_assert_neq(lab_rng_u32(3, 0, 0), lab_rng_u32(3, 0, 1));
     cr_assert_neq(lab_rng_u32(3, 0, 2), lab_rng_u32(3, 0, 3));
 }
+
+/* ---- the batched fills against the scalar definition, bit for bit ----------------------------- */
+
+/* Count of i < n where out[i] differs in bits from the scalar value at first + i (mod 2^64); the index
+ * of the first such i in *at. */
+static size_t tr_normal_mismatch(const float *out, size_t n, uint64_t seed, uint32_t stream, uint64_t first,
+                                 size_t *at)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+        float s = lab_rng_normal(seed, stream, first + i);
+        if (memcmp(&out[i], &s, sizeof s) != 0 && bad++ == 0) *at = i;
+    }
+    return bad;
+}
+
+static size_t tr_uniform_mismatch(const float *out, size_t n, uint64_t seed, uint32_t stream, uint64_t first,
+                                  size_t *at)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+        float s = lab_rng_uniform(seed, stream, first + i);
+        if (memcmp(&out[i], &s, sizeof s) != 0 && bad++ == 0) *at = i;
+    }
+    return bad;
+}
+
+/* Starts: aligned, odd, not a multiple of 4, past 2^32 (the counter's high word), and across the 2^64
+ * wrap of the index (the scalar's first + i wraps, and so does the fill). */
+static const uint64_t tr_firsts[] = {0, 1, 2, 3, 5, (1ull << 32) - 1, (1ull << 40) + 3, UINT64_MAX - 150000};
+static const struct { uint64_t seed; uint32_t stream; } tr_pairs[] = {
+    {1, 0x0004a001u}, {0xdeadbeefcafef00dull, 7}, {0xFFFFFFFFFFFFFFFFull, 0xFFFFFFFFu}};
+#define TR_NFIRSTS (sizeof tr_firsts / sizeof tr_firsts[0])
+#define TR_NPAIRS (sizeof tr_pairs / sizeof tr_pairs[0])
+
+/* 300k values (a partial last batch) from each start, the (seed, stream) pairs taking turns; the
+ * element after the last is a guard the fill must not touch. */
+Test(rng, fill_normal_bitwise_equals_scalar, .timeout = 120)
+{
+    const size_t n = 300000;
+    float *z = malloc((n + 1) * sizeof *z);
+    cr_assert(z);
+    for (size_t f = 0; f < TR_NFIRSTS; ++f) {
+        uint64_t seed = tr_pairs[f % TR_NPAIRS].seed, first = tr_firsts[f];
+        uint32_t stream = tr_pairs[f % TR_NPAIRS].stream;
+        memset(z, 0xA5, (n + 1) * sizeof *z);
+        lab_rng_fill_normal(z, n, seed, stream, first);
+        size_t at = 0, bad = tr_normal_mismatch(z, n, seed, stream, first, &at);
+        cr_expect_eq(bad, 0, "first %#llx: %zu of %zu differ, first at i = %zu", (unsigned long long)first, bad, n,
+                     at);
+        uint32_t guard;
+        memcpy(&guard, &z[n], sizeof guard);
+        cr_expect_eq(guard, 0xA5A5A5A5u, "first %#llx: wrote past n", (unsigned long long)first);
+    }
+    free(z);
+}
+
+Test(rng, fill_uniform_bitwise_equals_scalar, .timeout = 120)
+{
+    const size_t n = 300000;
+    float *u = malloc((n + 1) * sizeof *u);
+    cr_assert(u);
+    for (size_t p = 0; p < TR_NPAIRS; ++p)
+        for (size_t f = 0; f < TR_NFIRSTS; ++f) {
+            uint64_t seed = tr_pairs[p].seed, first = tr_firsts[f];
+            uint32_t stream = tr_pairs[p].stream;
+            memset(u, 0xA5, (n + 1) * sizeof *u);
+            lab_rng_fill_uniform(u, n, seed, stream, first);
+            size_t at = 0, bad = tr_uniform_mismatch(u, n, seed, stream, first, &at);
+            cr_expect_eq(bad, 0, "pair %zu first %#llx: %zu of %zu differ, first at i = %zu", p,
+                         (unsigned long long)first, bad, n, at);
+            uint32_t guard;
+            memcpy(&guard, &u[n], sizeof guard);
+            cr_expect_eq(guard, 0xA5A5A5A5u, "pair %zu first %#llx: wrote past n", p, (unsigned long long)first);
+        }
+    free(u);
+}
+
+/* Every (seed, stream) pair at every start, shorter; and every length 0..600 (batch edges at 256 normals
+ * and 512 uniforms, with and without a skipped lead) from starts 0..3, guard checked. */
+Test(rng, fill_all_pairs_starts_and_lengths, .timeout = 120)
+{
+    enum { N = 4099, L = 600 };
+    float *z = malloc((N + 1) * sizeof *z), *u = malloc((N + 1) * sizeof *u);
+    cr_assert(z && u);
+    for (size_t p = 0; p < TR_NPAIRS; ++p)
+        for (size_t f = 0; f < TR_NFIRSTS; ++f) {
+            uint64_t seed = tr_pairs[p].seed, first = tr_firsts[f];
+            uint32_t stream = tr_pairs[p].stream;
+            lab_rng_fill_normal(z, N, seed, stream, first);
+            lab_rng_fill_uniform(u, N, seed, stream, first);
+            size_t at = 0;
+            cr_expect_eq(tr_normal_mismatch(z, N, seed, stream, first, &at), 0, "normal pair %zu first %#llx at %zu",
+                         p, (unsigned long long)first, at);
+            cr_expect_eq(tr_uniform_mismatch(u, N, seed, stream, first, &at), 0,
+                         "uniform pair %zu first %#llx at %zu", p, (unsigned long long)first, at);
+        }
+    for (uint64_t first = 0; first < 4; ++first)
+        for (size_t n = 0; n <= L; ++n) {
+            memset(z, 0xA5, (n + 1) * sizeof *z);
+            memset(u, 0xA5, (n + 1) * sizeof *u);
+            lab_rng_fill_normal(z, n, 5, 6, first);
+            lab_rng_fill_uniform(u, n, 5, 6, first);
+            size_t at = 0;
+            cr_assert_eq(tr_normal_mismatch(z, n, 5, 6, first, &at), 0, "normal n %zu first %llu at %zu", n,
+                         (unsigned long long)first, at);
+            cr_assert_eq(tr_uniform_mismatch(u, n, 5, 6, first, &at), 0, "uniform n %zu first %llu at %zu", n,
+                         (unsigned long long)first, at);
+            uint32_t gz, gu;
+            memcpy(&gz, &z[n], sizeof gz);
+            memcpy(&gu, &u[n], sizeof gu);
+            cr_assert(gz == 0xA5A5A5A5u && gu == 0xA5A5A5A5u, "n %zu first %llu: wrote past n", n,
+                      (unsigned long long)first);
+        }
+    free(z);
+    free(u);
+}
+
+/* Edge words, at real positions of seed 2024, stream 77 (found by a scan of its first 2^34 blocks): for
+ * the first word a of a normal (u1 = (a + 1) 2^-32), a = 0xffffffff (u1 = 1: log 0, radius +0),
+ * 0xfffffffe, 0 and 1 (the smallest u1), 2^31 +- 1, and both sides of the sqrt(1/2) threshold of the log
+ * reduction (0xb504f332..4 for u1, 0x5a827999/a for u1 near sqrt(1/2)/2); for the second word b (u2 = b
+ * 2^-32), the quadrant boundaries 0, 1/4, 1/2, 3/4 of the cosine and the words beside them, and 1/8, 3/8
+ * (r = 0.5 exactly: not folded). The batched code takes the log from a alone and the cosine from b
+ * alone, so each edge word is reached with whatever its partner is. Each position is filled at several
+ * places of a batch (first, middle, last, after an odd lead) and compared with the scalar definition. */
+Test(rng, fill_edge_words)
+{
+    static const struct { uint32_t word; uint64_t index; } edges[] = {
+        {0x00000000u, 3539642304ull},  {0x00000001u, 32805742150ull}, {0x7fffffffu, 5983950066ull},
+        {0x80000000u, 3555739576ull},  {0xb504f332u, 4678407132ull},  {0xb504f333u, 17610129856ull},
+        {0xb504f334u, 17188805822ull}, {0xfffffffeu, 1702601464ull},  {0xffffffffu, 2764330038ull},
+        {0x5a827999u, 8963676502ull},  {0x5a82799au, 11158187234ull}, /* a: even word indices */
+        {0x00000000u, 2634199981ull},  {0x00000001u, 23929257749ull}, {0x3fffffffu, 2996853453ull},
+        {0x40000000u, 6414160389ull},  {0x40000001u, 4352794245ull},  {0x7fffffffu, 1013907213ull},
+        {0x80000000u, 10430844279ull}, {0xbfffffffu, 6162359003ull},  {0xc0000000u, 5076051939ull},
+        {0xc0000001u, 5600708231ull},  {0xffffffffu, 12608521189ull}, {0x20000000u, 3156107601ull},
+        {0x60000000u, 7621564463ull}, /* b: odd word indices */
+    };
+    const uint64_t seed = 2024;
+    const uint32_t stream = 77;
+    const uint64_t leads[] = {0, 1, 2, 3, 128, 255, 256, 257, 511};
+    enum { N = 1024 };
+    float z[N], u[N];
+    for (size_t e = 0; e < sizeof edges / sizeof edges[0]; ++e) {
+        uint64_t w = edges[e].index, k = w / 2; /* normal k uses words 2k (a) and 2k + 1 (b) */
+        cr_assert_eq(lab_rng_u32(seed, stream, w), edges[e].word, "edge %zu: word %llu", e, (unsigned long long)w);
+        for (size_t l = 0; l < sizeof leads / sizeof leads[0]; ++l) {
+            uint64_t first = k - leads[l];
+            size_t at = 0;
+            lab_rng_fill_normal(z, N, seed, stream, first);
+            cr_expect_eq(tr_normal_mismatch(z, N, seed, stream, first, &at), 0, "edge %#x (word %llu) lead %llu: at %zu",
+                         edges[e].word, (unsigned long long)w, (unsigned long long)leads[l], at);
+            float one;
+            lab_rng_fill_normal(&one, 1, seed, stream, k);
+            float s = lab_rng_normal(seed, stream, k);
+            cr_expect(memcmp(&one, &s, sizeof s) == 0, "edge %#x alone: %a vs %a", edges[e].word, (double)one,
+                      (double)s);
+            first = w - leads[l];
+            lab_rng_fill_uniform(u, N, seed, stream, first);
+            cr_expect_eq(tr_uniform_mismatch(u, N, seed, stream, first, &at), 0, "uniform word %llu lead %llu: at %zu",
+                         (unsigned long long)w, (unsigned long long)leads[l], at);
+        }
+    }
+    /* u1 = 1 gives radius +0: the normal is a signed zero, and the sign must match too (memcmp above). */
+    float z0 = lab_rng_normal(seed, stream, 2764330038ull / 2);
+    cr_expect(z0 == 0.0f, "a = 0xffffffff: %a", (double)z0);
+}

@@ -66,203 +66,21 @@ lab_status pow_grad_case_init(pow_grad_case *pc, size_t rows, size_t cols)
 }
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Inputs: lab_rng_normal, bit for bit, a Philox block and a batch at a time.                      */
+/* Inputs: the lab's RNG fills (batched, bit for bit lab_rng_normal / lab_rng_uniform).            */
 
-/* lab_rng_normal spends most of its time on work that does not depend on the value: the Taylor
- * coefficient tables of its cosine (a chain of divisions per call), 1/k of its log series, and a full
- * Philox call for each of its two words, where one call yields the four words of two normals. The code
- * below computes the same IEEE operations in the same order on the same operands, with the tables made
- * once per batch, both normals of a Philox block from one call, and the series run across a batch so
- * that independent values overlap. Branches on random data became exact bit operations (scaling by 2
- * and negation are exact). The tests and the CUDA cross-check (input_mismatch) compare it with
- * lab_rng_normal bit for bit. */
-
-#define PG_BATCH 256 /* normals per batch (even) */
-
-/* The coefficient tables of lab_rng_cos2pi_exact and lab_rng_log_exact, made by the same operations. */
-typedef struct {
-    double cos_coef[11], sin_coef[11]; /* sg * fc[k], sg * fs[k]: sg = -1 for odd k, an exact negation */
-    double inv_odd[26];                /* 1.0 / k for odd k */
-} pg_tables;
-
-static void pg_tables_make(pg_tables *tb)
+/* w[i] = pow_grad_upstream_w(lab_rng_uniform(seed, stream, i)) for i < n. */
+static void pg_fill_upstream_w(float *w, size_t n, uint64_t seed, uint32_t stream)
 {
-    double fc[11], fs[11];
-    fc[0] = 1.0;
-    fs[0] = 1.0;
-    for (int k = 1; k <= 10; ++k) {
-        fc[k] = fc[k - 1] / (double)((2 * k - 1) * (2 * k));
-        fs[k] = fs[k - 1] / (double)((2 * k) * (2 * k + 1));
-    }
-    for (int k = 0; k <= 10; ++k) {
-        tb->cos_coef[k] = (k & 1) ? -fc[k] : fc[k];
-        tb->sin_coef[k] = (k & 1) ? -fs[k] : fs[k];
-    }
-    for (int k = 1; k <= 25; k += 2) tb->inv_odd[k] = 1.0 / k;
-}
-
-static inline double pg_bits_to_double(uint64_t b)
-{
-    double d;
-    memcpy(&d, &b, sizeof d);
-    return d;
-}
-
-static inline uint64_t pg_double_to_bits(double d)
-{
-    uint64_t b;
-    memcpy(&b, &d, sizeof b);
-    return b;
-}
-
-void pow_grad_normal_from_words(const uint32_t *a, const uint32_t *b, size_t n, float *out)
-{
-    pg_tables tb;
-    pg_tables_make(&tb);
-    double u2[PG_BATCH], xs[PG_BATCH], ev[PG_BATCH], acc[PG_BATCH], sq[PG_BATCH], acc2[PG_BATCH], rad[PG_BATCH];
-    int quad[PG_BATCH];
-    uint32_t pa[PG_BATCH], pb[PG_BATCH];
-    for (size_t base = 0; base < n; base += PG_BATCH) {
-        /* Every loop runs over a whole batch (a short last batch is padded with zero words), so the
-         * compiler sees a fixed trip count and vectorizes; only m values are stored. */
-        size_t m = n - base < PG_BATCH ? n - base : PG_BATCH;
-        for (size_t i = 0; i < PG_BATCH; ++i) {
-            pa[i] = i < m ? a[base + i] : 0u;
-            pb[i] = i < m ? b[base + i] : 0u;
-        }
-        /* log of u1 = (a + 1) 2^-32 in (0, 1]: lab_rng_log_exact doubles x until x >= 0.7071..., which
-         * for such u1 (at most 32 significant bits) leaves x in [0.7071..., 1.4142...) and never enters
-         * its halving loop. Same x and e from the exponent field: h = mantissa / 2 in [0.5, 1). */
-        for (size_t i = 0; i < PG_BATCH; ++i) {
-            double u1 = ((double)pa[i] + 1.0) * (1.0 / 4294967296.0);
-            uint64_t bits = pg_double_to_bits(u1);
-            int ex = (int)((bits >> 52) & 0x7ff) - 1023;
-            uint64_t hb = (bits & 0x000fffffffffffffull) | (1022ull << 52);
-            int low = pg_bits_to_double(hb) < 0.70710678118654752;
-            xs[i] = pg_bits_to_double(hb + ((uint64_t)low << 52)); /* h * 2 when low, exactly */
-            ev[i] = (double)(ex + 1 - low);
-        }
-        for (size_t i = 0; i < PG_BATCH; ++i) {
-            double s = (xs[i] - 1.0) / (xs[i] + 1.0);
-            xs[i] = s;
-            sq[i] = s * s;
-            acc[i] = 0.0;
-        }
-        for (int k = 25; k >= 1; k -= 2) {
-            double ik = tb.inv_odd[k];
-            for (size_t i = 0; i < PG_BATCH; ++i) acc[i] = acc[i] * sq[i] + ik;
-        }
-        for (size_t i = 0; i < PG_BATCH; ++i) {
-            double lm = (2.0 * xs[i]) * acc[i];
-            double lg = lm + ev[i] * 0.69314718055994531;
-            double rr = -2.0 * lg;
-            rad[i] = __builtin_sqrt(rr > 0.0 ? rr : 0.0); /* sqrt(+0) = +0, as the 0.0 branch */
-        }
-        /* cos(2 pi u2): quadrant reduction as lab_rng_cos2pi_exact, without data-dependent branches. */
-        for (size_t i = 0; i < PG_BATCH; ++i) {
-            double v = ((double)pb[i] * (1.0 / 4294967296.0)) * 4.0;
-            int q = (int)v;
-            double r = v - (double)q;
-            int up = r > 0.5;
-            r = r - (double)up; /* r - 1.0 or r - 0.0 (= r) */
-            quad[i] = (q + up) & 3;
-            double t = r * 1.5707963267948966;
-            u2[i] = t;
-            sq[i] = t * t;
-            acc[i] = 0.0;
-            acc2[i] = 0.0;
-        }
-        for (int k = 10; k >= 0; --k) {
-            double cc = tb.cos_coef[k], sc = tb.sin_coef[k];
-            for (size_t i = 0; i < PG_BATCH; ++i) {
-                acc[i] = acc[i] * sq[i] + cc;
-                acc2[i] = acc2[i] * sq[i] + sc;
-            }
-        }
-        for (size_t i = 0; i < m; ++i) {
-            uint64_t sb = pg_double_to_bits(acc2[i] * u2[i]), cb = pg_double_to_bits(acc[i]);
-            int q = quad[i];
-            uint64_t odd = (uint64_t)0 - (uint64_t)(q & 1);               /* q odd: sine, else cosine */
-            uint64_t neg = (uint64_t)(((q + 1) >> 1) & 1) << 63;           /* q = 1, 2: negated */
-            out[base + i] = (float)(rad[i] * pg_bits_to_double(((sb & odd) | (cb & ~odd)) ^ neg));
-        }
-    }
-}
-
-/* Philox4x32-10 of blocks blk0 .. blk0+nb-1 of a stream, words into v0..v3: the rounds of
- * lab_rng_philox run over the whole batch at once, so the multiplies of different blocks overlap. */
-static void pg_philox_batch(uint64_t blk0, size_t nb, uint32_t stream, uint64_t seed, uint32_t *v0, uint32_t *v1,
-                            uint32_t *v2, uint32_t *v3)
-{
-    for (size_t j = 0; j < nb; ++j) {
-        uint64_t blk = blk0 + j;
-        v0[j] = (uint32_t)blk;
-        v1[j] = (uint32_t)(blk >> 32);
-        v2[j] = stream;
-        v3[j] = 0u;
-    }
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    for (int round = 0; round < 10; ++round) {
-        if (round > 0) {
-            k0 += LAB_PHILOX_W0;
-            k1 += LAB_PHILOX_W1;
-        }
-        for (size_t j = 0; j < nb; ++j) {
-            uint64_t p0 = (uint64_t)LAB_PHILOX_M0 * v0[j];
-            uint64_t p1 = (uint64_t)LAB_PHILOX_M1 * v2[j];
-            uint32_t n0 = (uint32_t)(p1 >> 32) ^ v1[j] ^ k0;
-            uint32_t n2 = (uint32_t)(p0 >> 32) ^ v3[j] ^ k1;
-            v0[j] = n0;
-            v1[j] = (uint32_t)p1;
-            v2[j] = n2;
-            v3[j] = (uint32_t)p0;
-        }
-    }
-}
-
-void pow_grad_fill_normal(float *out, size_t n, uint64_t seed, uint32_t stream, uint64_t first)
-{
-    if (n == 0) return;
-    if (first & 1) { /* an odd start shares its block with the value before it */
-        out[0] = lab_rng_normal(seed, stream, first);
-        ++out;
-        ++first;
-        --n;
-    }
-    uint32_t v0[PG_BATCH / 2], v1[PG_BATCH / 2], v2[PG_BATCH / 2], v3[PG_BATCH / 2];
-    uint32_t a[PG_BATCH], b[PG_BATCH];
-    for (size_t done = 0; done < n; done += PG_BATCH) {
-        size_t m = n - done < PG_BATCH ? n - done : PG_BATCH, nb = (m + 1) / 2;
-        /* normal i uses words 2i and 2i+1, i.e. block i/2: words 0, 1 for even i, 2, 3 for odd i */
-        pg_philox_batch((first + done) >> 1, nb, stream, seed, v0, v1, v2, v3);
-        for (size_t j = 0; j < nb; ++j) {
-            a[2 * j] = v0[j];
-            b[2 * j] = v1[j];
-            a[2 * j + 1] = v2[j];
-            b[2 * j + 1] = v3[j];
-        }
-        pow_grad_normal_from_words(a, b, m, out + done);
-    }
-}
-
-/* w[i] = pow_grad_upstream_w(lab_rng_uniform(seed, stream, i)): word i is word i % 4 of block i / 4. */
-static void pg_fill_upstream_w(float *out, size_t n, uint64_t seed, uint32_t stream)
-{
-    uint32_t v[4][PG_BATCH / 2];
-    for (size_t done = 0; done < n; done += 2 * PG_BATCH) {
-        size_t m = n - done < 2 * PG_BATCH ? n - done : 2 * PG_BATCH, nb = (m + 3) / 4;
-        pg_philox_batch(done >> 2, nb, stream, seed, v[0], v[1], v[2], v[3]);
-        for (size_t i = 0; i < m; ++i)
-            out[done + i] = pow_grad_upstream_w((float)(v[i & 3][i >> 2] >> 8) * (1.0f / 16777216.0f));
-    }
+    lab_rng_fill_uniform(w, n, seed, stream, 0);
+    for (size_t i = 0; i < n; ++i) w[i] = pow_grad_upstream_w(w[i]);
 }
 
 void pow_grad_inputs(pow_grad_case *pc, uint64_t seed)
 {
     size_t n = pc->rows * pc->cols;
-    pow_grad_fill_normal(pc->x, n, seed, POW_GRAD_STREAM_X, 0);
+    lab_rng_fill_normal(pc->x, n, seed, POW_GRAD_STREAM_X, 0);
     pg_fill_upstream_w(pc->w, n, seed, POW_GRAD_STREAM_W);
-    pow_grad_fill_normal(pc->c, pc->rows, seed, POW_GRAD_STREAM_C, 0);
+    lab_rng_fill_normal(pc->c, pc->rows, seed, POW_GRAD_STREAM_C, 0);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -518,9 +336,9 @@ lab_status pow_grad_golden_bless(const char *dir)
     for (int k = 0; k < 2; ++k) {
         /* The first rows of the full case: same (seed, stream, index) as pow_grad_inputs, and rows are
          * independent (the RMS is per row), so these rows equal those of the 4096-row reference. */
-        pow_grad_fill_normal(x, n, seeds[k], POW_GRAD_STREAM_X, 0);
+        lab_rng_fill_normal(x, n, seeds[k], POW_GRAD_STREAM_X, 0);
         pg_fill_upstream_w(w, n, seeds[k], POW_GRAD_STREAM_W);
-        pow_grad_fill_normal(c, rows, seeds[k], POW_GRAD_STREAM_C, 0);
+        lab_rng_fill_normal(c, rows, seeds[k], POW_GRAD_STREAM_C, 0);
         pow_grad_reference(x, w, c, rows, cols, (double)POW_GRAD_EXPONENT, (double)POW_GRAD_EPS, tsq.data,
                            trms.data);
         char fsq[64], frms[64];

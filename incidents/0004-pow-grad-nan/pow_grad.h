@@ -124,13 +124,9 @@ lab_status pow_grad_case_init(pow_grad_case *pc, size_t rows, size_t cols);
 /* Frees the arrays; safe on a zeroed or freed case. */
 void pow_grad_case_free(pow_grad_case *pc);
 
-/* Standard normals out[i] = lab_rng_normal(seed, stream, first + i), bit for bit, for i < n, computed
- * a Philox block (two normals) at a time and in batches; several times faster than the per-value call. */
-void pow_grad_fill_normal(float *out, size_t n, uint64_t seed, uint32_t stream, uint64_t first);
-/* The Box-Muller step of lab_rng_normal from its two Philox words: out[i] from (a[i], b[i]). */
-void pow_grad_normal_from_words(const uint32_t *a, const uint32_t *b, size_t n, float *out);
-
-/* Inputs of a case: x, w and c from (seed, streams above), rows starting at row 0. Never fails. */
+/* Inputs of a case: x, w and c from (seed, streams above), rows starting at row 0, by lab_rng_fill_normal
+ * and lab_rng_fill_uniform (bit for bit lab_rng_normal / lab_rng_uniform, as the GPU makes them): x[i] =
+ * normal(X, i), w[i] = pow_grad_upstream_w(uniform(W, i)), c[row] = normal(C, row). Never fails. */
 void pow_grad_inputs(pow_grad_case *pc, uint64_t seed);
 /* Forward: y = powf(x, e); per row the float32 sum of y in the lane order below, then r and g.
  * Reduction order (the CUDA kernel's): lane t of POW_GRAD_LANES sums y[t], y[t+L], y[t+2L], ... left to

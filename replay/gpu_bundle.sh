@@ -10,7 +10,7 @@ rm -rf .gpu && mkdir -p .gpu/lib
 for bin in build/lab build/lab-tests; do
   ldd "$bin" | awk '/=> \//{print $3}' | while read -r lib; do
     case "$(basename "$lib")" in
-      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libgcc_s.so*|libstdc++.so*) ;;
+      libc.so*|libm.so*|libresolv.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libgcc_s.so*|libstdc++.so*) ;;
       *) cp -Ln "$lib" .gpu/lib/ ;;
     esac
   done

@@ -69,6 +69,8 @@ typedef struct lab_incident {
     double timeout_s;                /* watchdog per case (0: runner default) */
     /* Regenerates golden/ from the float64 reference into dir (opt-in `make golden`). */
     lab_status (*golden_bless)(const char *dir);
+    const char *drift_metric;        /* optional: an error metric drawn per seed on a log scale (e.g. the
+                                        fix's max error), so drift across seeds is seen; NULL: none */
 } lab_incident;
 
 /* Registers an incident: place at file scope in the incident's C file. Incidents are found through a

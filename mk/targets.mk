@@ -32,7 +32,16 @@ ifneq ($(strip $(SANITIZE)),)
 TEST_ENV := ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_abort=0 LSAN_OPTIONS=suppressions=$(CURDIR)/mk/lsan.supp \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 endif
-test: $(TEST_BIN) $(LAB_BIN)
+# Where nvcc exists, the lab's codecs are also cross-checked against the CUDA toolkit's own bf16, fp8
+# and fp4 conversions (host code: no GPU needed), before the Criterion suite.
+ifeq ($(CUDA),1)
+XCHECK_BIN := $(BUILD)/cuda-codec-xcheck
+$(XCHECK_BIN): tests/cuda_codec_xcheck.cu lab/lab_format.h lab/lab_format.c lab/lab_hd.h | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -Ilab $< -o $@
+endif
+test: $(TEST_BIN) $(LAB_BIN) $(XCHECK_BIN)
+	$(if $(XCHECK_BIN),$(XCHECK_BIN))
 	$(TEST_ENV) LAB_BIN=$(LAB_BIN) $(TEST_BIN) $(TEST_ARGS)
 
 SEEDS ?= 256

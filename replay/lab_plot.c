@@ -16,8 +16,15 @@ typedef struct {
     const lab_incident *inc;
     int variant;       /* index in inc->variants */
     double seed;
-    double value;      /* plot_metric, NaN if absent or non-finite */
+    double value[2];   /* plot_metric and drift_metric, NaN if absent or non-finite */
 } lab_plot_point;
+
+/* The k-th plotted metric of an incident (0: the separating metric, 1: the drift metric), or NULL. */
+static const char *lab_plot_metric(const lab_incident *inc, int k, int *use_log)
+{
+    *use_log = k == 0 ? inc->plot_log : 1;
+    return k == 0 ? inc->plot_metric : inc->drift_metric;
+}
 
 static lab_status lab_plot_parse(const char *path, lab_plot_point **pts, size_t *n)
 {
@@ -51,8 +58,6 @@ static lab_status lab_plot_parse(const char *path, lab_plot_point **pts, size_t 
         for (int k = 0; inc && k < inc->n_variants; ++k)
             if (strcmp(inc->variants[k].name, var->valuestring) == 0) vi = k;
         if (inc && vi >= 0 && inc->plot_metric) { /* records of incidents this build lacks are left out */
-            const cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metrics"),
-                                                              inc->plot_metric);
             if (cnt == cap) {
                 lab_plot_point *np = realloc(p, 2 * cap * sizeof *p);
                 if (!np) {
@@ -67,7 +72,13 @@ static lab_status lab_plot_parse(const char *path, lab_plot_point **pts, size_t 
             p[cnt].inc = inc;
             p[cnt].variant = vi;
             p[cnt].seed = seed->valuedouble;
-            p[cnt].value = cJSON_IsNumber(m) ? m->valuedouble : NAN;
+            for (int k = 0; k < 2; ++k) {
+                int lg;
+                const char *name = lab_plot_metric(inc, k, &lg);
+                const cJSON *m = name ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metrics"), name)
+                                      : NULL;
+                p[cnt].value[k] = cJSON_IsNumber(m) ? m->valuedouble : NAN;
+            }
             cnt++;
         }
         cJSON_Delete(o);
@@ -84,9 +95,9 @@ static int lab_plot_seed_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Writes the .dat of one incident; returns the number of columns (1 + variants) or -1. */
-static int lab_plot_write_dat(const char *path, const lab_incident *inc, const lab_plot_point *p, size_t n,
-                              size_t *n_hidden)
+/* Writes the .dat of one incident's k-th metric; returns the number of columns (1 + variants) or -1. */
+static int lab_plot_write_dat(const char *path, const lab_incident *inc, int k, int use_log, const lab_plot_point *p,
+                              size_t n, size_t *n_hidden)
 {
     double *seeds = malloc((n ? n : 1) * sizeof *seeds);
     if (!seeds) return -1;
@@ -111,8 +122,8 @@ static int lab_plot_write_dat(const char *path, const lab_incident *inc, const l
         for (int v = 0; v < inc->n_variants; ++v) {
             double val = NAN;
             for (size_t i = 0; i < n; ++i)
-                if (p[i].inc == inc && p[i].variant == v && p[i].seed == seeds[s]) val = p[i].value;
-            if (!isfinite(val) || (inc->plot_log && val <= 0)) {
+                if (p[i].inc == inc && p[i].variant == v && p[i].seed == seeds[s]) val = p[i].value[k];
+            if (!isfinite(val) || (use_log && val <= 0)) {
                 fprintf(f, " NaN");
                 *n_hidden += 1;
             } else {
@@ -146,33 +157,38 @@ lab_status lab_plot_results(const char *out_dir, const char *root, int *n_png)
         int seen = 0;
         for (size_t k = 0; k < i; ++k) seen |= p[k].inc == inc;
         if (seen) continue;
-        char dat[4096], png[4096], cmd[12288];
-        size_t hidden;
-        snprintf(dat, sizeof dat, "%s/%s.dat", dir, inc->id);
-        snprintf(png, sizeof png, "%s/%s.png", dir, inc->id);
-        int cols = lab_plot_write_dat(dat, inc, p, n, &hidden);
-        if (cols < 0) {
-            free(p);
-            return lab_err_set(LAB_ERR_IO, "%s: cannot write plot data", dat);
+        for (int k = 0; k < 2; ++k) {
+            int use_log;
+            const char *metric = lab_plot_metric(inc, k, &use_log);
+            if (!metric) continue;
+            char dat[4096], png[4096], cmd[12288], title[512];
+            size_t hidden;
+            const char *suffix = k == 0 ? "" : "-drift";
+            snprintf(dat, sizeof dat, "%s/%s%s.dat", dir, inc->id, suffix);
+            snprintf(png, sizeof png, "%s/%s%s.png", dir, inc->id, suffix);
+            int cols = lab_plot_write_dat(dat, inc, k, use_log, p, n, &hidden);
+            if (cols < 0) {
+                free(p);
+                return lab_err_set(LAB_ERR_IO, "%s: cannot write plot data", dat);
+            }
+            if (!have_gnuplot) continue;
+            snprintf(title, sizeof title, "%s: %s%s", inc->id, metric,
+                     hidden ? (use_log ? " (non-finite or <= 0 values not drawn)" : " (non-finite values not drawn)") : "");
+            snprintf(cmd, sizeof cmd,
+                     "gnuplot -e \"datafile='%s'; outfile='%s'; plottitle='%s'; metric='%s'; uselog=%d; ncols=%d\" "
+                     "'%s/plots/separation.gp' 2>&1",
+                     dat, png, title, metric, use_log, cols, root);
+            FILE *gp = popen(cmd, "r");
+            char msg[1024] = "";
+            size_t got = gp ? fread(msg, 1, sizeof msg - 1, gp) : 0;
+            msg[got] = '\0';
+            int rc = gp ? pclose(gp) : -1;
+            if (rc != 0) {
+                free(p);
+                return lab_err_set(LAB_ERR_IO, "%s: gnuplot failed (status %d): %s", png, rc, msg);
+            }
+            *n_png += 1;
         }
-        if (!have_gnuplot) continue;
-        char title[512];
-        snprintf(title, sizeof title, "%s: %s%s", inc->id, inc->plot_metric,
-                 hidden ? (inc->plot_log ? " (non-finite or <= 0 values not drawn)" : " (non-finite values not drawn)") : "");
-        snprintf(cmd, sizeof cmd,
-                 "gnuplot -e \"datafile='%s'; outfile='%s'; plottitle='%s'; metric='%s'; uselog=%d; ncols=%d\" "
-                 "'%s/plots/separation.gp' 2>&1",
-                 dat, png, title, inc->plot_metric, inc->plot_log ? 1 : 0, cols, root);
-        FILE *gp = popen(cmd, "r");
-        char msg[1024] = "";
-        size_t got = gp ? fread(msg, 1, sizeof msg - 1, gp) : 0;
-        msg[got] = '\0';
-        int rc = gp ? pclose(gp) : -1;
-        if (rc != 0) {
-            free(p);
-            return lab_err_set(LAB_ERR_IO, "%s: gnuplot failed (status %d): %s", png, rc, msg);
-        }
-        *n_png += 1;
     }
     free(p);
     if (!have_gnuplot) return lab_err_set(LAB_ERR_UNSUPPORTED, "gnuplot not found: plot data written to %s, no PNG", dir);

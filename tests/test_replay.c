@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lab_fs.h"
+#include "lab_plot.h"
 #include "lab_replay.h"
 #include "lab_results.h"
 
@@ -48,7 +49,7 @@ static const lab_variant good_variants[] = {
     {"bug-hang", LAB_ROLE_BUG, "hangs", run_hang, NULL, 0},
     {"bug-half", LAB_ROLE_BUG, "caught on about half the seeds", run_half, NULL, 0.4},
 };
-static const lab_incident good = {"9001-good", "all roles met", "synthetic", good_variants, 5, "err", 1, 0.5, NULL};
+static const lab_incident good = {"9001-good", "all roles met", "synthetic", good_variants, 5, "err", 1, 0.5, NULL, "err"};
 
 static const lab_variant bad_variants[] = {
     {"fix", LAB_ROLE_FIX, "regressed", run_fail, NULL, 0},
@@ -197,4 +198,51 @@ Test(results, skip_is_neutral_and_error_is_bad)
     cr_expect_eq(lab_results_case_ok(&r), 1);
     r.o.outcome = LAB_OUT_PASS;
     cr_expect_eq(lab_results_case_ok(&r), 0);
+}
+
+/* Plots come from results.jsonl: a data file per plotted metric with one column per variant, NaN where
+ * a case has no value (crash, hang), and a PNG per data file where gnuplot is installed. */
+Test(plot, data_and_png_from_results, .init = mkout, .fini = rmout)
+{
+    int ok;
+    lab_case_record *recs;
+    size_t n;
+    cr_assert_eq(replay(&good, 4, &ok, &recs, &n), LAB_OK);
+    free(recs);
+    /* The registry of the test binary does not hold 9001-good: plots skip incidents they cannot look
+     * up, so this checks the data path through a registered one instead. */
+    int npng = -1;
+    lab_status st = lab_plot_results(outdir, ".", &npng);
+    cr_expect(st == LAB_OK || st == LAB_ERR_UNSUPPORTED, "%s", lab_err_msg());
+    cr_expect_eq(npng, 0, "no registered incident in these results, so no plot");
+
+    /* Real results of the registered incident 0004, written by hand: two seeds, fix and bug. */
+    char path[256];
+    snprintf(path, sizeof path, "%s/results.jsonl", outdir);
+    const char *lines =
+        "{\"incident\":\"0004-pow-grad-nan\",\"variant\":\"fix\",\"seed\":1,\"metrics\":{\"nonfinite_frac\":0,\"max_rel_err_rms\":3e-7}}\n"
+        "{\"incident\":\"0004-pow-grad-nan\",\"variant\":\"bug-exp-log\",\"seed\":1,\"metrics\":{\"nonfinite_frac\":0.5,\"max_rel_err_rms\":null}}\n"
+        "{\"incident\":\"0004-pow-grad-nan\",\"variant\":\"fix\",\"seed\":2,\"metrics\":{\"nonfinite_frac\":0,\"max_rel_err_rms\":2e-7}}\n";
+    cr_assert_eq(lab_fs_write_atomic(path, lines, strlen(lines)), LAB_OK);
+    st = lab_plot_results(outdir, ".", &npng);
+    char *dat;
+    size_t len;
+    snprintf(path, sizeof path, "%s/plots/0004-pow-grad-nan-drift.dat", outdir);
+    cr_assert_eq(lab_fs_read_all(path, &dat, &len), LAB_OK, "%s", lab_err_msg());
+    cr_expect_str_eq(dat, "seed fix(fix) bug-exp-log(bug)\n1 3e-07 NaN\n2 2e-07 NaN\n");
+    free(dat);
+    if (system("command -v gnuplot >/dev/null 2>&1") == 0) {
+        cr_expect_eq(st, LAB_OK, "%s", lab_err_msg());
+        cr_expect_eq(npng, 2);
+        snprintf(path, sizeof path, "%s/plots/0004-pow-grad-nan.png", outdir);
+        cr_expect(lab_fs_exists(path));
+    } else {
+        cr_expect_eq(st, LAB_ERR_UNSUPPORTED);
+    }
+
+    /* A line that is not a case record is named with its line number. */
+    snprintf(path, sizeof path, "%s/results.jsonl", outdir);
+    cr_assert_eq(lab_fs_write_atomic(path, "{\"incident\":1}\n", 15), LAB_OK);
+    cr_expect_eq(lab_plot_results(outdir, ".", &npng), LAB_ERR_FORMAT);
+    cr_expect(strstr(lab_err_msg(), "results.jsonl:1: not a case record") != NULL, "%s", lab_err_msg());
 }

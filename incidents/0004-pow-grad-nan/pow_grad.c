@@ -480,6 +480,7 @@ const lab_incident pow_grad_incident = {
     .plot_log = 0,
     .timeout_s = 60,
     .golden_bless = pow_grad_golden_bless,
+    .drift_metric = "max_rel_err_rms",
 };
 
 LAB_INCIDENT_REGISTER(pow_grad_incident);

@@ -33,12 +33,13 @@ typedef struct {
     size_t n, done;
     double t0;
     size_t bad;
+    size_t offset;     /* first record of the group being run: job i is recs[offset + i] */
 } lab_replay_ctx;
 
 static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
 {
     lab_replay_ctx *ctx = vctx;
-    lab_case_record *rec = &ctx->recs[job];
+    lab_case_record *rec = &ctx->recs[ctx->offset + job];
     lab_case c = {rec->incident, rec->variant, rec->seed, rec->backend, ctx->opts->root};
     return lab_replay_case(&c, r);
 }
@@ -53,11 +54,11 @@ static double lab_replay_now(void)
 static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
 {
     lab_replay_ctx *ctx = vctx;
-    ctx->recs[job].o = *o;
+    lab_case_record *c = &ctx->recs[ctx->offset + job];
+    c->o = *o;
     ctx->done++;
-    if (lab_results_case_ok(&ctx->recs[job]) == 0) ctx->bad++;
+    if (lab_results_case_ok(c) == 0) ctx->bad++;
     if (ctx->opts->progress) {
-        const lab_case_record *c = &ctx->recs[job];
         fprintf(stderr, "\r\033[K[%zu/%zu] %.1fs %zu failing | %s %s seed %llu: %s", ctx->done, ctx->n,
                 lab_replay_now() - ctx->t0, ctx->bad, c->incident->id, c->variant->name,
                 (unsigned long long)c->seed, lab_outcome_name(o->outcome));
@@ -65,7 +66,8 @@ static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
     }
 }
 
-/* Cases grouped by timeout, so each group runs under its incident's watchdog. */
+/* Runs the cases an incident at a time (records are grouped by incident), each group under its
+ * incident's watchdog. */
 static lab_status lab_replay_execute(lab_replay_ctx *ctx)
 {
     const lab_replay_opts *opts = ctx->opts;
@@ -80,16 +82,8 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
         while (end < ctx->n && ctx->recs[end].incident == inc) ++end;
         double timeout = inc->timeout_s > 0 ? inc->timeout_s : opts->timeout_s;
         if (opts->timeout_s > 0 && opts->timeout_s < timeout) timeout = opts->timeout_s; /* --timeout caps */
-        lab_replay_ctx sub = *ctx;
-        sub.recs = ctx->recs + start;
-        sub.n = end - start;
-        lab_replay_ctx *subp = &sub;
-        /* progress counts across groups */
-        sub.done = ctx->done;
-        sub.n = ctx->n;
-        st = lab_isolate_run(end - start, lab_replay_job, subp, jobs, timeout, lab_replay_done, out + start);
-        ctx->done = sub.done;
-        ctx->bad = sub.bad;
+        ctx->offset = start;
+        st = lab_isolate_run(end - start, lab_replay_job, ctx, jobs, timeout, lab_replay_done, out + start);
         start = end;
     }
     free(out);
@@ -139,7 +133,7 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, la
         free(recs);
         return st;
     }
-    lab_replay_ctx ctx = {opts, recs, n, 0, lab_replay_now(), 0};
+    lab_replay_ctx ctx = {opts, recs, n, 0, lab_replay_now(), 0, 0};
     st = lab_replay_execute(&ctx);
     double wall = lab_replay_now() - ctx.t0;
     if (st != LAB_OK) fprintf(report, "replay: %s (the cases not started are ERROR)\n", lab_err_msg());

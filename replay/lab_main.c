@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +32,15 @@ static const char *lab_usage =
     "  help                               this text\n"
     "The repository root is the current directory, or LAB_ROOT.\n";
 
-static int lab_usage_error(const char *fmt, const char *a, const char *b)
+/* Prints "lab: <message>" and a pointer to the usage text; returns the usage exit status. */
+static int lab_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int lab_usage_error(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "lab: ");
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fprintf(stderr, "\n(run `lab help` for usage)\n");
     return LAB_EXIT_USAGE;
 }
@@ -103,15 +109,15 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = 1;
         if (!strcmp(a, "--incident")) {
-            if (!v) return lab_usage_error("%s needs an incident id%s", a, "");
-            if (n_ids == 64) return lab_usage_error("too many %s flags%s", a, "");
+            if (!v) return lab_usage_error("%s needs an incident id", a);
+            if (n_ids == 64) return lab_usage_error("too many %s flags", a);
             ids[n_ids++] = v;
         } else if (!strcmp(a, "--variant")) {
-            if (!v) return lab_usage_error("%s needs a variant name%s", a, "");
+            if (!v) return lab_usage_error("%s needs a variant name", a);
             variant = v;
         } else if (!strcmp(a, "--seeds")) {
             if (lab_parse_u64(a, v, &n_seeds)) return LAB_EXIT_USAGE;
-            if (n_seeds == 0) return lab_usage_error("%s must be at least 1%s", a, "");
+            if (n_seeds == 0) return lab_usage_error("%s must be at least 1", a);
             have_seeds = 1;
         } else if (!strcmp(a, "--seed")) {
             if (lab_parse_u64(a, v, &one_seed)) return LAB_EXIT_USAGE;
@@ -119,25 +125,25 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
         } else if (!strcmp(a, "--first-seed")) {
             if (lab_parse_u64(a, v, &first)) return LAB_EXIT_USAGE;
         } else if (!strcmp(a, "--backend")) {
-            if (!v) return lab_usage_error("%s needs cpu or cuda%s", a, "");
-            if (lab_backend_parse(v, &backend) != LAB_OK) return lab_usage_error("%s%s", lab_err_msg(), "");
+            if (!v) return lab_usage_error("%s needs cpu or cuda", a);
+            if (lab_backend_parse(v, &backend) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
         } else if (!strcmp(a, "-j") || !strcmp(a, "--jobs")) {
             if (lab_parse_u64(a, v, &jobs)) return LAB_EXIT_USAGE;
         } else if (!strcmp(a, "--timeout")) {
             if (lab_parse_u64(a, v, &timeout)) return LAB_EXIT_USAGE;
         } else if (!strcmp(a, "--out")) {
-            if (!v) return lab_usage_error("%s needs a directory%s", a, "");
+            if (!v) return lab_usage_error("%s needs a directory", a);
             out = v;
         } else {
             takes = 0;
             if (!strcmp(a, "--tap")) tap = 1;
             else if (!strcmp(a, "--no-plots")) plots = 0;
             else if (!strcmp(a, "--quiet")) quiet = 1;
-            else return lab_usage_error("replay: unknown flag '%s'%s", a, "");
+            else return lab_usage_error("replay: unknown flag '%s'", a);
         }
         i += takes;
     }
-    if (have_seed && have_seeds) return lab_usage_error("--seed and --seeds exclude each other%s%s", "", "");
+    if (have_seed && have_seeds) return lab_usage_error("--seed and --seeds exclude each other");
 
     size_t n_all;
     const lab_incident *const *all = lab_incident_all(&n_all);
@@ -210,7 +216,7 @@ static lab_status lab_explain_job(void *vctx, size_t job, lab_case_result *r)
 
 static int lab_cmd_explain(int argc, char **argv, const char *lab_bin)
 {
-    if (argc < 1) return lab_usage_error("explain needs an incident id%s%s", "", "");
+    if (argc < 1) return lab_usage_error("explain needs an incident id");
     const lab_incident *inc = lab_find_or_complain(argv[0]);
     if (!inc) return LAB_EXIT_USAGE;
     uint64_t seeds = 4;
@@ -219,9 +225,9 @@ static int lab_cmd_explain(int argc, char **argv, const char *lab_bin)
         if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
             if (lab_parse_u64("--seeds", argv[++i], &seeds) || seeds == 0) return LAB_EXIT_USAGE;
         } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
-            if (lab_backend_parse(argv[++i], &backend) != LAB_OK) return lab_usage_error("%s%s", lab_err_msg(), "");
+            if (lab_backend_parse(argv[++i], &backend) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
         } else {
-            return lab_usage_error("explain: unknown flag '%s'%s", argv[i], "");
+            return lab_usage_error("explain: unknown flag '%s'", argv[i]);
         }
     }
     printf("%s: %s\n\n%s\n\nThe full story: %s/incidents/%s/README.md\n\n", inc->id, inc->title, inc->summary,
@@ -268,12 +274,12 @@ static int lab_cmd_explain(int argc, char **argv, const char *lab_bin)
 static int lab_cmd_golden(int argc, char **argv)
 {
     if (argc < 1 || (strcmp(argv[0], "verify") && strcmp(argv[0], "bless")))
-        return lab_usage_error("golden needs verify or bless, got '%s'%s", argc ? argv[0] : "", "");
+        return lab_usage_error("golden needs verify or bless, got '%s'", argc ? argv[0] : "");
     int bless = !strcmp(argv[0], "bless");
     size_t n;
     const lab_incident *const *all = lab_incident_all(&n);
     const lab_incident *one = NULL;
-    if (argc > 2) return lab_usage_error("golden: unexpected argument '%s'%s", argv[2], "");
+    if (argc > 2) return lab_usage_error("golden: unexpected argument '%s'", argv[2]);
     if (argc == 2 && !(one = lab_find_or_complain(argv[1]))) return LAB_EXIT_USAGE;
     int bad = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -315,7 +321,7 @@ static int lab_cmd_plots(int argc, char **argv)
     const char *out = "build/replay";
     for (int i = 0; i < argc; ++i) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else return lab_usage_error("plots: unknown flag '%s'%s", argv[i], "");
+        else return lab_usage_error("plots: unknown flag '%s'", argv[i]);
     }
     int n = 0;
     lab_status st = lab_plot_results(out, lab_root(), &n);
@@ -346,5 +352,5 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "explain")) return lab_cmd_explain(argc - 2, argv + 2, lab_bin);
     if (!strcmp(cmd, "golden")) return lab_cmd_golden(argc - 2, argv + 2);
     if (!strcmp(cmd, "plots")) return lab_cmd_plots(argc - 2, argv + 2);
-    return lab_usage_error("unknown command '%s'%s", cmd, "");
+    return lab_usage_error("unknown command '%s'", cmd);
 }

@@ -1,6 +1,7 @@
 /* lab_fs: file helpers: atomic writes (temporary file then rename), whole-file reads, mkdir -p. */
 #include "lab_fs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -107,4 +108,18 @@ int lab_fs_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0;
+}
+
+int lab_fs_count_suffix(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    size_t ls = strlen(suffix);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t l = strlen(e->d_name);
+        n += l >= ls && strcmp(e->d_name + l - ls, suffix) == 0;
+    }
+    closedir(d);
+    return n;
 }

@@ -23,6 +23,8 @@ lab_status lab_fs_mkdirs(const char *path);
 
 /* 1 if path exists (any type), else 0. */
 int lab_fs_exists(const char *path);
+/* Number of entries in directory dir whose name ends with suffix (0 if dir cannot be read). */
+int lab_fs_count_suffix(const char *dir, const char *suffix);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,7 @@ typedef struct {
 
 struct lab_incident;
 struct lab_variant;
+struct lab_figure_ctx;
 
 /* One case: an (incident, variant, seed, backend). */
 typedef struct {
@@ -71,7 +72,34 @@ typedef struct lab_incident {
     lab_status (*golden_bless)(const char *dir);
     const char *drift_metric;        /* optional: an error metric drawn per seed on a log scale (e.g. the
                                         fix's max error), so drift across seeds is seen; NULL: none */
+    /* Optional: the incident's own figures beyond the per-seed plots (a study against T, loss curves,
+     * a scatter of two metrics). Called after a replay with plots on and by `lab plots`, in its own
+     * process under a watchdog; it may compute (small studies), writes <plots_dir>/<id>-<name>.dat and
+     * renders each with lab_gnuplot_xy. NULL: none. A failing figure is reported, never fails the replay. */
+    lab_status (*figures)(const struct lab_figure_ctx *fx);
+    /* Seeds a default replay runs (0: the runner's default, 256). An incident whose cases are costly by
+     * nature (several processes per case, hangs that cost their deadline) states a smaller count; an
+     * explicit --seeds/--seed on the command line overrides it. */
+    unsigned default_seeds;
 } lab_incident;
+
+/* One case of a replay as read back from results.jsonl (outcome, verdict, detail, metrics). */
+typedef struct {
+    const lab_variant *variant;
+    uint64_t seed;
+    lab_backend backend;
+    int outcome;                     /* lab_outcome (lab_isolate.h) */
+    lab_case_result r;               /* metrics whose value was non-finite come back as NaN */
+} lab_figure_case;
+
+/* What an incident's figures() gets: its own cases of the replay, where to write, the repository root. */
+typedef struct lab_figure_ctx {
+    const lab_incident *incident;
+    const char *root;                /* repository root */
+    const char *plots_dir;           /* <out>/plots, exists */
+    const lab_figure_case *cases;    /* this incident's cases in results order */
+    size_t n_cases;
+} lab_figure_ctx;
 
 /* Registers an incident: place at file scope in the incident's C file. Incidents are found through a
  * linker section, so adding one edits nothing outside its directory. */

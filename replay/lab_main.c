@@ -174,8 +174,8 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     if (!seeds) return 1;
     for (size_t s = 0; s < ns; ++s) seeds[s] = have_seed ? one_seed : first + s;
 
-    lab_replay_opts o = {sel, n_sel, variant, seeds, ns, backend, (int)jobs, (double)timeout, out, tap, plots,
-                         !quiet && isatty(STDERR_FILENO), lab_bin, lab_root()};
+    lab_replay_opts o = {sel, n_sel, variant, seeds, ns, !have_seed && !have_seeds, backend, (int)jobs, (double)timeout,
+                         out, tap, plots, !quiet && isatty(STDERR_FILENO), lab_bin, lab_root()};
     int ok = 0;
     lab_case_record *recs;
     size_t nrec;
@@ -324,7 +324,7 @@ static int lab_cmd_plots(int argc, char **argv)
         else return lab_usage_error("plots: unknown flag '%s'", argv[i]);
     }
     int n = 0;
-    lab_status st = lab_plot_results(out, lab_root(), &n);
+    lab_status st = lab_plot_results(out, lab_root(), stdout, &n);
     if (st != LAB_OK) {
         fprintf(stderr, "lab plots: %s\n", lab_err_msg());
         return 1;

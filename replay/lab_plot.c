@@ -6,24 +6,51 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "lab_fs.h"
+#include "lab_gnuplot.h"
 #include "lab_incident.h"
+#include "lab_isolate.h"
 
-/* One parsed line of results.jsonl, reduced to what a plot needs. */
+/* One parsed line of results.jsonl. */
 typedef struct {
     const lab_incident *inc;
-    int variant;       /* index in inc->variants */
-    double seed;
-    double value[2];   /* plot_metric and drift_metric, NaN if absent or non-finite */
+    lab_figure_case c;
 } lab_plot_point;
 
-/* The k-th plotted metric of an incident (0: the separating metric, 1: the drift metric), or NULL. */
+/* The k-th per-seed metric of an incident (0: the separating metric, 1: the drift metric), or NULL. */
 static const char *lab_plot_metric(const lab_incident *inc, int k, int *use_log)
 {
     *use_log = k == 0 ? inc->plot_log : 1;
     return k == 0 ? inc->plot_metric : inc->drift_metric;
+}
+
+/* Fills one record from a parsed JSON object; 0 if it is not a case record. */
+static int lab_plot_record(const cJSON *o, lab_plot_point *p)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "incident");
+    const cJSON *var = cJSON_GetObjectItemCaseSensitive(o, "variant");
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(o, "seed");
+    if (!cJSON_IsString(id) || !cJSON_IsString(var) || !cJSON_IsNumber(seed)) return 0;
+    memset(p, 0, sizeof *p);
+    p->inc = lab_incident_find(id->valuestring);
+    p->c.variant = p->inc ? lab_incident_variant(p->inc, var->valuestring) : NULL;
+    p->c.seed = (uint64_t)seed->valuedouble;
+    const cJSON *be = cJSON_GetObjectItemCaseSensitive(o, "backend");
+    if (!cJSON_IsString(be) || lab_backend_parse(be->valuestring, &p->c.backend) != LAB_OK) p->c.backend = LAB_BACKEND_CPU;
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(o, "outcome");
+    p->c.outcome = LAB_OUT_ERROR;
+    for (int k = 0; k < LAB_OUT_COUNT && cJSON_IsString(out); ++k)
+        if (strcmp(out->valuestring, lab_outcome_name((lab_outcome)k)) == 0) p->c.outcome = k;
+    p->c.r.verdict_set = p->c.outcome == LAB_OUT_PASS || p->c.outcome == LAB_OUT_FAIL;
+    p->c.r.passed = p->c.outcome == LAB_OUT_PASS;
+    p->c.r.skipped = p->c.outcome == LAB_OUT_SKIP;
+    const cJSON *det = cJSON_GetObjectItemCaseSensitive(o, "detail");
+    if (cJSON_IsString(det)) snprintf(p->c.r.detail, sizeof p->c.r.detail, "%s", det->valuestring);
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(o, "metrics"))
+        lab_result_metric(&p->c.r, m->string, cJSON_IsNumber(m) ? m->valuedouble : NAN);
+    return 1;
 }
 
 static lab_status lab_plot_parse(const char *path, lab_plot_point **pts, size_t *n)
@@ -43,45 +70,25 @@ static lab_status lab_plot_parse(const char *path, lab_plot_point **pts, size_t 
         if (!e) e = s + strlen(s);
         line++;
         if (e == s) continue;
+        if (cnt == cap) {
+            lab_plot_point *np = realloc(p, 2 * cap * sizeof *p);
+            if (!np) {
+                free(p);
+                free(text);
+                return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
+            }
+            p = np;
+            cap *= 2;
+        }
         cJSON *o = cJSON_ParseWithLength(s, (size_t)(e - s));
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "incident");
-        const cJSON *var = cJSON_GetObjectItemCaseSensitive(o, "variant");
-        const cJSON *seed = cJSON_GetObjectItemCaseSensitive(o, "seed");
-        if (!o || !cJSON_IsString(id) || !cJSON_IsString(var) || !cJSON_IsNumber(seed)) {
-            cJSON_Delete(o);
+        int is_case = o && lab_plot_record(o, &p[cnt]);
+        cJSON_Delete(o);
+        if (!is_case) {
             free(p);
             free(text);
             return lab_err_set(LAB_ERR_FORMAT, "%s:%zu: not a case record (needs incident, variant, seed)", path, line);
         }
-        const lab_incident *inc = lab_incident_find(id->valuestring);
-        int vi = -1;
-        for (int k = 0; inc && k < inc->n_variants; ++k)
-            if (strcmp(inc->variants[k].name, var->valuestring) == 0) vi = k;
-        if (inc && vi >= 0 && inc->plot_metric) { /* records of incidents this build lacks are left out */
-            if (cnt == cap) {
-                lab_plot_point *np = realloc(p, 2 * cap * sizeof *p);
-                if (!np) {
-                    cJSON_Delete(o);
-                    free(p);
-                    free(text);
-                    return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
-                }
-                p = np;
-                cap *= 2;
-            }
-            p[cnt].inc = inc;
-            p[cnt].variant = vi;
-            p[cnt].seed = seed->valuedouble;
-            for (int k = 0; k < 2; ++k) {
-                int lg;
-                const char *name = lab_plot_metric(inc, k, &lg);
-                const cJSON *m = name ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metrics"), name)
-                                      : NULL;
-                p[cnt].value[k] = cJSON_IsNumber(m) ? m->valuedouble : NAN;
-            }
-            cnt++;
-        }
-        cJSON_Delete(o);
+        if (p[cnt].inc && p[cnt].c.variant) cnt++; /* records of incidents this build lacks are left out */
     }
     free(text);
     *pts = p;
@@ -91,38 +98,43 @@ static lab_status lab_plot_parse(const char *path, lab_plot_point **pts, size_t 
 
 static int lab_plot_seed_cmp(const void *a, const void *b)
 {
-    double x = *(const double *)a, y = *(const double *)b;
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
 }
 
-/* Writes the .dat of one incident's k-th metric; returns the number of columns (1 + variants) or -1. */
-static int lab_plot_write_dat(const char *path, const lab_incident *inc, int k, int use_log, const lab_plot_point *p,
-                              size_t n, size_t *n_hidden)
+/* Writes the .dat of one incident's k-th per-seed metric (seed, then one column per variant). */
+static lab_status lab_plot_write_dat(const char *path, const lab_incident *inc, const char *metric, int use_log,
+                                     const lab_plot_point *p, size_t n, size_t *n_hidden)
 {
-    double *seeds = malloc((n ? n : 1) * sizeof *seeds);
-    if (!seeds) return -1;
+    uint64_t *seeds = malloc((n ? n : 1) * sizeof *seeds);
+    const char *names[64];
+    char namebuf[64][96];
+    if (!seeds) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
     size_t ns = 0;
     for (size_t i = 0; i < n; ++i)
-        if (p[i].inc == inc) seeds[ns++] = p[i].seed;
+        if (p[i].inc == inc) seeds[ns++] = p[i].c.seed;
     qsort(seeds, ns, sizeof *seeds, lab_plot_seed_cmp);
     size_t u = 0;
     for (size_t i = 0; i < ns; ++i)
         if (u == 0 || seeds[u - 1] != seeds[i]) seeds[u++] = seeds[i];
-    FILE *f = fopen(path, "w");
+    int nv = inc->n_variants < 64 ? inc->n_variants : 64;
+    for (int v = 0; v < nv; ++v) {
+        snprintf(namebuf[v], sizeof namebuf[v], "%s(%s)", inc->variants[v].name, lab_role_name(inc->variants[v].role));
+        names[v] = namebuf[v];
+    }
+    FILE *f = lab_gnuplot_dat_open(path, "seed", names, nv);
     if (!f) {
         free(seeds);
-        return -1;
+        return LAB_ERR_IO;
     }
-    fprintf(f, "seed");
-    for (int v = 0; v < inc->n_variants; ++v) fprintf(f, " %s(%s)", inc->variants[v].name, lab_role_name(inc->variants[v].role));
-    fprintf(f, "\n");
     *n_hidden = 0;
     for (size_t s = 0; s < u; ++s) {
-        fprintf(f, "%.0f", seeds[s]);
-        for (int v = 0; v < inc->n_variants; ++v) {
+        fprintf(f, "%llu", (unsigned long long)seeds[s]);
+        for (int v = 0; v < nv; ++v) {
             double val = NAN;
             for (size_t i = 0; i < n; ++i)
-                if (p[i].inc == inc && p[i].variant == v && p[i].seed == seeds[s]) val = p[i].value[k];
+                if (p[i].inc == inc && p[i].c.variant == &inc->variants[v] && p[i].c.seed == seeds[s])
+                    val = lab_result_get(&p[i].c.r, metric);
             if (!isfinite(val) || (use_log && val <= 0)) {
                 fprintf(f, " NaN");
                 *n_hidden += 1;
@@ -133,11 +145,73 @@ static int lab_plot_write_dat(const char *path, const lab_incident *inc, int k, 
         fprintf(f, "\n");
     }
     free(seeds);
-    int bad = ferror(f);
-    return fclose(f) == 0 && !bad ? inc->n_variants + 1 : -1;
+    return lab_gnuplot_dat_close(f, path);
 }
 
-lab_status lab_plot_results(const char *out_dir, const char *root, int *n_png)
+/* The incidents present in the results, each once, in first-seen order. */
+static size_t lab_plot_incidents(const lab_plot_point *p, size_t n, const lab_incident **out)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; ++i) {
+        int seen = 0;
+        for (size_t k = 0; k < m; ++k) seen |= out[k] == p[i].inc;
+        if (!seen) out[m++] = p[i].inc;
+    }
+    return m;
+}
+
+typedef struct {
+    const lab_incident **incs;
+    lab_figure_ctx *fx;
+} lab_plot_fig_jobs;
+
+static lab_status lab_plot_fig_job(void *ctx, size_t job, lab_case_result *r)
+{
+    lab_plot_fig_jobs *j = ctx;
+    lab_status st = j->incs[job]->figures(&j->fx[job]);
+    if (st == LAB_OK) lab_result_verdict(r, 1, "figures drawn");
+    else if (st == LAB_ERR_UNSUPPORTED) lab_result_skip(r, "%s", lab_err_msg());
+    return st == LAB_ERR_UNSUPPORTED ? LAB_OK : st;
+}
+
+/* Runs every incident's figures() in its own process (all cores, 300 s watchdog each); failures are
+ * printed to `report` and counted in *n_failed. */
+static lab_status lab_plot_figures(const lab_incident **incs, size_t ni, const lab_plot_point *p, size_t n,
+                                   const char *root, const char *dir, FILE *report, int *n_failed)
+{
+    *n_failed = 0;
+    size_t nf = 0;
+    const lab_incident *fi[256];
+    lab_figure_ctx fx[256];
+    lab_figure_case *cases = malloc((n ? n : 1) * sizeof *cases);
+    if (!cases) return lab_err_set(LAB_ERR_NOMEM, "figures: out of memory");
+    size_t used = 0;
+    for (size_t i = 0; i < ni && nf < 256; ++i) {
+        if (!incs[i]->figures) continue;
+        fi[nf] = incs[i];
+        fx[nf] = (lab_figure_ctx){incs[i], root, dir, cases + used, 0};
+        for (size_t k = 0; k < n; ++k)
+            if (p[k].inc == incs[i]) cases[used++] = p[k].c;
+        fx[nf].n_cases = (size_t)(cases + used - fx[nf].cases);
+        nf++;
+    }
+    lab_status st = LAB_OK;
+    if (nf > 0) {
+        lab_job_outcome out[256];
+        lab_plot_fig_jobs j = {fi, fx};
+        st = lab_isolate_run(nf, lab_plot_fig_job, &j, 0, 300.0, NULL, out);
+        for (size_t k = 0; k < nf; ++k) {
+            if (out[k].outcome == LAB_OUT_PASS) continue;
+            if (out[k].outcome != LAB_OUT_SKIP) *n_failed += 1;
+            fprintf(report, "plots: %s figures: %s %s%s\n", fi[k]->id, lab_outcome_name(out[k].outcome), out[k].error,
+                    out[k].r.detail);
+        }
+    }
+    free(cases);
+    return st;
+}
+
+lab_status lab_plot_results(const char *out_dir, const char *root, FILE *report, int *n_png)
 {
     char path[4096], dir[4096];
     *n_png = 0;
@@ -147,50 +221,40 @@ lab_status lab_plot_results(const char *out_dir, const char *root, int *n_png)
     lab_status st = lab_plot_parse(path, &p, &n);
     if (st != LAB_OK) return st;
     snprintf(dir, sizeof dir, "%s/plots", out_dir);
-    if ((st = lab_fs_mkdirs(dir)) != LAB_OK) {
+    const lab_incident **incs = malloc((n ? n : 1) * sizeof *incs);
+    if (!incs || (st = lab_fs_mkdirs(dir)) != LAB_OK) {
         free(p);
-        return st;
+        free(incs);
+        return incs ? st : lab_err_set(LAB_ERR_NOMEM, "plots: out of memory");
     }
-    int have_gnuplot = system("command -v gnuplot >/dev/null 2>&1") == 0;
-    for (size_t i = 0; i < n; ++i) {
-        const lab_incident *inc = p[i].inc;
-        int seen = 0;
-        for (size_t k = 0; k < i; ++k) seen |= p[k].inc == inc;
-        if (seen) continue;
-        for (int k = 0; k < 2; ++k) {
+    size_t ni = lab_plot_incidents(p, n, incs);
+    int have_gnuplot = lab_gnuplot_available();
+    for (size_t i = 0; i < ni && st == LAB_OK; ++i) {
+        const lab_incident *inc = incs[i];
+        for (int k = 0; k < 2 && st == LAB_OK; ++k) {
             int use_log;
             const char *metric = lab_plot_metric(inc, k, &use_log);
             if (!metric) continue;
-            char dat[4096], png[4096], cmd[12288], title[512];
-            size_t hidden;
+            char dat[4096], png[4096], title[512];
+            size_t hidden = 0;
             const char *suffix = k == 0 ? "" : "-drift";
             snprintf(dat, sizeof dat, "%s/%s%s.dat", dir, inc->id, suffix);
             snprintf(png, sizeof png, "%s/%s%s.png", dir, inc->id, suffix);
-            int cols = lab_plot_write_dat(dat, inc, k, use_log, p, n, &hidden);
-            if (cols < 0) {
-                free(p);
-                return lab_err_set(LAB_ERR_IO, "%s: cannot write plot data", dat);
-            }
-            if (!have_gnuplot) continue;
+            if ((st = lab_plot_write_dat(dat, inc, metric, use_log, p, n, &hidden)) != LAB_OK || !have_gnuplot) continue;
             snprintf(title, sizeof title, "%s: %s%s", inc->id, metric,
                      hidden ? (use_log ? " (non-finite or <= 0 values not drawn)" : " (non-finite values not drawn)") : "");
-            snprintf(cmd, sizeof cmd,
-                     "gnuplot -e \"datafile='%s'; outfile='%s'; plottitle='%s'; metric='%s'; uselog=%d; ncols=%d\" "
-                     "'%s/plots/separation.gp' 2>&1",
-                     dat, png, title, metric, use_log, cols, root);
-            FILE *gp = popen(cmd, "r");
-            char msg[1024] = "";
-            size_t got = gp ? fread(msg, 1, sizeof msg - 1, gp) : 0;
-            msg[got] = '\0';
-            int rc = gp ? pclose(gp) : -1;
-            if (rc != 0) {
-                free(p);
-                return lab_err_set(LAB_ERR_IO, "%s: gnuplot failed (status %d): %s", png, rc, msg);
-            }
-            *n_png += 1;
+            lab_gnuplot_spec spec = {dat, png, title, "seed", metric, 0, use_log, 0};
+            if ((st = lab_gnuplot_xy(root, &spec)) == LAB_OK) *n_png += 1;
         }
     }
+    if (st == LAB_OK) {
+        int failed = 0;
+        st = lab_plot_figures(incs, ni, p, n, root, dir, report, &failed);
+        *n_png = lab_fs_count_suffix(dir, ".png");
+    }
     free(p);
-    if (!have_gnuplot) return lab_err_set(LAB_ERR_UNSUPPORTED, "gnuplot not found: plot data written to %s, no PNG", dir);
-    return LAB_OK;
+    free(incs);
+    if (st == LAB_OK && !have_gnuplot)
+        return lab_err_set(LAB_ERR_UNSUPPORTED, "gnuplot not found: plot data written to %s, no PNG", dir);
+    return st;
 }

@@ -103,6 +103,13 @@ static void lab_replay_table(FILE *f, const lab_variant_tally *t, size_t nt)
     }
 }
 
+/* Seeds replayed for one incident: all given, or its default_seeds when the seeds were not given. */
+static size_t lab_replay_n_seeds(const lab_replay_opts *opts, const lab_incident *inc)
+{
+    if (opts->seeds_default && inc->default_seeds > 0 && inc->default_seeds < opts->n_seeds) return inc->default_seeds;
+    return opts->n_seeds;
+}
+
 lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, lab_case_record **recs_out, size_t *n_recs)
 {
     *ok = 0;
@@ -111,7 +118,8 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, la
     size_t n = 0;
     for (size_t i = 0; i < opts->n_incidents; ++i)
         for (int v = 0; v < opts->incidents[i]->n_variants; ++v)
-            if (!opts->variant || strcmp(opts->variant, opts->incidents[i]->variants[v].name) == 0) n += opts->n_seeds;
+            if (!opts->variant || strcmp(opts->variant, opts->incidents[i]->variants[v].name) == 0)
+                n += lab_replay_n_seeds(opts, opts->incidents[i]);
     lab_case_record *recs = calloc(n ? n : 1, sizeof *recs);
     if (!recs) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
     size_t k = 0;
@@ -119,7 +127,7 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, la
         for (int v = 0; v < opts->incidents[i]->n_variants; ++v) {
             const lab_variant *var = &opts->incidents[i]->variants[v];
             if (opts->variant && strcmp(opts->variant, var->name) != 0) continue;
-            for (size_t s = 0; s < opts->n_seeds; ++s) {
+            for (size_t s = 0; s < lab_replay_n_seeds(opts, opts->incidents[i]); ++s) {
                 recs[k].incident = opts->incidents[i];
                 recs[k].variant = var;
                 recs[k].seed = opts->seeds[s];
@@ -180,7 +188,7 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, la
         if (st2 == LAB_OK && opts->tap) st2 = lab_results_write_tap(path, recs, n, opts->lab_bin);
         if (st2 == LAB_OK && opts->plots) {
             int npng = 0;
-            lab_status sp = lab_plot_results(opts->out_dir, opts->root, &npng);
+            lab_status sp = lab_plot_results(opts->out_dir, opts->root, report, &npng);
             if (sp == LAB_OK) fprintf(report, "plots: %d PNG in %s/plots\n", npng, opts->out_dir);
             else fprintf(report, "plots: %s\n", lab_err_msg()); /* a missing gnuplot does not fail the replay */
         }

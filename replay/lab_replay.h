@@ -14,6 +14,7 @@ typedef struct {
     const char *variant;                   /* only this variant (NULL: all) */
     const uint64_t *seeds;
     size_t n_seeds;
+    int seeds_default;                     /* seeds were not given: an incident's default_seeds caps them */
     lab_backend backend;
     int jobs;                              /* parallel cases (<= 0: all cores) */
     double timeout_s;                      /* watchdog per case when the incident sets none */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lab_fs.h"
+#include "lab_gnuplot.h"
 #include "lab_plot.h"
 #include "lab_replay.h"
 #include "lab_results.h"
@@ -49,14 +50,14 @@ static const lab_variant good_variants[] = {
     {"bug-hang", LAB_ROLE_BUG, "hangs", run_hang, NULL, 0},
     {"bug-half", LAB_ROLE_BUG, "caught on about half the seeds", run_half, NULL, 0.4},
 };
-static const lab_incident good = {"9001-good", "all roles met", "synthetic", good_variants, 5, "err", 1, 0.5, NULL, "err"};
+static const lab_incident good = {"9001-good", "all roles met", "synthetic", good_variants, 5, "err", 1, 0.5, NULL, "err", NULL, 0};
 
 static const lab_variant bad_variants[] = {
     {"fix", LAB_ROLE_FIX, "regressed", run_fail, NULL, 0},
     {"bug-xpass", LAB_ROLE_BUG, "no longer caught", run_pass, NULL, 0},
     {"bug-rare", LAB_ROLE_BUG, "caught on half, stated 0.95", run_half, NULL, 0.95},
 };
-static const lab_incident bad = {"9002-bad", "roles not met", "synthetic", bad_variants, 3, "err", 1, 0.5, NULL};
+static const lab_incident bad = {"9002-bad", "roles not met", "synthetic", bad_variants, 3, "err", 1, 0.5, NULL, NULL, NULL, 0};
 
 static char outdir[64];
 
@@ -91,12 +92,39 @@ static lab_status replay(const lab_incident *inc, size_t nseeds, int *ok, lab_ca
     static uint64_t seeds[64];
     incs[0] = inc;
     for (size_t i = 0; i < nseeds; ++i) seeds[i] = i + 1;
-    lab_replay_opts o = {incs, 1, NULL, seeds, nseeds, LAB_BACKEND_CPU, 4, 0, outdir, 1, 0, 0, "build/lab", "."};
+    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = nseeds,
+                         .backend = LAB_BACKEND_CPU, .jobs = 4, .out_dir = outdir, .tap = 1, .lab_bin = "build/lab",
+                         .root = "."};
     FILE *devnull = fopen("/dev/null", "w");
     lab_status st = lab_replay_run(&o, devnull, ok, recs, n);
     fclose(devnull);
     return st;
 }
+
+/* An incident's default_seeds caps a default replay, and explicit seeds override it. */
+Test(replay, default_seeds_cap, .init = mkout, .fini = rmout)
+{
+    lab_incident few = good;
+    few.n_variants = 1;
+    few.default_seeds = 3;
+    const lab_incident *incs[] = {&few};
+    uint64_t seeds[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 8, .seeds_default = 1,
+                         .backend = LAB_BACKEND_CPU, .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    FILE *devnull = fopen("/dev/null", "w");
+    int ok;
+    lab_case_record *recs;
+    size_t n;
+    cr_assert_eq(lab_replay_run(&o, devnull, &ok, &recs, &n), LAB_OK);
+    cr_expect_eq(n, 3);
+    free(recs);
+    o.seeds_default = 0;
+    cr_assert_eq(lab_replay_run(&o, devnull, &ok, &recs, &n), LAB_OK);
+    cr_expect_eq(n, 8);
+    free(recs);
+    fclose(devnull);
+}
+
 
 Test(replay, roles_met_with_crash_and_hang_as_outcomes, .init = mkout, .fini = rmout)
 {
@@ -212,7 +240,7 @@ Test(plot, data_and_png_from_results, .init = mkout, .fini = rmout)
     /* The registry of the test binary does not hold 9001-good: plots skip incidents they cannot look
      * up, so this checks the data path through a registered one instead. */
     int npng = -1;
-    lab_status st = lab_plot_results(outdir, ".", &npng);
+    lab_status st = lab_plot_results(outdir, ".", stderr, &npng);
     cr_expect(st == LAB_OK || st == LAB_ERR_UNSUPPORTED, "%s", lab_err_msg());
     cr_expect_eq(npng, 0, "no registered incident in these results, so no plot");
 
@@ -224,7 +252,7 @@ Test(plot, data_and_png_from_results, .init = mkout, .fini = rmout)
         "{\"incident\":\"0004-pow-grad-nan\",\"variant\":\"bug-exp-log\",\"seed\":1,\"metrics\":{\"nonfinite_frac\":0.5,\"max_rel_err_rms\":null}}\n"
         "{\"incident\":\"0004-pow-grad-nan\",\"variant\":\"fix\",\"seed\":2,\"metrics\":{\"nonfinite_frac\":0,\"max_rel_err_rms\":2e-7}}\n";
     cr_assert_eq(lab_fs_write_atomic(path, lines, strlen(lines)), LAB_OK);
-    st = lab_plot_results(outdir, ".", &npng);
+    st = lab_plot_results(outdir, ".", stderr, &npng);
     char *dat;
     size_t len;
     snprintf(path, sizeof path, "%s/plots/0004-pow-grad-nan-drift.dat", outdir);
@@ -243,6 +271,63 @@ Test(plot, data_and_png_from_results, .init = mkout, .fini = rmout)
     /* A line that is not a case record is named with its line number. */
     snprintf(path, sizeof path, "%s/results.jsonl", outdir);
     cr_assert_eq(lab_fs_write_atomic(path, "{\"incident\":1}\n", 15), LAB_OK);
-    cr_expect_eq(lab_plot_results(outdir, ".", &npng), LAB_ERR_FORMAT);
+    cr_expect_eq(lab_plot_results(outdir, ".", stderr, &npng), LAB_ERR_FORMAT);
     cr_expect(strstr(lab_err_msg(), "results.jsonl:1: not a case record") != NULL, "%s", lab_err_msg());
+}
+
+/* Incidents' own figures: figures() gets the incident's cases back from results.jsonl (metrics included)
+ * and runs in its own process, so one that crashes is reported and the others are still drawn. */
+static lab_status fig_ok(const lab_figure_ctx *fx)
+{
+    char dat[512], png[512];
+    snprintf(dat, sizeof dat, "%s/%s-scatter.dat", fx->plots_dir, fx->incident->id);
+    snprintf(png, sizeof png, "%s/%s-scatter.png", fx->plots_dir, fx->incident->id);
+    const char *series[] = {"y"};
+    FILE *f = lab_gnuplot_dat_open(dat, "x", series, 1);
+    if (!f) return LAB_ERR_IO;
+    for (size_t i = 0; i < fx->n_cases; ++i)
+        fprintf(f, "%g %g\n", lab_result_get(&fx->cases[i].r, "x"), lab_result_get(&fx->cases[i].r, "y"));
+    lab_status st = lab_gnuplot_dat_close(f, dat);
+    if (st != LAB_OK) return st;
+    lab_gnuplot_spec spec = {dat, png, "x against y", "x", "y", 0, 1, 1};
+    return lab_gnuplot_xy(".", &spec);
+}
+static lab_status fig_crash(const lab_figure_ctx *fx)
+{
+    raise(SIGSEGV);
+    return LAB_OK;
+}
+static const lab_variant fig_variants[] = {{"fix", LAB_ROLE_FIX, "holds", run_pass, NULL, 0}};
+static const lab_incident fig_good = {"9003-figures", "figures", "synthetic", fig_variants, 1, NULL, 0, 0, NULL, NULL, fig_ok, 0};
+static const lab_incident fig_bad = {"9004-figures-crash", "figures", "synthetic", fig_variants, 1, NULL, 0, 0, NULL, NULL, fig_crash, 0};
+LAB_INCIDENT_REGISTER(fig_good);
+LAB_INCIDENT_REGISTER(fig_bad);
+
+Test(plot, incident_figures_isolated, .init = mkout, .fini = rmout)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/results.jsonl", outdir);
+    const char *lines =
+        "{\"incident\":\"9003-figures\",\"variant\":\"fix\",\"seed\":1,\"outcome\":\"PASS\",\"metrics\":{\"x\":1,\"y\":10}}\n"
+        "{\"incident\":\"9003-figures\",\"variant\":\"fix\",\"seed\":2,\"outcome\":\"PASS\",\"metrics\":{\"x\":2,\"y\":null}}\n"
+        "{\"incident\":\"9004-figures-crash\",\"variant\":\"fix\",\"seed\":1,\"outcome\":\"PASS\",\"metrics\":{}}\n";
+    cr_assert_eq(lab_fs_write_atomic(path, lines, strlen(lines)), LAB_OK);
+    char *log = NULL;
+    size_t loglen = 0;
+    FILE *report = open_memstream(&log, &loglen);
+    int npng = -1;
+    lab_status st = lab_plot_results(outdir, ".", report, &npng);
+    fclose(report);
+    char *dat;
+    size_t len;
+    snprintf(path, sizeof path, "%s/plots/9003-figures-scatter.dat", outdir);
+    cr_assert_eq(lab_fs_read_all(path, &dat, &len), LAB_OK, "%s", lab_err_msg());
+    cr_expect_str_eq(dat, "x y\n1 10\n2 nan\n");
+    free(dat);
+    cr_expect(strstr(log, "9004-figures-crash figures: CRASH") != NULL, "%s", log);
+    if (lab_gnuplot_available()) {
+        cr_expect_eq(st, LAB_OK, "%s", lab_err_msg());
+        cr_expect_eq(npng, 1);
+    }
+    free(log);
 }

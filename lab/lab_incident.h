@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "lab_err.h"
 
@@ -57,6 +58,9 @@ typedef struct lab_variant {
     lab_variant_fn run_cuda;         /* NULL: no CUDA version (cases SKIP with that reason) */
     double min_detect_rate;          /* bug only: 0 means 1.0 (every seed); else the stated rate
                                         that the observed rate must not fall below (Wilson 95%) */
+    const char *sanitizer;           /* bug only: the compute-sanitizer tool that flags this variant's CUDA
+                                        run ("memcheck", "initcheck", "racecheck"); NULL: none expected.
+                                        Fix variants must be clean under every tool. */
 } lab_variant;
 
 typedef struct lab_incident {
@@ -81,6 +85,11 @@ typedef struct lab_incident {
      * nature (several processes per case, hangs that cost their deadline) states a smaller count; an
      * explicit --seeds/--seed on the command line overrides it. */
     unsigned default_seeds;
+    /* Optional: a benchmark (`lab bench`), run in its own process: prints one line per measurement to
+     * out, ratios measured in one run (e.g. "backward: deterministic / f32-atomic = 1.07 (0.81 ms /
+     * 0.76 ms, B=32 T=500)"), and the device ceilings it compares against. LAB_ERR_UNSUPPORTED (no
+     * GPU, say why with lab_err_set) is a skip. NULL: none. */
+    lab_status (*bench)(FILE *out);
 } lab_incident;
 
 /* One case of a replay as read back from results.jsonl (outcome, verdict, detail, metrics). */

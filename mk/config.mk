@@ -11,7 +11,7 @@ BUILD   := build/san-$(subst $(comma),-,$(SANITIZE))
 endif
 
 # -ffp-contract=off: no silent FMA contraction, so float results are the ones the source says.
-CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -ffp-contract=off -fno-strict-aliasing \
+CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Wno-missing-field-initializers -ffp-contract=off -fno-strict-aliasing \
                -Ilab -Ikernels -Ireplay -I.
 ifneq ($(strip $(SANITIZE)),)
 CFLAGS_BASE += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all

@@ -1,4 +1,4 @@
-/* lab_main: the `lab` command: list, replay, explain, golden verify|bless, plots. */
+/* lab_main: the `lab` command: list, replay, explain, golden verify|bless, plots, bench. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -29,6 +29,7 @@ static const char *lab_usage =
     "                                     the story in short, then bug and fix side by side, live\n"
     "  golden verify|bless [ID]           check goldens against their MANIFEST / regenerate them\n"
     "  plots [--out DIR]                  redraw the plots of a replay from DIR/results.jsonl\n"
+    "  bench [ID]...                      the incidents' benchmarks (GPU kernels against device ceilings)\n"
     "  help                               this text\n"
     "The repository root is the current directory, or LAB_ROOT.\n";
 
@@ -333,6 +334,34 @@ static int lab_cmd_plots(int argc, char **argv)
     return 0;
 }
 
+/* bench: each selected incident's benchmark, one after another (never two at once: they time the device). */
+static int lab_cmd_bench(int argc, char **argv)
+{
+    size_t n_all;
+    const lab_incident *const *all = lab_incident_all(&n_all);
+    int bad = 0, ran = 0;
+    for (size_t i = 0; i < n_all; ++i) {
+        const lab_incident *inc = all[i];
+        int chosen = argc == 0;
+        for (int a = 0; a < argc; ++a) {
+            const lab_incident *want = lab_find_or_complain(argv[a]);
+            if (!want) return LAB_EXIT_USAGE;
+            chosen |= want == inc;
+        }
+        if (!chosen || !inc->bench) continue;
+        ran++;
+        printf("== %s\n", inc->id);
+        fflush(stdout);
+        lab_status st = inc->bench(stdout);
+        if (st == LAB_ERR_UNSUPPORTED) printf("%s: bench skipped: %s\n", inc->id, lab_err_msg());
+        else if (st != LAB_OK) printf("%s: bench failed: %s\n", inc->id, lab_err_msg());
+        bad |= st != LAB_OK && st != LAB_ERR_UNSUPPORTED;
+        fflush(stdout);
+    }
+    if (!ran) printf("no benchmark among the selected incidents\n");
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     const char *lab_bin = argv[0];
@@ -352,5 +381,6 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "explain")) return lab_cmd_explain(argc - 2, argv + 2, lab_bin);
     if (!strcmp(cmd, "golden")) return lab_cmd_golden(argc - 2, argv + 2);
     if (!strcmp(cmd, "plots")) return lab_cmd_plots(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench")) return lab_cmd_bench(argc - 2, argv + 2);
     return lab_usage_error("unknown command '%s'", cmd);
 }

@@ -335,7 +335,7 @@ lab_status pow_grad_golden_bless(const char *dir)
     if ((st = lab_tensor_create(&trms, LAB_DT_F8, 2, shape)) != LAB_OK) goto done;
     for (int k = 0; k < 2; ++k) {
         /* The first rows of the full case: same (seed, stream, index) as pow_grad_inputs, and rows are
-         * independent (the RMS is per row), so these rows equal those of the 4096-row reference. */
+         * independent (the RMS is per row), so these rows equal those of the full-size reference. */
         lab_rng_fill_normal(x, n, seeds[k], POW_GRAD_STREAM_X, 0);
         pg_fill_upstream_w(w, n, seeds[k], POW_GRAD_STREAM_W);
         lab_rng_fill_normal(c, rows, seeds[k], POW_GRAD_STREAM_C, 0);
@@ -472,7 +472,7 @@ const lab_incident pow_grad_incident = {
         "exp - 1 was not a compile-time constant, so the backend lowered that pow as "
         "exp((exp - 1) * log(base)), and log of a negative base is NaN: every negative activation got a NaN "
         "gradient although (-2)^1 = -2 is fine. The fix reuses the forward output, base^(exp-1) = y / base, "
-        "with y/base selected as 0 where base == 0. Replayed on 4096x1024 normal activations through a "
+        "with y/base selected as 0 where base == 0. Replayed on 256x1024 normal activations through a "
         "sum of squares and an RMS-norm-like mean of squares; the bug makes about half the gradients NaN.",
     .variants = pow_grad_variants,
     .n_variants = (int)(sizeof pow_grad_variants / sizeof pow_grad_variants[0]),

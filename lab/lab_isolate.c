@@ -24,18 +24,23 @@ int lab_isolate_ncpu(void)
     return n > 0 ? (int)n : 1;
 }
 
-/* What a child sends back through its pipe: one fixed-size record (the same binary on both ends). */
+/* What a child sends back through its pipe, once per finished job: one fixed-size record (the same
+ * binary on both ends). A record with job == LAB_ISOLATE_END says the child stopped on purpose. */
 typedef struct {
+    size_t job;
     int status;                /* lab_status of the job function */
     char error[240];           /* lab_err_msg() when status != LAB_OK */
     lab_case_result r;
 } lab_isolate_msg;
 
+#define LAB_ISOLATE_END ((size_t)-1)
+
 typedef struct {
     pid_t pid;                 /* 0: slot free */
     int fd;
-    size_t job;
-    double start;
+    size_t first, end;         /* the child's jobs not yet reported: [first, end) */
+    double start;              /* start of the job in progress (the watchdog's clock) */
+    int ended;                 /* the child said it stopped on purpose */
     size_t got;
     lab_isolate_msg msg;
 } lab_isolate_slot;
@@ -47,23 +52,10 @@ static double lab_isolate_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Child side: run the job and report; never returns. */
-static void lab_isolate_child(int fd, lab_job_fn fn, void *ctx, size_t job)
+static void lab_isolate_send(int fd, const lab_isolate_msg *msg)
 {
-    setpgid(0, 0); /* own process group: the watchdog kills the job's descendants too */
-    signal(SIGPIPE, SIG_DFL);
-    /* Cases print nothing on stdout; whatever they do print goes to stderr with the parent's. */
-    dup2(STDERR_FILENO, STDOUT_FILENO);
-    lab_isolate_msg msg;
-    memset(&msg, 0, sizeof msg);
-    lab_err_clear();
-    lab_status st = fn(ctx, job, &msg.r);
-    msg.status = (int)st;
-    if (st != LAB_OK)
-        snprintf(msg.error, sizeof msg.error, "%s: %s", lab_status_name(st),
-                 lab_err_msg()[0] ? lab_err_msg() : "(no message)");
-    const char *p = (const char *)&msg;
-    size_t left = sizeof msg;
+    const char *p = (const char *)msg;
+    size_t left = sizeof *msg;
     while (left > 0) {
         ssize_t w = write(fd, p, left);
         if (w < 0 && errno == EINTR) continue;
@@ -71,28 +63,61 @@ static void lab_isolate_child(int fd, lab_job_fn fn, void *ctx, size_t job)
         p += w;
         left -= (size_t)w;
     }
+}
+
+/* Child side: run jobs [first, end) one after another and report each; a job that returns an error
+ * status, or whose result is neither a verdict nor a skip, ends the batch (what it left behind, a
+ * corrupted heap or GPU context, must not judge the next job). Never returns. */
+static void lab_isolate_child(int fd, lab_job_fn fn, void *ctx, size_t first, size_t end)
+{
+    setpgid(0, 0); /* own process group: the watchdog kills the job's descendants too */
+    signal(SIGPIPE, SIG_DFL);
+    /* Cases print nothing on stdout; whatever they do print goes to stderr with the parent's. */
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    lab_isolate_msg msg;
+    for (size_t job = first; job < end; ++job) {
+        memset(&msg, 0, sizeof msg);
+        msg.job = job;
+        lab_err_clear();
+        lab_status st = fn(ctx, job, &msg.r);
+        msg.status = (int)st;
+        if (st != LAB_OK)
+            snprintf(msg.error, sizeof msg.error, "%s: %s", lab_status_name(st),
+                     lab_err_msg()[0] ? lab_err_msg() : "(no message)");
+        lab_isolate_send(fd, &msg);
+        if (st != LAB_OK || !(msg.r.skipped || msg.r.verdict_set)) break;
+    }
+    memset(&msg, 0, sizeof msg);
+    msg.job = LAB_ISOLATE_END;
+    lab_isolate_send(fd, &msg);
     close(fd);
     _exit(0); /* _exit: no atexit handlers or stdio flushes inherited from the parent */
 }
 
-static void lab_isolate_drain(lab_isolate_slot *s)
+/* The outcome of a job from its complete report. */
+static void lab_isolate_outcome(const lab_isolate_msg *m, double wall_s, lab_job_outcome *o)
 {
-    for (;;) {
-        if (s->got >= sizeof s->msg) return;
-        ssize_t r = read(s->fd, (char *)&s->msg + s->got, sizeof s->msg - s->got);
-        if (r > 0) { s->got += (size_t)r; continue; }
-        if (r < 0 && errno == EINTR) continue;
-        return; /* EOF, EAGAIN or error */
+    memset(o, 0, sizeof *o);
+    o->wall_s = wall_s;
+    o->r = m->r;
+    if (m->status != LAB_OK) {
+        o->outcome = LAB_OUT_ERROR;
+        snprintf(o->error, sizeof o->error, "%s", m->error);
+    } else if (m->r.skipped) {
+        o->outcome = LAB_OUT_SKIP;
+    } else if (!m->r.verdict_set) {
+        o->outcome = LAB_OUT_ERROR;
+        snprintf(o->error, sizeof o->error, "the case reported no verdict");
+    } else {
+        o->outcome = m->r.passed ? LAB_OUT_PASS : LAB_OUT_FAIL;
     }
 }
 
-/* Turns a finished child's wait status and report into an outcome. */
-static void lab_isolate_finish(lab_isolate_slot *s, int wstatus, int hung, double timeout_s, lab_job_outcome *o)
+/* The outcome of the job a child was running when it died or was killed. */
+static void lab_isolate_died(int wstatus, int hung, double timeout_s, double wall_s, lab_job_outcome *o)
 {
     memset(o, 0, sizeof *o);
-    o->wall_s = lab_isolate_now() - s->start;
-    int complete = s->got == sizeof s->msg;
-    if (complete) o->r = s->msg.r;
+    o->wall_s = wall_s;
     if (hung) {
         o->outcome = LAB_OUT_HANG;
         snprintf(o->error, sizeof o->error, "no result after %.1f s: killed by the watchdog", timeout_s);
@@ -100,7 +125,7 @@ static void lab_isolate_finish(lab_isolate_slot *s, int wstatus, int hung, doubl
         o->outcome = LAB_OUT_CRASH;
         o->signal = WTERMSIG(wstatus);
         snprintf(o->error, sizeof o->error, "killed by signal %d (%s)", o->signal, strsignal(o->signal));
-    } else if (!complete) {
+    } else {
         int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
         if (code != 0) {
             o->outcome = LAB_OUT_CRASH; /* died before reporting: abort by a sanitizer, exit() in a kernel... */
@@ -109,38 +134,86 @@ static void lab_isolate_finish(lab_isolate_slot *s, int wstatus, int hung, doubl
             o->outcome = LAB_OUT_ERROR;
             snprintf(o->error, sizeof o->error, "exited without reporting a result");
         }
-    } else if (s->msg.status != LAB_OK) {
-        o->outcome = LAB_OUT_ERROR;
-        snprintf(o->error, sizeof o->error, "%s", s->msg.error);
-    } else if (s->msg.r.skipped) {
-        o->outcome = LAB_OUT_SKIP;
-    } else if (!s->msg.r.verdict_set) {
-        o->outcome = LAB_OUT_ERROR;
-        snprintf(o->error, sizeof o->error, "the case reported no verdict");
-    } else {
-        o->outcome = s->msg.r.passed ? LAB_OUT_PASS : LAB_OUT_FAIL;
     }
+}
+
+/* Reads whatever the child sent; each complete record finishes a job (done() called) and restarts the
+ * watchdog's clock. */
+static void lab_isolate_drain(lab_isolate_slot *s, void *ctx, lab_job_done_fn done, lab_job_outcome *out)
+{
+    for (;;) {
+        ssize_t r = read(s->fd, (char *)&s->msg + s->got, sizeof s->msg - s->got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return; /* EOF, EAGAIN or error */
+        s->got += (size_t)r;
+        if (s->got < sizeof s->msg) continue;
+        s->got = 0;
+        double now = lab_isolate_now();
+        if (s->msg.job == LAB_ISOLATE_END) {
+            s->ended = 1;
+        } else if (s->msg.job == s->first && s->first < s->end) {
+            lab_isolate_outcome(&s->msg, now - s->start, &out[s->first]);
+            if (done) done(ctx, s->first, &out[s->first]);
+            s->first++;
+        }
+        s->start = now;
+    }
+}
+
+/* Ranges of jobs waiting for a child: a stack, so a batch cut short resumes before new batches. */
+typedef struct {
+    size_t (*r)[2];
+    size_t n, cap;
+} lab_isolate_queue;
+
+static int lab_isolate_push(lab_isolate_queue *q, size_t a, size_t b)
+{
+    if (a >= b) return 0;
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? 2 * q->cap : 64;
+        void *nr = realloc(q->r, cap * sizeof *q->r);
+        if (!nr) return -1;
+        q->r = nr;
+        q->cap = cap;
+    }
+    q->r[q->n][0] = a;
+    q->r[q->n][1] = b;
+    q->n++;
+    return 0;
 }
 
 lab_status lab_isolate_run(size_t n, lab_job_fn fn, void *ctx, int jobs, double timeout_s,
                            lab_job_done_fn done, lab_job_outcome *out)
 {
+    return lab_isolate_run_batched(n, fn, ctx, jobs, 1, timeout_s, done, out);
+}
+
+lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs, size_t batch, double timeout_s,
+                                   lab_job_done_fn done, lab_job_outcome *out)
+{
     if (jobs < 1) jobs = 1;
+    if (batch < 1) batch = 1;
     if (timeout_s <= 0) timeout_s = 60;
     lab_isolate_slot *slots = calloc((size_t)jobs, sizeof *slots);
     struct pollfd *pfd = calloc((size_t)jobs, sizeof *pfd);
-    if (!slots || !pfd) {
+    lab_isolate_queue q = {0};
+    int qerr = 0;
+    /* Batches in reverse, so the stack hands out job 0 first. */
+    for (size_t b = (n + batch - 1) / batch; b-- > 0;) qerr |= lab_isolate_push(&q, b * batch, b * batch + batch < n ? b * batch + batch : n);
+    if (!slots || !pfd || qerr) {
         free(slots);
         free(pfd);
+        free(q.r);
         return lab_err_set(LAB_ERR_NOMEM, "isolate: out of memory");
     }
     fflush(NULL); /* nothing buffered is written twice by a child */
     lab_status result = LAB_OK;
-    size_t next = 0, running = 0;
-    while (next < n || running > 0) {
-        /* Start jobs into free slots. */
-        for (int i = 0; i < jobs && next < n && result == LAB_OK; ++i) {
+    size_t running = 0;
+    while (q.n > 0 || running > 0) {
+        /* Start batches into free slots. */
+        for (int i = 0; i < jobs && q.n > 0 && result == LAB_OK; ++i) {
             if (slots[i].pid) continue;
+            size_t a = q.r[q.n - 1][0], b = q.r[q.n - 1][1];
             int p[2];
             if (pipe(p) != 0) {
                 result = lab_err_set(LAB_ERR_IO, "isolate: pipe: %s", strerror(errno));
@@ -157,15 +230,17 @@ lab_status lab_isolate_run(size_t n, lab_job_fn fn, void *ctx, int jobs, double 
                 close(p[0]);
                 for (int k = 0; k < jobs; ++k)
                     if (slots[k].pid) close(slots[k].fd);
-                lab_isolate_child(p[1], fn, ctx, next);
+                lab_isolate_child(p[1], fn, ctx, a, b);
             }
+            q.n--;
             setpgid(pid, pid); /* also in the parent: no race with an early kill */
             close(p[1]);
             fcntl(p[0], F_SETFL, O_NONBLOCK);
             memset(&slots[i], 0, sizeof slots[i]);
             slots[i].pid = pid;
             slots[i].fd = p[0];
-            slots[i].job = next++;
+            slots[i].first = a;
+            slots[i].end = b;
             slots[i].start = lab_isolate_now();
             running++;
         }
@@ -181,39 +256,46 @@ lab_status lab_isolate_run(size_t n, lab_job_fn fn, void *ctx, int jobs, double 
         }
         poll(pfd, (nfds_t)np, 20);
 
-        double now = lab_isolate_now();
         for (int i = 0; i < jobs; ++i) {
             lab_isolate_slot *s = &slots[i];
             if (!s->pid) continue;
-            lab_isolate_drain(s);
+            lab_isolate_drain(s, ctx, done, out);
             int wstatus = 0, hung = 0;
             pid_t w = waitpid(s->pid, &wstatus, WNOHANG);
             if (w == 0) {
-                if (now - s->start <= timeout_s) continue;
+                if (lab_isolate_now() - s->start <= timeout_s) continue;
                 kill(-s->pid, SIGKILL);
                 kill(s->pid, SIGKILL);
                 waitpid(s->pid, &wstatus, 0);
                 hung = 1;
             } else {
-                lab_isolate_drain(s); /* whatever arrived between the drain and the exit */
+                lab_isolate_drain(s, ctx, done, out); /* whatever arrived between the drain and the exit */
             }
             /* Descendants left behind in the job's group go with it. */
             kill(-s->pid, SIGKILL);
             close(s->fd);
-            lab_isolate_finish(s, wstatus, hung, timeout_s, &out[s->job]);
-            if (done) done(ctx, s->job, &out[s->job]);
+            if (s->first < s->end && !(s->ended && !hung && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
+                /* The job in progress died with its process; the rest of the batch goes back. */
+                lab_isolate_died(wstatus, hung, timeout_s, lab_isolate_now() - s->start, &out[s->first]);
+                if (done) done(ctx, s->first, &out[s->first]);
+                s->first++;
+            }
+            if (lab_isolate_push(&q, s->first, s->end) != 0 && result == LAB_OK)
+                result = lab_err_set(LAB_ERR_NOMEM, "isolate: out of memory");
             s->pid = 0;
             running--;
         }
     }
     /* Jobs never started because fork/pipe failed. */
-    for (; next < n; ++next) {
-        memset(&out[next], 0, sizeof out[next]);
-        out[next].outcome = LAB_OUT_ERROR;
-        snprintf(out[next].error, sizeof out[next].error, "not started: %s", lab_err_msg());
-        if (done) done(ctx, next, &out[next]);
-    }
+    for (; q.n > 0; q.n--)
+        for (size_t j = q.r[q.n - 1][0]; j < q.r[q.n - 1][1]; ++j) {
+            memset(&out[j], 0, sizeof out[j]);
+            out[j].outcome = LAB_OUT_ERROR;
+            snprintf(out[j].error, sizeof out[j].error, "not started: %s", lab_err_msg());
+            if (done) done(ctx, j, &out[j]);
+        }
     free(slots);
     free(pfd);
+    free(q.r);
     return result;
 }

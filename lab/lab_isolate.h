@@ -39,6 +39,15 @@ typedef void (*lab_job_done_fn)(void *ctx, size_t job, const lab_job_outcome *o)
 lab_status lab_isolate_run(size_t n, lab_job_fn fn, void *ctx, int jobs, double timeout_s,
                            lab_job_done_fn done, lab_job_outcome *out);
 
+/* Like lab_isolate_run, but a child runs up to `batch` consecutive jobs one after another, so costly
+ * per-process set-up (a CUDA context) is paid once per batch. Each job is still judged alone: the
+ * watchdog's clock restarts at every reported job; a child that dies or hangs gives that outcome to the
+ * job it was running, and the rest of its batch is rerun in a fresh child. A job that returns an error
+ * status, or reports neither a verdict nor a skip, ends its child's batch for the same reason. batch 1 is
+ * lab_isolate_run. */
+lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs, size_t batch, double timeout_s,
+                                   lab_job_done_fn done, lab_job_outcome *out);
+
 /* Number of online CPUs (at least 1). */
 int lab_isolate_ncpu(void);
 

@@ -66,7 +66,18 @@ static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
     }
 }
 
-/* Runs the cases an incident at a time (records are grouped by incident), each group under its
+/* Cases per child process: 1 on the CPU (a fork is cheap and nothing is shared); on CUDA enough that
+ * every job slot gets one batch, up to 64, so a CUDA context is made once per batch instead of once per
+ * case. A memory-bug variant (one a sanitizer flags) runs one case per process: a corrupted context must
+ * not judge the next case. */
+static size_t lab_replay_batch(const lab_replay_opts *opts, const lab_variant *v, size_t n, int jobs)
+{
+    if (opts->backend != LAB_BACKEND_CUDA || v->sanitizer) return 1;
+    size_t b = (n + (size_t)jobs - 1) / (size_t)jobs;
+    return b < 1 ? 1 : b > 64 ? 64 : b;
+}
+
+/* Runs the cases a variant at a time (records are grouped by incident and variant), each group under its
  * incident's watchdog. */
 static lab_status lab_replay_execute(lab_replay_ctx *ctx)
 {
@@ -78,12 +89,14 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
     lab_status st = LAB_OK;
     while (start < ctx->n && st == LAB_OK) {
         const lab_incident *inc = ctx->recs[start].incident;
+        const lab_variant *var = ctx->recs[start].variant;
         size_t end = start;
-        while (end < ctx->n && ctx->recs[end].incident == inc) ++end;
+        while (end < ctx->n && ctx->recs[end].variant == var) ++end;
         double timeout = inc->timeout_s > 0 ? inc->timeout_s : opts->timeout_s;
         if (opts->timeout_s > 0 && opts->timeout_s < timeout) timeout = opts->timeout_s; /* --timeout caps */
         ctx->offset = start;
-        st = lab_isolate_run(end - start, lab_replay_job, ctx, jobs, timeout, lab_replay_done, out + start);
+        st = lab_isolate_run_batched(end - start, lab_replay_job, ctx, jobs, lab_replay_batch(opts, var, end - start, jobs),
+                                     timeout, lab_replay_done, out + start);
         start = end;
     }
     free(out);

@@ -121,3 +121,45 @@ Test(isolate, watchdog_leaves_no_orphans)
         cr_expect(p && p[2] == 'Z', "grandchild %d still alive: %s", g, buf);
     }
 }
+
+/* Batches: the same outcomes job by job when several jobs share a child, in batches that mix every kind;
+ * jobs that pass share a process (the point of batching), and a batch cut short by a crash, hang, error
+ * or exit goes on in a fresh child. */
+static lab_status job_pid(void *ctx, size_t i, lab_case_result *r)
+{
+    lab_result_metric(r, "pid", (double)getpid());
+    return job(ctx, i, r);
+}
+
+Test(isolate, batched_outcomes_match_one_job_per_process)
+{
+    enum { N = 2 * J_COUNT };
+    lab_job_outcome one[N], many[N];
+    cr_assert_eq(lab_isolate_run(N, job, NULL, 4, 1.0, NULL, one), LAB_OK);
+    cr_assert_eq(lab_isolate_run_batched(N, job_pid, NULL, 2, 7, 1.0, NULL, many), LAB_OK);
+    for (size_t i = 0; i < N; ++i) {
+        cr_expect_eq(many[i].outcome, one[i].outcome, "job %zu: %s batched, %s alone", i,
+                     lab_outcome_name(many[i].outcome), lab_outcome_name(one[i].outcome));
+        cr_expect_eq(many[i].signal, one[i].signal, "job %zu", i);
+    }
+    cr_expect(many[J_HANG].wall_s >= 1.0 && many[J_HANG].wall_s < 3.0, "hang noticed after %.2f s", many[J_HANG].wall_s);
+    /* Jobs 0 (PASS) and 1 (FAIL) ran in the same child; job 5 (SKIP) ran in a fresh one after the hang. */
+    double p0 = lab_result_get(&many[J_PASS].r, "pid"), p1 = lab_result_get(&many[J_FAIL].r, "pid");
+    cr_expect(p0 == p1 && p0 > 0, "pid %g vs %g", p0, p1);
+    cr_expect_neq(lab_result_get(&many[J_SKIP].r, "pid"), p0);
+}
+
+/* A hang is judged per job, not per batch: ten 0.3 s jobs in one child under a 1 s watchdog all pass. */
+static lab_status job_slow(void *ctx, size_t i, lab_case_result *r)
+{
+    usleep(300000);
+    lab_result_verdict(r, 1, "slow but steady");
+    return LAB_OK;
+}
+
+Test(isolate, batched_watchdog_restarts_per_job)
+{
+    lab_job_outcome out[10];
+    cr_assert_eq(lab_isolate_run_batched(10, job_slow, NULL, 1, 10, 1.0, NULL, out), LAB_OK);
+    for (int i = 0; i < 10; ++i) cr_expect_eq(out[i].outcome, LAB_OUT_PASS, "job %d: %s", i, lab_outcome_name(out[i].outcome));
+}

@@ -331,3 +331,44 @@ Test(plot, incident_figures_isolated, .init = mkout, .fini = rmout)
     }
     free(log);
 }
+
+/* The CUDA backend runs a variant's cases in batches (one process, so one CUDA context, for many seeds),
+ * except a memory-bug variant (one a sanitizer flags), whose cases keep a process each. */
+static lab_status run_pid(const lab_case *c, lab_case_result *r)
+{
+    lab_result_metric(r, "pid", (double)getpid());
+    lab_result_verdict(r, c->variant->role == LAB_ROLE_FIX, "pid recorded");
+    return LAB_OK;
+}
+static const lab_variant batch_variants[] = {
+    {"fix", LAB_ROLE_FIX, "batched", run_pid, run_pid, 0},
+    {"bug-oob", LAB_ROLE_BUG, "memory bug: one case per process", run_pid, run_pid, 0, "memcheck"},
+};
+static const lab_incident batch_inc = {"9005-batch", "batches", "synthetic", batch_variants, 2, "pid"};
+
+Test(replay, cuda_cases_batched_except_memory_bugs, .init = mkout, .fini = rmout)
+{
+    const lab_incident *incs[] = {&batch_inc};
+    uint64_t seeds[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 8, .backend = LAB_BACKEND_CUDA,
+                         .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    FILE *devnull = fopen("/dev/null", "w");
+    int ok;
+    lab_case_record *recs;
+    size_t n;
+    cr_assert_eq(lab_replay_run(&o, devnull, &ok, &recs, &n), LAB_OK);
+    fclose(devnull);
+    cr_assert_eq(n, 16);
+    cr_expect(ok);
+    size_t shared_fix = 0, shared_bug = 0;
+    for (size_t i = 0; i < n; ++i)
+        for (size_t j = i + 1; j < n; ++j) {
+            if (recs[i].variant != recs[j].variant) continue;
+            int same = lab_result_get(&recs[i].o.r, "pid") == lab_result_get(&recs[j].o.r, "pid");
+            if (recs[i].variant->sanitizer) shared_bug += same;
+            else shared_fix += same;
+        }
+    cr_expect_gt(shared_fix, 0, "fix cases share processes in batches");
+    cr_expect_eq(shared_bug, 0, "each memory-bug case has its own process");
+    free(recs);
+}

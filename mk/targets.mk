@@ -1,6 +1,6 @@
 # mk/targets.mk: compile rules and the user-facing targets.
 
-.PHONY: all deps test replay golden golden-check plots help clean
+.PHONY: all deps test replay sanitize bench golden golden-check plots help clean
 
 all: $(LAB_BIN)
 
@@ -44,11 +44,27 @@ test: $(TEST_BIN) $(LAB_BIN) $(XCHECK_BIN)
 	$(if $(XCHECK_BIN),$(XCHECK_BIN))
 	$(TEST_ENV) LAB_BIN=$(LAB_BIN) $(TEST_BIN) $(TEST_ARGS)
 
-SEEDS ?= 256
-BACKEND ?= cpu
+# SEEDS empty: every incident's default (256, or fewer where an incident's cases are costly by nature).
+SEEDS ?=
+BACKEND ?= auto
 REPLAY_OUT ?= $(BUILD)/replay
 replay: $(LAB_BIN)
-	$(LAB_BIN) replay --seeds $(SEEDS) --backend $(BACKEND) --out $(REPLAY_OUT) $(REPLAY_ARGS)
+	$(LAB_BIN) replay $(if $(SEEDS),--seeds $(SEEDS)) --backend $(BACKEND) --out $(REPLAY_OUT) $(REPLAY_ARGS)
+
+# Every CUDA case under compute-sanitizer's memcheck, initcheck and racecheck (a GPU machine; elsewhere
+# every case is SKIP with the reason). Findings are part of each case's outcome: fixes must be clean,
+# memory-bug variants flagged by the tool they name.
+SANITIZE_SEEDS ?= 2
+SANITIZE_TOOLS ?= memcheck initcheck racecheck
+sanitize: $(LAB_BIN)
+	@rc=0; for t in $(SANITIZE_TOOLS); do \
+	  echo "== compute-sanitizer $$t"; \
+	  $(LAB_BIN) replay --backend cuda --sanitize $$t --seeds $(SANITIZE_SEEDS) --no-plots --quiet \
+	    --out $(BUILD)/sanitize-$$t $(REPLAY_ARGS) || rc=1; \
+	done; exit $$rc
+
+bench: $(LAB_BIN)
+	$(LAB_BIN) bench
 
 golden: $(LAB_BIN)
 	$(LAB_BIN) golden bless
@@ -62,7 +78,9 @@ plots: $(LAB_BIN)
 help:
 	@echo "make              build $(LAB_BIN) (installs missing Debian packages first)"
 	@echo "make test         build and run the Criterion test suite (TEST_ARGS=... passes flags)"
-	@echo "make replay       replay every incident over SEEDS=$(SEEDS) seeds on BACKEND=$(BACKEND), into $(REPLAY_OUT)"
+	@echo "make replay       replay every incident (SEEDS=N overrides the defaults) on BACKEND=auto|cpu|cuda, into $(REPLAY_OUT)"
+	@echo "make sanitize     every CUDA case under compute-sanitizer (SANITIZE_TOOLS=$(SANITIZE_TOOLS), SANITIZE_SEEDS=$(SANITIZE_SEEDS))"
+	@echo "make bench        the incidents' GPU benchmarks, as ratios against the device's ceilings"
 	@echo "make golden       regenerate every incident's golden tensors from the float64 reference"
 	@echo "make golden-check verify every golden against its MANIFEST (sha256, dtype, shape)"
 	@echo "make plots        redraw the plots of the last replay in $(REPLAY_OUT)/plots"

@@ -13,6 +13,7 @@
 #include "lab_incident.h"
 #include "lab_isolate.h"
 #include "lab_plot.h"
+#include "lab_sanitize.h"
 #include "lab_replay.h"
 #include "lab_results.h"
 
@@ -22,13 +23,16 @@ static const char *lab_usage =
     "usage: lab COMMAND [options]\n"
     "  list                               incidents, their variants and roles\n"
     "  replay [--incident ID]... [--variant NAME] [--seeds N | --seed S] [--first-seed S0]\n"
-    "         [--backend cpu|cuda] [-j JOBS] [--timeout SEC] [--out DIR] [--tap] [--no-plots] [--quiet]\n"
+    "         [--backend cpu|cuda|auto] [-j JOBS] [--timeout SEC] [--out DIR] [--tap] [--no-plots] [--quiet]\n"
+    "         [--sanitize memcheck|initcheck|racecheck]\n"
     "                                     run cases isolated on all cores; exit 1 if a fix fails or a bug\n"
-    "                                     is not detected (XPASS)\n"
+    "                                     is not detected (XPASS); --sanitize runs every CUDA case under\n"
+    "                                     compute-sanitizer, and its findings join the outcome\n"
     "  explain ID [--seeds N] [--backend cpu|cuda]\n"
     "                                     the story in short, then bug and fix side by side, live\n"
     "  golden verify|bless [ID]           check goldens against their MANIFEST / regenerate them\n"
     "  plots [--out DIR]                  redraw the plots of a replay from DIR/results.jsonl\n"
+    "  case ID VARIANT SEED [--backend B] one case in this process (for gdb, and what --sanitize runs)\n"
     "  bench [ID]...                      the incidents' benchmarks (GPU kernels against device ceilings)\n"
     "  help                               this text\n"
     "The repository root is the current directory, or LAB_ROOT.\n";
@@ -98,11 +102,38 @@ static int lab_cmd_list(void)
     return 0;
 }
 
+#ifdef LAB_HAVE_CUDA
+#include "lab_cuda.h"
+static lab_status lab_probe_job(void *ctx, size_t job, lab_case_result *r)
+{
+    char why[200];
+    if (lab_cuda_ready(why, sizeof why) == LAB_OK) lab_result_verdict(r, 1, "CUDA device ready");
+    else lab_result_skip(r, "%s", why);
+    return LAB_OK;
+}
+#endif
+
+/* --backend auto: cuda when this build has CUDA and a device is usable, else cpu. The probe runs in a
+ * child process: a CUDA context made in this one would not survive the fork of every case. *why says
+ * why the CPU was chosen. */
+static lab_backend lab_backend_auto(char *why, size_t len)
+{
+#ifdef LAB_HAVE_CUDA
+    lab_job_outcome o;
+    if (lab_isolate_run(1, lab_probe_job, NULL, 1, 60, NULL, &o) == LAB_OK && o.outcome == LAB_OUT_PASS)
+        return LAB_BACKEND_CUDA;
+    snprintf(why, len, "%s", o.r.detail[0] ? o.r.detail : o.error);
+#else
+    snprintf(why, len, "this build has no CUDA");
+#endif
+    return LAB_BACKEND_CPU;
+}
+
 static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
 {
     const char *ids[64];
     size_t n_ids = 0;
-    const char *variant = NULL, *out = "build/replay";
+    const char *variant = NULL, *out = "build/replay", *sanitize = NULL;
     uint64_t n_seeds = 256, one_seed = 0, first = 1, jobs = 0, timeout = 0;
     int have_seed = 0, have_seeds = 0, tap = 0, plots = 1, quiet = 0;
     lab_backend backend = LAB_BACKEND_CPU;
@@ -126,8 +157,15 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
         } else if (!strcmp(a, "--first-seed")) {
             if (lab_parse_u64(a, v, &first)) return LAB_EXIT_USAGE;
         } else if (!strcmp(a, "--backend")) {
-            if (!v) return lab_usage_error("%s needs cpu or cuda", a);
-            if (lab_backend_parse(v, &backend) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+            if (!v) return lab_usage_error("%s needs cpu, cuda or auto", a);
+            if (!strcmp(v, "auto")) {
+                char why[240];
+                backend = lab_backend_auto(why, sizeof why);
+                if (backend == LAB_BACKEND_CPU) fprintf(stderr, "backend auto: cpu (%s)\n", why);
+                else fprintf(stderr, "backend auto: cuda\n");
+            } else if (lab_backend_parse(v, &backend) != LAB_OK) {
+                return lab_usage_error("%s", lab_err_msg());
+            }
         } else if (!strcmp(a, "-j") || !strcmp(a, "--jobs")) {
             if (lab_parse_u64(a, v, &jobs)) return LAB_EXIT_USAGE;
         } else if (!strcmp(a, "--timeout")) {
@@ -135,6 +173,9 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
         } else if (!strcmp(a, "--out")) {
             if (!v) return lab_usage_error("%s needs a directory", a);
             out = v;
+        } else if (!strcmp(a, "--sanitize")) {
+            if (lab_sanitize_tool_check(v) != LAB_OK) return lab_usage_error("%s: %s", a, lab_err_msg());
+            sanitize = v;
         } else {
             takes = 0;
             if (!strcmp(a, "--tap")) tap = 1;
@@ -145,6 +186,7 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
         i += takes;
     }
     if (have_seed && have_seeds) return lab_usage_error("--seed and --seeds exclude each other");
+    if (sanitize && backend != LAB_BACKEND_CUDA) return lab_usage_error("--sanitize needs --backend cuda");
 
     size_t n_all;
     const lab_incident *const *all = lab_incident_all(&n_all);
@@ -176,7 +218,7 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     for (size_t s = 0; s < ns; ++s) seeds[s] = have_seed ? one_seed : first + s;
 
     lab_replay_opts o = {sel, n_sel, variant, seeds, ns, !have_seed && !have_seeds, backend, (int)jobs, (double)timeout,
-                         out, tap, plots, !quiet && isatty(STDERR_FILENO), lab_bin, lab_root()};
+                         out, tap, plots, !quiet && isatty(STDERR_FILENO), lab_bin, lab_root(), sanitize};
     int ok = 0;
     lab_case_record *recs;
     size_t nrec;
@@ -334,6 +376,32 @@ static int lab_cmd_plots(int argc, char **argv)
     return 0;
 }
 
+/* case: one case in this process (no isolation), its result printed as a LAB-CASE line: what `replay
+ * --sanitize` runs under compute-sanitizer, and a handle for gdb / cuda-gdb. */
+static int lab_cmd_case(int argc, char **argv)
+{
+    if (argc < 3) return lab_usage_error("case needs ID VARIANT SEED");
+    const lab_incident *inc = lab_find_or_complain(argv[0]);
+    if (!inc) return LAB_EXIT_USAGE;
+    const lab_variant *v = lab_incident_variant(inc, argv[1]);
+    if (!v) return lab_usage_error("case: %s has no variant '%s'", inc->id, argv[1]);
+    uint64_t seed;
+    if (lab_parse_u64("SEED", argv[2], &seed)) return LAB_EXIT_USAGE;
+    lab_backend backend = LAB_BACKEND_CPU;
+    for (int i = 3; i < argc; ++i) {
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
+            if (lab_backend_parse(argv[++i], &backend) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+        } else {
+            return lab_usage_error("case: unknown flag '%s'", argv[i]);
+        }
+    }
+    lab_case c = {inc, v, seed, backend, lab_root()};
+    lab_case_result r;
+    lab_status st = lab_replay_case(&c, &r);
+    lab_sanitize_print_result(stdout, st, &r);
+    return 0;
+}
+
 /* bench: each selected incident's benchmark, one after another (never two at once: they time the device). */
 static int lab_cmd_bench(int argc, char **argv)
 {
@@ -382,5 +450,6 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "golden")) return lab_cmd_golden(argc - 2, argv + 2);
     if (!strcmp(cmd, "plots")) return lab_cmd_plots(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return lab_cmd_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "case")) return lab_cmd_case(argc - 2, argv + 2);
     return lab_usage_error("unknown command '%s'", cmd);
 }

@@ -9,6 +9,7 @@
 
 #include "lab_fs.h"
 #include "lab_plot.h"
+#include "lab_sanitize.h"
 
 lab_status lab_replay_case(const lab_case *c, lab_case_result *r)
 {
@@ -41,6 +42,11 @@ static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
     lab_replay_ctx *ctx = vctx;
     lab_case_record *rec = &ctx->recs[ctx->offset + job];
     lab_case c = {rec->incident, rec->variant, rec->seed, rec->backend, ctx->opts->root};
+    if (ctx->opts->sanitize) {
+        lab_status st = lab_sanitize_case(&c, ctx->opts->sanitize, ctx->opts->lab_bin, r);
+        if (st == LAB_ERR_UNSUPPORTED) lab_result_skip(r, "%s", lab_err_msg());
+        return st == LAB_ERR_UNSUPPORTED ? LAB_OK : st;
+    }
     return lab_replay_case(&c, r);
 }
 
@@ -72,7 +78,7 @@ static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
  * not judge the next case. */
 static size_t lab_replay_batch(const lab_replay_opts *opts, const lab_variant *v, size_t n, int jobs)
 {
-    if (opts->backend != LAB_BACKEND_CUDA || v->sanitizer) return 1;
+    if (opts->backend != LAB_BACKEND_CUDA || v->sanitizer || opts->sanitize) return 1;
     size_t b = (n + (size_t)jobs - 1) / (size_t)jobs;
     return b < 1 ? 1 : b > 64 ? 64 : b;
 }
@@ -94,6 +100,7 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
         while (end < ctx->n && ctx->recs[end].variant == var) ++end;
         double timeout = inc->timeout_s > 0 ? inc->timeout_s : opts->timeout_s;
         if (opts->timeout_s > 0 && opts->timeout_s < timeout) timeout = opts->timeout_s; /* --timeout caps */
+        if (opts->sanitize) timeout = 20 * (timeout > 0 ? timeout : 60); /* instrumented kernels run far slower */
         ctx->offset = start;
         st = lab_isolate_run_batched(end - start, lab_replay_job, ctx, jobs, lab_replay_batch(opts, var, end - start, jobs),
                                      timeout, lab_replay_done, out + start);
@@ -178,15 +185,21 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, la
         if (shown++ >= 20) continue;
         char cmd[512];
         lab_results_replay_cmd(&recs[j], opts->lab_bin, cmd, sizeof cmd);
-        fprintf(report, "%s %s/%s seed %llu: %s%s%s%s\n  replay: %s\n",
+        fprintf(report, "%s %s/%s seed %llu: %s%s%s%s%s\n  replay: %s%s%s\n",
                 recs[j].variant->role == LAB_ROLE_FIX ? "REGRESSED" : "XPASS", recs[j].incident->id,
                 recs[j].variant->name, (unsigned long long)recs[j].seed, lab_outcome_name(recs[j].o.outcome),
-                recs[j].o.r.detail[0] ? ": " : "", recs[j].o.r.detail, recs[j].o.error[0] ? recs[j].o.error : "", cmd);
+                recs[j].o.r.detail[0] || recs[j].o.error[0] ? ": " : "", recs[j].o.r.detail,
+                recs[j].o.r.detail[0] && recs[j].o.error[0] ? "; " : "", recs[j].o.error, cmd,
+                opts->sanitize ? " --sanitize " : "", opts->sanitize ? opts->sanitize : "");
     }
     if (shown > 20) fprintf(report, "... and %zu more (see results.jsonl)\n", shown - 20);
+    size_t skipped = 0;
+    for (size_t j = 0; j < n; ++j) skipped += recs[j].o.outcome == LAB_OUT_SKIP;
     fprintf(report, "\n%zu cases in %.2f s (%.1f cases/s, %d jobs): %s\n", n, wall, wall > 0 ? n / wall : 0.0,
             opts->jobs > 0 ? opts->jobs : lab_isolate_ncpu(),
-            all_ok ? "every fix holds and every bug is detected" : "NOT OK");
+            !all_ok ? "NOT OK" : skipped == n ? "nothing ran, every case was skipped"
+                               : skipped ? "every fix holds and every bug is detected (some cases skipped)"
+                                         : "every fix holds and every bug is detected");
 
     if (opts->out_dir) {
         char path[4096];

@@ -24,6 +24,8 @@ typedef struct {
     int progress;                          /* live progress line on stderr */
     const char *lab_bin;                   /* how to name the lab in replay commands */
     const char *root;                      /* repository root (goldens, plot scripts) */
+    const char *sanitize;                  /* compute-sanitizer tool every case runs under (lab_sanitize.h);
+                                              NULL: none */
 } lab_replay_opts;
 
 /* Runs every selected case, prints the per-incident table and the replay command of every case that

@@ -1,0 +1,113 @@
+/* lab_sanitize: runs one case under NVIDIA compute-sanitizer through `lab case`; findings join the outcome. */
+#include "lab_sanitize.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define LAB_SANITIZE_TAG "LAB-CASE "
+
+lab_status lab_sanitize_tool_check(const char *tool)
+{
+    if (tool && (!strcmp(tool, "memcheck") || !strcmp(tool, "initcheck") || !strcmp(tool, "racecheck"))) return LAB_OK;
+    return lab_err_set(LAB_ERR_ARG, "unknown compute-sanitizer tool '%s' (memcheck, initcheck, racecheck)",
+                       tool ? tool : "(none)");
+}
+
+void lab_sanitize_print_result(FILE *f, lab_status st, const lab_case_result *r)
+{
+    cJSON *o = cJSON_CreateObject(), *m = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "status", (double)st);
+    cJSON_AddStringToObject(o, "error", st != LAB_OK ? lab_err_msg() : "");
+    cJSON_AddBoolToObject(o, "verdict_set", r->verdict_set);
+    cJSON_AddBoolToObject(o, "passed", r->passed);
+    cJSON_AddBoolToObject(o, "skipped", r->skipped);
+    cJSON_AddStringToObject(o, "detail", r->detail);
+    for (int i = 0; i < r->n_metrics; ++i)
+        if (isfinite(r->metrics[i].value)) cJSON_AddNumberToObject(m, r->metrics[i].name, r->metrics[i].value);
+        else cJSON_AddNullToObject(m, r->metrics[i].name);
+    cJSON_AddItemToObject(o, "metrics", m);
+    char *s = cJSON_PrintUnformatted(o);
+    fprintf(f, "%s%s\n", LAB_SANITIZE_TAG, s ? s : "{}");
+    fflush(f);
+    free(s);
+    cJSON_Delete(o);
+}
+
+/* Reads back a LAB-CASE line into r; the case's own status and error text into *st / err. */
+static int lab_sanitize_parse(const char *line, lab_case_result *r, int *st, char *err, size_t len)
+{
+    cJSON *o = cJSON_Parse(line);
+    if (!o) return 0;
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "status");
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "error");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "detail");
+    *st = cJSON_IsNumber(s) ? s->valueint : LAB_ERR_FORMAT;
+    snprintf(err, len, "%s", cJSON_IsString(e) ? e->valuestring : "");
+    r->verdict_set = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "verdict_set"));
+    r->passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "passed"));
+    r->skipped = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "skipped"));
+    snprintf(r->detail, sizeof r->detail, "%s", cJSON_IsString(d) ? d->valuestring : "");
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(o, "metrics"))
+        lab_result_metric(r, m->string, cJSON_IsNumber(m) ? m->valuedouble : NAN);
+    cJSON_Delete(o);
+    return 1;
+}
+
+lab_status lab_sanitize_case(const lab_case *c, const char *tool, const char *lab_bin, lab_case_result *r)
+{
+    lab_status st = lab_sanitize_tool_check(tool);
+    if (st != LAB_OK) return st;
+    if (system("command -v compute-sanitizer >/dev/null 2>&1") != 0)
+        return lab_err_set(LAB_ERR_UNSUPPORTED, "compute-sanitizer not found on PATH");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "compute-sanitizer --tool %s --print-limit 4 --error-exitcode 86 '%s' case '%s' '%s' %llu --backend %s 2>&1",
+             tool, lab_bin, c->incident->id, c->variant->name, (unsigned long long)c->seed, lab_backend_name(c->backend));
+    FILE *p = popen(cmd, "r");
+    if (!p) return lab_err_set(LAB_ERR_IO, "cannot start: %s", cmd);
+    char line[4096], first_err[160] = "", last[240] = "";
+    long n_err = -1;
+    int have = 0, inner = LAB_OK;
+    char inner_err[240] = "";
+    memset(r, 0, sizeof *r);
+    while (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (line[0]) snprintf(last, sizeof last, "%s", line);
+        const char *sum = strstr(line, "ERROR SUMMARY: ");
+        if (sum) n_err = strtol(sum + 15, NULL, 10);
+        /* The first finding: "========= Invalid __global__ write of size 4 bytes" and the like. */
+        if (!first_err[0] && !strncmp(line, "========= ", 10) && !strstr(line, "COMPUTE-SANITIZER") && line[10] != ' ' &&
+            !strstr(line, "ERROR SUMMARY"))
+            snprintf(first_err, sizeof first_err, "%s", line + 10);
+        if (!strncmp(line, LAB_SANITIZE_TAG, strlen(LAB_SANITIZE_TAG)))
+            have = lab_sanitize_parse(line + strlen(LAB_SANITIZE_TAG), r, &inner, inner_err, sizeof inner_err);
+    }
+    int ws = pclose(p);
+    if (WIFSIGNALED(ws)) raise(WTERMSIG(ws)); /* the case crashed: so does its job, with the same signal */
+    if (!have) {
+        /* The tool passes a target's death by signal S on as exit status 128 + S, as shells do. */
+        if (WIFEXITED(ws) && WEXITSTATUS(ws) > 128 && WEXITSTATUS(ws) < 128 + 32) raise(WEXITSTATUS(ws) - 128);
+        if (WIFEXITED(ws) && WEXITSTATUS(ws) == 127) return lab_err_set(LAB_ERR_IO, "cannot run %s", lab_bin);
+        return lab_err_set(LAB_ERR_IO, "%s gave no case result (exit %d): %s", tool,
+                           WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, last);
+    }
+    if (inner != LAB_OK) return lab_err_set((lab_status)inner, "%s", inner_err);
+    lab_result_metric(r, "sanitizer_errors", n_err < 0 ? NAN : (double)n_err);
+    if (r->skipped) return LAB_OK;
+    int expect = c->variant->role == LAB_ROLE_BUG && c->variant->sanitizer && !strcmp(c->variant->sanitizer, tool);
+    if (n_err > 0) {
+        char detail[sizeof r->detail];
+        snprintf(detail, sizeof detail, "%s", r->detail);
+        lab_result_verdict(r, 0, "%s: %ld errors: %s (case: %s)", tool, n_err, first_err, detail);
+    } else if (expect) {
+        lab_result_verdict(r, 1, "%s found nothing in a variant it should flag", tool);
+    } else if (n_err < 0) {
+        return lab_err_set(LAB_ERR_IO, "%s printed no ERROR SUMMARY: %s", tool, last);
+    }
+    return LAB_OK;
+}

@@ -78,11 +78,14 @@ lab_status lab_sanitize_case(const lab_case *c, const char *tool, const char *la
     while (fgets(line, sizeof line, p)) {
         line[strcspn(line, "\n")] = '\0';
         if (line[0]) snprintf(last, sizeof last, "%s", line);
-        const char *sum = strstr(line, "ERROR SUMMARY: ");
+        /* memcheck/initcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: H hazards displayed
+         * (E errors, W warnings)", where only errors count. */
+        const char *sum = strstr(line, "ERROR SUMMARY: "), *race = strstr(line, "RACECHECK SUMMARY: ");
         if (sum) n_err = strtol(sum + 15, NULL, 10);
+        if (race && strchr(race, '(')) n_err = strtol(strchr(race, '(') + 1, NULL, 10);
         /* The first finding: "========= Invalid __global__ write of size 4 bytes" and the like. */
         if (!first_err[0] && !strncmp(line, "========= ", 10) && !strstr(line, "COMPUTE-SANITIZER") && line[10] != ' ' &&
-            !strstr(line, "ERROR SUMMARY"))
+            !strstr(line, "SUMMARY"))
             snprintf(first_err, sizeof first_err, "%s", line + 10);
         if (!strncmp(line, LAB_SANITIZE_TAG, strlen(LAB_SANITIZE_TAG)))
             have = lab_sanitize_parse(line + strlen(LAB_SANITIZE_TAG), r, &inner, inner_err, sizeof inner_err);

@@ -36,7 +36,8 @@ static void setup(void)
                      "n=${FAKE_SAN_ERRORS:-0}\n"
                      "if [ \"$n\" -gt 0 ]; then echo '========= Invalid __global__ write of size 4 bytes'; "
                      "echo '=========     at dcrf_backward+0x120'; fi\n"
-                     "echo \"========= ERROR SUMMARY: $n errors\"\n"
+                     "if [ \"$FAKE_SAN_RACE\" = 1 ]; then echo \"========= RACECHECK SUMMARY: 5 hazards displayed ($n errors, 5 warnings)\"; "
+                     "else echo \"========= ERROR SUMMARY: $n errors\"; fi\n"
                      "[ \"$n\" -gt 0 ] && exit 86; exit $rc\n");
     snprintf(fake_lab, sizeof fake_lab, "%s/lab", dir);
     write_exec(fake_lab, "#!/bin/sh\n"
@@ -94,6 +95,13 @@ Test(sanitize, findings_join_the_verdict, .init = setup, .fini = teardown)
     r = run(2, "0", "false"); /* a numerical bug keeps its own verdict */
     cr_expect(!r.passed);
     cr_expect_str_eq(r.detail, "criterion says so");
+
+    setenv("FAKE_SAN_RACE", "1", 1); /* racecheck's summary: errors count, warnings do not */
+    r = run(0, "0", "true");
+    cr_expect(r.passed, "%s", r.detail);
+    r = run(0, "2", "true");
+    cr_expect(!r.passed && lab_result_get(&r, "sanitizer_errors") == 2.0, "%s", r.detail);
+    unsetenv("FAKE_SAN_RACE");
 }
 
 Test(sanitize, crash_is_reraised_and_tools_are_checked, .init = setup, .fini = teardown, .signal = SIGSEGV)

@@ -394,6 +394,25 @@ static size_t pg_count_mismatch(const float *a, const float *b, size_t n)
     return k;
 }
 
+/* Cross-backend agreement: the largest relative difference between the GPU's and the CPU kernel's
+ * gradients (floor FLT_MIN; elements non-finite in both, as the bug's NaNs are, agree), its element in
+ * *worst, and in *class_mismatch the elements finite on one backend and not on the other. */
+static double pg_cross_diff(const float *gpu, const float *cpu, size_t n, size_t *worst, size_t *class_mismatch)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; ++i) {
+        int fg = isfinite(gpu[i]), fc = isfinite(cpu[i]);
+        if (fg != fc) *class_mismatch += 1;
+        if (!fg || !fc) continue;
+        double d = fabs((double)gpu[i] - (double)cpu[i]) / fmax(fabs((double)cpu[i]), POW_GRAD_REL_FLOOR);
+        if (d > m) {
+            m = d;
+            *worst = i;
+        }
+    }
+    return m;
+}
+
 static lab_status pg_run_cuda(const lab_case *c, lab_case_result *r, pow_grad_rule rule)
 {
     char why[240];
@@ -429,7 +448,22 @@ static lab_status pg_run_cuda(const lab_case *c, lab_case_result *r, pow_grad_ru
     if (st == LAB_OK && mismatch > 0)
         lab_result_verdict(r, 0, "%zu GPU-generated inputs differ from the CPU's (x, w, c): RNG not shared on %s",
                            mismatch, info.name);
-    else if (st == LAB_OK && r->passed) {
+    /* The CPU kernel on the same inputs: the fix must agree across backends within its tolerance. */
+    pow_grad_forward(&cpu);
+    pow_grad_backward(&cpu, rule);
+    size_t w_sq = 0, w_rms = 0, cls = 0;
+    double d_sq = pg_cross_diff(gpu.dx_sq, cpu.dx_sq, n, &w_sq, &cls);
+    double d_rms = pg_cross_diff(gpu.dx_rms, cpu.dx_rms, n, &w_rms, &cls);
+    lab_result_metric(r, "cpu_gpu_max_rel_diff", fmax(d_sq, d_rms));
+    lab_result_metric(r, "cpu_gpu_class_mismatch", (double)cls);
+    int disagree = rule == POW_GRAD_RULE_FIX && (d_sq > POW_GRAD_TOL_SQUARE || d_rms > POW_GRAD_TOL_RMS || cls > 0);
+    if (st == LAB_OK && mismatch == 0 && disagree) {
+        int sq = d_sq / POW_GRAD_TOL_SQUARE >= d_rms / POW_GRAD_TOL_RMS;
+        size_t i = sq ? w_sq : w_rms;
+        lab_result_verdict(r, 0, "CPU and GPU disagree: %s[%zu] gpu %.9g cpu %.9g (rel %.3g > tol %.3g), %zu finite on one only",
+                           sq ? "dx_square" : "dx_rms", i, sq ? gpu.dx_sq[i] : gpu.dx_rms[i], sq ? cpu.dx_sq[i] : cpu.dx_rms[i],
+                           sq ? d_sq : d_rms, sq ? POW_GRAD_TOL_SQUARE : POW_GRAD_TOL_RMS, cls);
+    } else if (st == LAB_OK && r->passed) {
         char detail[sizeof r->detail];
         snprintf(detail, sizeof detail, "%s", r->detail);
         lab_result_verdict(r, 1, "%s [%s sm_%d%d]", detail, info.name, info.cc_major, info.cc_minor);

@@ -50,13 +50,13 @@ static lab_status lab_compare_load(const char *dir, cJSON **out)
     else if (!cJSON_IsArray(incs)) bad = "no array 'incidents'";
     int i = 0;
     const cJSON *inc;
-    cJSON_ArrayForEach(inc, bad ? (const cJSON *)NULL : incs) {
+    cJSON_ArrayForEach(inc, (bad ? NULL : incs)) {
         const cJSON *vars = cJSON_GetObjectItemCaseSensitive(inc, "variants"), *v;
         if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(inc, "id"))) bad = "no string 'id'";
         else if (!cJSON_IsArray(vars)) bad = "no array 'variants'";
         snprintf(where, sizeof where, "incidents[%d]: ", i);
         int k = 0;
-        cJSON_ArrayForEach(v, bad ? (const cJSON *)NULL : vars) {
+        cJSON_ArrayForEach(v, (bad ? NULL : vars)) {
             snprintf(where, sizeof where, "incidents[%d].variants[%d]: ", i, k);
             if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(v, "name"))) bad = "no string 'name'";
             else if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(v, "role"))) bad = "no string 'role'";

@@ -204,6 +204,7 @@ static void lab_compare_describe(FILE *out, const char *label, const char *dir, 
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(r, "summary");
     const cJSON *build = cJSON_GetObjectItemCaseSensitive(r, "build");
     const char *name = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(gpu, "available")) ? lab_compare_str(gpu, "name")
+                       : gpu                                                              ? "no usable GPU"
                        : *lab_compare_str(host, "cpu_model")                              ? lab_compare_str(host, "cpu_model")
                                                                                         : "device not recorded";
     const char *commit = lab_compare_str(build, "commit");

@@ -965,6 +965,7 @@ lab_status lab_report_html(const char *dir)
     const cJSON *host = cJSON_GetObjectItemCaseSensitive(dev, "host");
     const char *backend = lab_report_str(sum, "backend");
     const char *devname = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(gpu, "available")) ? lab_report_str(gpu, "name")
+                          : gpu                                                               ? "no usable GPU"
                           : *lab_report_str(host, "cpu_model")                               ? lab_report_str(host, "cpu_model")
                                                                                            : "unknown device";
     int ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sum, "ok"));

@@ -350,11 +350,16 @@ static int lab_report_case_metric(const cJSON *rec, const char *name, double *v)
     return 2;
 }
 
-/* JSON for a per-seed value: a number, "nan"/"inf"/"-inf", or null when absent. */
+/* JSON for a per-seed value: a number rounded to 6 significant digits (keeps report.json small at
+ * thousands of seeds; the statistics keep full precision), "nan"/"inf"/"-inf", or null when absent. */
 static cJSON *lab_report_value_json(int kind, double v)
 {
     if (kind == 0) return cJSON_CreateNull();
-    if (isfinite(v)) return cJSON_CreateNumber(v);
+    if (isfinite(v)) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%.6g", v);
+        return cJSON_CreateNumber(strtod(buf, NULL));
+    }
     return cJSON_CreateString(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
 }
 

@@ -43,7 +43,7 @@ cJSON *lab_report_build_json(void);
 /* Reads <dir>/summary.json and <dir>/results.jsonl as lab_replay_run writes them, and writes
  * <dir>/report.json (schema LAB_REPORT_SCHEMA: created, command, device, build, summary, incidents with
  * their variants' outcome counts, verdicts and metric statistics (n, non-finite count, min, median, max
- * over seeds), per-seed values of the separating and drift metrics, up to 20 failing cases with their
+ * over seeds), per-seed values of the separating and drift metrics (6 significant digits), up to 20 failing cases with their
  * replay commands, and the plots) and then <dir>/index.html (lab_report_html). Errors: LAB_ERR_IO naming
  * the file that cannot be read or written (also when it is older than opts->since), LAB_ERR_FORMAT naming
  * the file, line and field that is malformed. */

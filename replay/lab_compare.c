@@ -300,8 +300,8 @@ lab_status lab_compare_reports(const char *dir_a, const char *dir_b, const lab_c
         }
     }
     if (seeds_differ)
-        fprintf(out, "note: the reports ran different seeds; rates are compared with their confidence intervals, "
-                     "and max statistics over more seeds tend to be larger\n");
+        fprintf(out, "note: the reports ran different seeds: rates are shares of each report's own seeds, and a max "
+                     "over more seeds tends to be larger\n");
 
     /* Metric statistics. */
     int header = 0;
@@ -343,7 +343,7 @@ lab_status lab_compare_reports(const char *dir_a, const char *dir_b, const lab_c
 
     res->failed = res->regressions > 0 || (o->strict && (res->moves > 0 || res->missing > 0));
     fprintf(out,
-            "\ncompare: %zu rows: %zu regressed, %zu improved, %zu changed; %zu metric statistics moved beyond %gx; "
+            "\ncompare: %zu variants in both: %zu regressed, %zu improved, %zu changed; %zu metric statistics moved beyond %gx; "
             "%zu new, %zu missing: %s\n",
             res->rows, res->regressions, res->improvements, res->changes, res->moves, o->factor, res->added, res->missing,
             res->failed ? (res->regressions ? "REGRESSED" : "FAILED (--strict)") : "no regression");

@@ -396,7 +396,7 @@ Test(compare, real_reports, .init = mk, .fini = rm, .timeout = 180)
 
     snprintf(args, sizeof args, "compare %s %s", dir_a, dir_a);
     cr_expect_eq(lab(args, &out), 0, "%s", out);
-    EXPECT_IN(out, "2 rows: 0 regressed, 0 improved, 0 changed; 0 metric statistics moved");
+    EXPECT_IN(out, "2 variants in both: 0 regressed, 0 improved, 0 changed; 0 metric statistics moved");
     free(out);
 
     snprintf(args, sizeof args, "compare %s %s", dir_a, dir_b);

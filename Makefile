@@ -27,5 +27,6 @@ DEPS_OK   := $(BUILD)/.deps-ok
 
 include mk/targets.mk
 include mk/fuzz.mk
+include mk/buildinfo.mk
 
 -include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d)

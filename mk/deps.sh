@@ -15,6 +15,8 @@ command -v gnuplot >/dev/null 2>&1 || need+=(gnuplot-nox)
 /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || need+=(python3-numpy)
 command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 have_pc ompi-c || need+=(libopenmpi-dev)
+# lab report's page is checked in a real headless browser (tests/test_report.c).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ "${1:-}" = "--fuzz" ]; then
   command -v clang >/dev/null 2>&1 || need+=(clang)
   ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || need+=(libclang-rt-14-dev)

@@ -1,4 +1,4 @@
-/* lab_main: the `lab` command: list, replay, explain, golden verify|bless, plots, bench. */
+/* lab_main: the `lab` command: list, replay, explain, golden verify|bless, plots, bench, report, compare. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "lab_compare.h"
 #include "lab_fs.h"
 #include "lab_golden.h"
 #include "lab_incident.h"
@@ -15,6 +17,7 @@
 #include "lab_plot.h"
 #include "lab_sanitize.h"
 #include "lab_replay.h"
+#include "lab_report.h"
 #include "lab_results.h"
 
 #define LAB_EXIT_USAGE 2
@@ -34,6 +37,14 @@ static const char *lab_usage =
     "  plots [--out DIR]                  redraw the plots of a replay from DIR/results.jsonl\n"
     "  case ID VARIANT SEED [--backend B] one case in this process (for gdb, and what --sanitize runs)\n"
     "  bench [ID]...                      the incidents' benchmarks (GPU kernels against device ceilings)\n"
+    "  report [--out DIR] [replay flags]  replay (same flags as replay), then write a self-contained report\n"
+    "                                     folder (default build/report): report.json, index.html (plots inline),\n"
+    "                                     the device and build, results files; exit status as replay\n"
+    "  report --replot DIR                render a report's plots here (made where gnuplot was missing)\n"
+    "  compare A B [--factor F] [--strict]\n"
+    "                                     compare two report folders: changed outcomes, metrics moved by more\n"
+    "                                     than F times (default 10), new or missing incidents and variants;\n"
+    "                                     exit 1 if an outcome regressed (--strict: also moves and missing ones)\n"
     "  help                               this text\n"
     "The repository root is the current directory, or LAB_ROOT.\n";
 
@@ -430,6 +441,86 @@ static int lab_cmd_bench(int argc, char **argv)
     return bad;
 }
 
+/* report: the replay with the given flags into the report folder, then report.json and index.html there.
+ * The exit status is the replay's (0 ok, 1 not ok, 2 usage); 1 when the report cannot be written. */
+static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
+{
+    if (argc >= 1 && !strcmp(argv[0], "--replot")) {
+        if (argc != 2) return lab_usage_error("report --replot needs exactly one report folder");
+        if (lab_report_replot(argv[1], lab_root(), stdout) != LAB_OK) {
+            fprintf(stderr, "lab report: %s\n", lab_err_msg());
+            return 1;
+        }
+        return 0;
+    }
+    const char *out = "build/report";
+    char **rargv = malloc(((size_t)argc + 2) * sizeof *rargv);
+    if (!rargv) return 1;
+    int rn = 0;
+    char command[4096];
+    int cl = snprintf(command, sizeof command, "%s report", lab_bin);
+    for (int i = 0; i < argc; ++i) {
+        if (cl > 0 && (size_t)cl < sizeof command) cl += snprintf(command + cl, sizeof command - (size_t)cl, " %s", argv[i]);
+        if (!strcmp(argv[i], "--out")) {
+            if (i + 1 >= argc) {
+                free(rargv);
+                return lab_usage_error("report: --out needs a directory");
+            }
+            out = argv[++i];
+            if (cl > 0 && (size_t)cl < sizeof command) cl += snprintf(command + cl, sizeof command - (size_t)cl, " %s", out);
+            continue;
+        }
+        rargv[rn++] = argv[i];
+    }
+    rargv[rn++] = "--out";
+    rargv[rn++] = (char *)out;
+    time_t t0 = time(NULL);
+    int rc = lab_cmd_replay(rn, rargv, lab_bin);
+    free(rargv);
+    if (rc == LAB_EXIT_USAGE) return rc;
+    lab_report_opts ro = {t0, command, 1};
+    if (lab_report_write(out, &ro) != LAB_OK) {
+        fprintf(stderr, "lab report: %s\n", lab_err_msg());
+        return 1;
+    }
+    printf("report: %s/index.html (and report.json)\n", out);
+    return rc;
+}
+
+/* compare: two report folders; 0 nothing regressed, 1 a regression, 2 usage or an unreadable report. */
+static int lab_cmd_compare(int argc, char **argv)
+{
+    const char *dirs[2];
+    int nd = 0;
+    lab_compare_opts co = {10.0, 0};
+    for (int i = 0; i < argc; ++i) {
+        if (!strcmp(argv[i], "--factor")) {
+            char *end;
+            if (i + 1 >= argc) return lab_usage_error("compare: --factor needs a number above 1");
+            errno = 0;
+            co.factor = strtod(argv[++i], &end);
+            if (errno || *end || !(co.factor > 1) || !isfinite(co.factor))
+                return lab_usage_error("compare: --factor needs a number above 1, got '%s'", argv[i]);
+        } else if (!strcmp(argv[i], "--strict")) {
+            co.strict = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return lab_usage_error("compare: unknown flag '%s'", argv[i]);
+        } else if (nd == 2) {
+            return lab_usage_error("compare: unexpected argument '%s' (needs two report folders)", argv[i]);
+        } else {
+            dirs[nd++] = argv[i];
+        }
+    }
+    if (nd != 2) return lab_usage_error("compare needs two report folders: lab compare A B");
+    lab_compare_result res;
+    lab_status st = lab_compare_reports(dirs[0], dirs[1], &co, stdout, &res);
+    if (st != LAB_OK) {
+        fprintf(stderr, "lab compare: %s\n", lab_err_msg());
+        return LAB_EXIT_USAGE;
+    }
+    return res.failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *lab_bin = argv[0];
@@ -437,6 +528,8 @@ int main(int argc, char **argv)
         fputs(lab_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? LAB_EXIT_USAGE : 0;
     }
+    /* compare reads only the two report folders: it runs anywhere. */
+    if (!strcmp(argv[1], "compare")) return lab_cmd_compare(argc - 2, argv + 2);
     char probe[4096];
     snprintf(probe, sizeof probe, "%s/incidents", lab_root());
     if (!lab_fs_exists(probe)) {
@@ -451,5 +544,6 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "plots")) return lab_cmd_plots(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return lab_cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "case")) return lab_cmd_case(argc - 2, argv + 2);
+    if (!strcmp(cmd, "report")) return lab_cmd_report(argc - 2, argv + 2, lab_bin);
     return lab_usage_error("unknown command '%s'", cmd);
 }

@@ -1,0 +1,21 @@
+# mk/buildinfo.mk: the facts of this build (git commit and whether the tree was dirty, compilers and
+# their versions, flags) as a generated header, $(BUILD)/gen/lab_buildinfo.h, that replay/lab_report.c
+# compiles in. The header is regenerated on every make but replaced only when its contents change, so
+# an unchanged tree neither recompiles nor relinks.
+LAB_BUILDINFO_H := $(BUILD)/gen/lab_buildinfo.h
+
+.PHONY: lab-buildinfo-force
+lab-buildinfo-force:
+
+$(LAB_BUILDINFO_H): export LAB_BI_CC := $(CC)
+$(LAB_BUILDINFO_H): export LAB_BI_CFLAGS := $(CFLAGS)
+$(LAB_BUILDINFO_H): export LAB_BI_CUDA := $(CUDA)
+$(LAB_BUILDINFO_H): export LAB_BI_NVCC := $(NVCC)
+$(LAB_BUILDINFO_H): export LAB_BI_NVCCFLAGS := $(NVCCFLAGS)
+$(LAB_BUILDINFO_H): export LAB_BI_CUDA_ARCH := $(CUDA_ARCH)
+$(LAB_BUILDINFO_H): lab-buildinfo-force
+	@mkdir -p $(@D)
+	@mk/buildinfo.sh > $@.tmp.$$$$ && { cmp -s $@.tmp.$$$$ $@ || mv $@.tmp.$$$$ $@; }; rm -f $@.tmp.$$$$
+
+$(BUILD)/obj/replay/lab_report.o: $(LAB_BUILDINFO_H)
+$(BUILD)/obj/replay/lab_report.o: CFLAGS += -I$(BUILD)/gen

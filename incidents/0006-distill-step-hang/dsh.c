@@ -234,6 +234,7 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
         fprintf(stderr, "exec mpirun: %s\n", strerror(errno));
         _exit(127);
     }
+    jr->sid = pid;
     uint64_t last = 0;
     double last_change = dsh_mono();
     int status = 0;
@@ -364,14 +365,18 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
                 a.first_step_seq < 0 && a.empty_shape_seq < 0 && empty == 0 && outputs_bad == 0;
     char what[160];
     if (jr.hung)
-        snprintf(what, sizeof what, "HANG: no progress (%s) at %.2f s, job killed, %d orphan(s) cleaned", jr.why,
-                 jr.end_s, jr.orphans_found);
+        snprintf(what, sizeof what, "HANG (%s at %.2f s, killed)", jr.why, jr.end_s);
     else if (!jr.exited || jr.exit_code != 0)
         snprintf(what, sizeof what, "mpirun exited with status %d (%s)", jr.exit_code, jr.log_tail);
     else
         snprintf(what, sizeof what, "completed %d steps in %.2f s%s%s", p.steps, jr.end_s,
                  outputs_bad ? ", teacher outputs mismatched" : "", finished && steps_ok ? "" : ", steps incomplete");
-    lab_result_verdict(r, clean, "N=%d G=%d steps=%d: %s; %s", p.trainers, p.g, p.steps, what, a.verdict);
+    /* The step-counter finding first: the case's detail line holds 240 characters. */
+    if (a.counters[0])
+        lab_result_verdict(r, clean, "N=%d G=%d steps=%d: %s; %s; %s", p.trainers, p.g, p.steps, what, a.counters,
+                           a.verdict);
+    else
+        lab_result_verdict(r, clean, "N=%d G=%d steps=%d: %s; %s", p.trainers, p.g, p.steps, what, a.verdict);
     return LAB_OK;
 }
 

@@ -33,6 +33,7 @@ typedef struct { double stall_s, deadline_s; } dsh_watch;
 #define DSH_DEADLINE_S 8.0
 
 typedef struct {
+    pid_t sid;             /* the job's session id (mpirun's pid) */
     int exited;            /* mpirun exited by itself */
     int exit_code;         /* its status (-1: killed) */
     int hung;              /* the watchdog fired */

@@ -300,11 +300,13 @@ lab_status dsh_trace_analyze(const dsh_rank_trace *ranks, int world, dsh_analysi
                  (unsigned long long)a->n_matched, (unsigned long long)a->seq_lo,
                  (unsigned long long)(a->seq_hi ? a->seq_hi - 1 : 0));
     size_t len = strlen(a->verdict);
-    if (a->first_step_seq >= 0)
-        snprintf(a->verdict + len, sizeof a->verdict - len,
-                 "; step counters disagree from seq %lld: the distiller's step counter is %d while the trainers "
-                 "are at step %d micro %d",
-                 (long long)a->first_step_seq, a->step_distiller, a->step_trainer, a->micro_trainer);
+    if (a->first_step_seq >= 0) {
+        snprintf(a->counters, sizeof a->counters,
+                 "the distiller's step counter %s from seq %lld (step %d; trainers at step %d micro %d)",
+                 a->step_distiller > a->step_trainer ? "runs ahead" : "lags", (long long)a->first_step_seq,
+                 a->step_distiller, a->step_trainer, a->micro_trainer);
+        snprintf(a->verdict + len, sizeof a->verdict - len, "; %s", a->counters);
+    }
     len = strlen(a->verdict);
     if (a->empty_shape_seq >= 0)
         snprintf(a->verdict + len, sizeof a->verdict - len, "; rank %d holds an empty (0, 0) shape at seq %lld",

@@ -114,6 +114,8 @@ typedef struct {
     int64_t empty_shape_seq;   /* first record holding a (0, 0) shape after a bcast; -1: none */
     int empty_shape_rank;
     double t_first_bad;        /* time of the latest entry among the ranks at first_bad_seq (s since start) */
+    char counters[160];        /* the step-counter finding ("" when none): "the distiller's step counter runs
+                                  ahead from seq 3 (step 1; trainers at step 0 micro 1)" */
     char verdict[480];         /* one line, e.g. "seq 7: ranks 0-3 in bcast at step 2 micro 1, rank 4
                                   (distiller) in finalize at step 3" */
 } dsh_analysis;

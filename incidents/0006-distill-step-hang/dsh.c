@@ -17,7 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lab_fs.h"
+#include "lab_golden.h"
 #include "lab_rng.h"
+#include "lab_tensor.h"
 
 #ifndef DSH_JOB_BIN
 #define DSH_JOB_BIN "build/incidents/0006-distill-step-hang/distill_job"
@@ -280,6 +283,103 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
     return LAB_OK;
 }
 
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The fixed protocol's schedule, from a model of the protocol (not from the job): golden source.   */
+
+#define DSH_GOLDEN_SEED 1
+#define DSH_GOLDEN_FILE "schedule_fix_seed1.npy"
+#define DSH_SCHED_COLS 7 /* rank, seq, op, root, count, step, micro */
+
+size_t dsh_schedule_fix(const dsh_params *p, uint64_t seed, double *out, size_t cap)
+{
+    int world = p->trainers + 1;
+    size_t n = 0;
+    for (int r = 0; r < world; ++r) {
+        int d = r == world - 1;
+        uint64_t seq = 0;
+        for (int s = 0; s <= p->steps; ++s) {
+            uint32_t u = lab_rng_u32(seed, DSH_STREAM_SHAPE, (uint64_t)s);
+            double rows = (double)((8 << (u & 1u)) * p->g), cols = (double)(512 << ((u >> 1) % 3u));
+            double rec[4][5] = {{DSH_OP_BCAST, 0, 2, s, 0},
+                                {DSH_OP_GATHER, world - 1, rows * cols, s, 0},
+                                {DSH_OP_SCATTER, world - 1, rows * DSH_OUT_COLS, s, 0},
+                                {DSH_OP_FINALIZE, -1, 0, p->steps, d ? 0 : p->g - 1}};
+            for (int k = s < p->steps ? 0 : 3; k < (s < p->steps ? 3 : 4); ++k) {
+                if (n < cap) {
+                    double *o = out + n * DSH_SCHED_COLS;
+                    o[0] = r, o[1] = (double)seq;
+                    memcpy(o + 2, rec[k], sizeof rec[k]);
+                }
+                n++, seq++;
+            }
+        }
+    }
+    return n;
+}
+
+lab_status dsh_golden_bless(const char *dir)
+{
+    lab_status st = lab_fs_mkdirs(dir);
+    if (st != LAB_OK) return st;
+    dsh_params p;
+    dsh_params_from_seed(DSH_GOLDEN_SEED, DSH_VAR_FIX, &p);
+    size_t n = dsh_schedule_fix(&p, DSH_GOLDEN_SEED, NULL, 0);
+    lab_tensor t = {0};
+    size_t shape[2] = {n, DSH_SCHED_COLS};
+    lab_golden_manifest m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.incident, sizeof m.incident, "%s", dsh_incident.id);
+    if ((st = lab_tensor_create(&t, LAB_DT_F8, 2, shape)) != LAB_OK) goto done;
+    dsh_schedule_fix(&p, DSH_GOLDEN_SEED, t.data, n);
+    st = lab_golden_add(&m, dir, DSH_GOLDEN_FILE, &t, LAB_DT_F8, DSH_GOLDEN_SEED,
+                        "protocol model dsh_schedule_fix v1: rank,seq,op,root,count,step,micro of the fixed job");
+    if (st == LAB_OK) st = lab_golden_manifest_write(dir, &m);
+done:
+    lab_tensor_free(&t);
+    lab_golden_manifest_free(&m);
+    return st;
+}
+
+/* Compares the ranks' traces with the golden schedule in <root>/incidents/<id>/golden: the number of rows
+ * that differ (records missing or extra count too) into *bad. Errors of the golden's load pass through. */
+static lab_status dsh_golden_compare(const char *root, const dsh_rank_trace *tr, int world, size_t *bad)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/incidents/%s/golden", root && root[0] ? root : ".", dsh_incident.id);
+    lab_golden_manifest m;
+    memset(&m, 0, sizeof m);
+    lab_status st = lab_golden_manifest_read(dir, &m);
+    if (st != LAB_OK) return st;
+    const lab_golden_entry *e = lab_golden_find(&m, DSH_GOLDEN_FILE);
+    lab_tensor t = {0};
+    if (!e) st = lab_err_set(LAB_ERR_NOTFOUND, "%s: no %s in MANIFEST.json", dir, DSH_GOLDEN_FILE);
+    else st = lab_golden_load(dir, e, &t);
+    if (st == LAB_OK && (t.ndim != 2 || t.shape[1] != DSH_SCHED_COLS))
+        st = lab_err_set(LAB_ERR_MISMATCH, "%s/%s: expected (n, %d) rows", dir, DSH_GOLDEN_FILE, DSH_SCHED_COLS);
+    if (st == LAB_OK) {
+        const double *g = t.data;
+        size_t n = t.shape[0], held = 0;
+        *bad = 0;
+        for (int r = 0; r < world; ++r) held += tr[r].present ? tr[r].n : 0;
+        for (size_t i = 0; i < n; ++i) {
+            const double *o = g + i * DSH_SCHED_COLS;
+            int r = (int)o[0];
+            const dsh_record *x = NULL;
+            if (r >= 0 && r < world && tr[r].present)
+                for (size_t k = 0; k < tr[r].n && !x; ++k)
+                    if ((double)tr[r].rec[k].seq == o[1]) x = &tr[r].rec[k];
+            if (!x || x->op != o[2] || x->root != o[3] || (double)x->count != o[4] || x->step != o[5] ||
+                x->micro != o[6])
+                (*bad)++;
+        }
+        if (held > n) *bad += held - n;
+    }
+    lab_tensor_free(&t);
+    lab_golden_manifest_free(&m);
+    return st;
+}
+
 /* Removes the case's trace directory (its rank*.trace files and mpirun.log). */
 static void dsh_rmdir(const char *dir)
 {
@@ -332,6 +432,18 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
         dsh_rmdir(dir);
         return st;
     }
+    /* At the golden seed the fixed job must follow the modelled schedule record for record. */
+    double golden_bad = NAN;
+    if (variant == DSH_VAR_FIX && c->seed == DSH_GOLDEN_SEED) {
+        size_t bad = 0;
+        st = dsh_golden_compare(c->root, tr, world, &bad);
+        if (st != LAB_OK) {
+            free(tr);
+            dsh_rmdir(dir);
+            return st;
+        }
+        golden_bad = (double)bad;
+    }
     int finished = 1, steps_ok = 1, outputs_bad = 0, empty = 0;
     for (int k = 0; k < world; ++k) {
         finished &= tr[k].present && tr[k].head.finished;
@@ -359,10 +471,11 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
     lab_result_metric(r, "collectives_matched", (double)a.n_matched);
     lab_result_metric(r, "empty_shapes", empty);
     lab_result_metric(r, "outputs_bad", outputs_bad);
-    lab_result_metric(r, "orphans_found", jr.orphans_found);
+    if (isnan(golden_bad)) lab_result_metric(r, "orphans_found", jr.orphans_found);
+    else lab_result_metric(r, "golden_mismatch", golden_bad); /* 12 metrics at most: orphans_found is 0 or an ERROR here */
 
     int clean = !jr.hung && jr.exited && jr.exit_code == 0 && finished && steps_ok && a.first_bad_seq < 0 &&
-                a.first_step_seq < 0 && a.empty_shape_seq < 0 && empty == 0 && outputs_bad == 0;
+                a.first_step_seq < 0 && a.empty_shape_seq < 0 && empty == 0 && outputs_bad == 0 && !(golden_bad > 0);
     char what[160];
     if (jr.hung)
         snprintf(what, sizeof what, "HANG (%s at %.2f s, killed)", jr.why, jr.end_s);
@@ -371,6 +484,8 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
     else
         snprintf(what, sizeof what, "completed %d steps in %.2f s%s%s", p.steps, jr.end_s,
                  outputs_bad ? ", teacher outputs mismatched" : "", finished && steps_ok ? "" : ", steps incomplete");
+    if (golden_bad > 0)
+        snprintf(what + strlen(what), sizeof what - strlen(what), ", %.0f records off the golden schedule", golden_bad);
     /* The step-counter finding first: the case's detail line holds 240 characters. */
     if (a.counters[0])
         lab_result_verdict(r, clean, "N=%d G=%d steps=%d: %s; %s; %s", p.trainers, p.g, p.steps, what, a.counters,
@@ -420,7 +535,7 @@ const lab_incident dsh_incident = {
     .plot_metric = "time_to_detect_s",
     .plot_log = 0,
     .timeout_s = 20,
-    .golden_bless = NULL,
+    .golden_bless = dsh_golden_bless,
     .drift_metric = NULL,
     .figures = NULL,
     .default_seeds = 8,

@@ -61,6 +61,13 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
 /* The job binary's path under root (the build's distill_job). */
 void dsh_job_path(const char *root, char *buf, size_t cap);
 
+/* The fixed job's schedule as a model of the protocol predicts it: one row (rank, seq, op, root, count,
+ * step, micro) per collective of every rank, ranks in order. Writes min(n, cap) rows to out (may be NULL
+ * with cap 0) and returns n. Never fails. */
+size_t dsh_schedule_fix(const dsh_params *p, uint64_t seed, double *out, size_t cap);
+/* Writes golden/ (the schedule at seed 1, from the model) into dir; errors of the writes pass through. */
+lab_status dsh_golden_bless(const char *dir);
+
 extern const lab_incident dsh_incident;
 
 #ifdef __cplusplus

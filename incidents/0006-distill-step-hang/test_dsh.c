@@ -10,7 +10,9 @@
 
 #include "dsh.h"
 #include "dsh_trace.h"
+#include "lab_golden.h"
 #include "lab_incident.h"
+#include "lab_tensor.h"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Hand-made traces                                                                                */
@@ -325,4 +327,37 @@ Test(dsh_job, watchdog_leaves_no_process_when_killed_in_startup, .timeout = 60)
 {
     if (!have_mpi()) return;
     watchdog_case(DSH_VAR_FIX, DSH_STALL_S, 0.15, "deadline");
+}
+
+/* The golden schedule verifies, equals the model, and a corrupted copy is rejected naming the file. */
+Test(dsh_golden, verifies_matches_model_corrupt_rejected)
+{
+    const char *dir = "incidents/0006-distill-step-hang/golden";
+    lab_golden_manifest m;
+    memset(&m, 0, sizeof m);
+    cr_assert_eq(lab_golden_manifest_read(dir, &m), LAB_OK, "%s", lab_err_msg());
+    const lab_golden_entry *e = lab_golden_find(&m, "schedule_fix_seed1.npy");
+    cr_assert_not_null(e);
+    lab_tensor t = {0};
+    cr_assert_eq(lab_golden_load(dir, e, &t), LAB_OK, "%s", lab_err_msg());
+    dsh_params p;
+    dsh_params_from_seed(1, DSH_VAR_FIX, &p);
+    size_t n = dsh_schedule_fix(&p, 1, NULL, 0);
+    cr_assert_eq(n, (size_t)(p.trainers + 1) * (3 * (size_t)p.steps + 1));
+    cr_assert_eq(t.shape[0], n);
+    double *model = calloc(n * 7, sizeof *model);
+    dsh_schedule_fix(&p, 1, model, n);
+    cr_assert_eq(memcmp(model, t.data, n * 7 * sizeof *model), 0);
+    free(model);
+    lab_tensor_free(&t);
+    char tmp[] = "/tmp/lab-0006-golden-XXXXXX", cmd[512];
+    cr_assert_not_null(mkdtemp(tmp));
+    snprintf(cmd, sizeof cmd, "cp %s/* %s/ && printf '\\x7f' | dd of=%s/schedule_fix_seed1.npy bs=1 seek=200 "
+                              "conv=notrunc status=none", dir, tmp, tmp);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(lab_golden_load(tmp, e, &t), LAB_ERR_MISMATCH);
+    cr_assert(strstr(lab_err_msg(), "schedule_fix_seed1.npy"), "%s", lab_err_msg());
+    lab_golden_manifest_free(&m);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    cr_assert_eq(system(cmd), 0);
 }

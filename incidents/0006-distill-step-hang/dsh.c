@@ -22,6 +22,9 @@
 #include "lab_rng.h"
 #include "lab_tensor.h"
 
+#ifndef DSH_NCCL_BIN
+#define DSH_NCCL_BIN "build/incidents/0006-distill-step-hang/distill_nccl"
+#endif
 #ifndef DSH_JOB_BIN
 #define DSH_JOB_BIN "build/incidents/0006-distill-step-hang/distill_job"
 #endif
@@ -39,6 +42,11 @@ void dsh_params_from_seed(uint64_t seed, int variant, dsh_params *p)
 void dsh_job_path(const char *root, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s/%s", root && root[0] ? root : ".", DSH_JOB_BIN);
+}
+
+void dsh_nccl_path(const char *root, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/%s", root && root[0] ? root : ".", DSH_NCCL_BIN);
 }
 
 static double dsh_mono(void)
@@ -233,6 +241,7 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
         setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+        setenv("NCCL_NVLS_ENABLE", "0", 1); /* the NCCL job: no NVLink multicast */
         execvp("mpirun", (char *const *)argv);
         fprintf(stderr, "exec mpirun: %s\n", strerror(errno));
         _exit(127);
@@ -403,6 +412,22 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
     dsh_params_from_seed(c->seed, variant, &p);
     char job[1024];
     dsh_job_path(c->root, job, sizeof job);
+    if (c->backend == LAB_BACKEND_CUDA) {
+        /* The NCCL job: one process per GPU, so as many trainers as GPUs allow (one GPU is the distiller). */
+#ifdef LAB_HAVE_CUDA
+        char why[200] = "";
+        int gpus = dsh_cuda_gpus(why, sizeof why);
+        if (gpus < 2) {
+            lab_result_skip(r, "the NCCL job needs 2 GPUs, found %d%s%s", gpus, why[0] ? ": " : "", why);
+            return LAB_OK;
+        }
+        if (p.trainers > gpus - 1) p.trainers = gpus - 1;
+        dsh_nccl_path(c->root, job, sizeof job);
+#else
+        lab_result_skip(r, "built without CUDA: no NCCL job");
+        return LAB_OK;
+#endif
+    }
     const char *tmp = getenv("TMPDIR");
     char dir[512];
     snprintf(dir, sizeof dir, "%s/lab-0006-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
@@ -434,7 +459,7 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
     }
     /* At the golden seed the fixed job must follow the modelled schedule record for record. */
     double golden_bad = NAN;
-    if (variant == DSH_VAR_FIX && c->seed == DSH_GOLDEN_SEED) {
+    if (variant == DSH_VAR_FIX && c->seed == DSH_GOLDEN_SEED && c->backend == LAB_BACKEND_CPU) {
         size_t bad = 0;
         st = dsh_golden_compare(c->root, tr, world, &bad);
         if (st != LAB_OK) {
@@ -510,16 +535,22 @@ static lab_status dsh_old_g1(const lab_case *c, lab_case_result *r)
     return dsh_run_case(c, r, DSH_VAR_OLD_G1, &dsh_default_watch);
 }
 
+#ifdef LAB_HAVE_CUDA
+#define DSH_CUDA_FN(f) f
+#else
+#define DSH_CUDA_FN(f) NULL
+#endif
+
 static const lab_variant dsh_variants[] = {
     {"fix", LAB_ROLE_FIX, "trainers exchange once per accumulation cycle (first micro-step, G micro-batches at once); "
                           "the G-aware distiller steps once per cycle (G 1..4)",
-     dsh_fix, NULL, 0, NULL},
+     dsh_fix, DSH_CUDA_FN(dsh_fix), 0, NULL},
     {"bug-step-counter", LAB_ROLE_BUG, "as it was: trainers exchange every micro-step and count a step per G, the "
                                        "distiller counts a step per exchange (G 2..4): it finishes early, the job hangs",
-     dsh_bug, NULL, 0, NULL},
+     dsh_bug, DSH_CUDA_FN(dsh_bug), 0, NULL},
     {"old-counters-g1", LAB_ROLE_FIX, "the old counters without accumulation (G = 1): both sides count the same, so "
                                       "the job completes (the bug needs G > 1)",
-     dsh_old_g1, NULL, 0, NULL},
+     dsh_old_g1, DSH_CUDA_FN(dsh_old_g1), 0, NULL},
 };
 
 const lab_incident dsh_incident = {

@@ -60,6 +60,10 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
 
 /* The job binary's path under root (the build's distill_job). */
 void dsh_job_path(const char *root, char *buf, size_t cap);
+/* The NCCL job binary's path under root (the build's distill_nccl, built where nvcc and NCCL exist). */
+void dsh_nccl_path(const char *root, char *buf, size_t cap);
+/* CUDA builds only (dsh_cuda.cu): the number of GPUs, 0 with the reason in why when none is usable. */
+int dsh_cuda_gpus(char *why, size_t len);
 
 /* The fixed job's schedule as a model of the protocol predicts it: one row (rank, seq, op, root, count,
  * step, micro) per collective of every rank, ranks in order. Writes min(n, cap) rows to out (may be NULL

@@ -361,3 +361,29 @@ Test(dsh_golden, verifies_matches_model_corrupt_rejected)
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* The NCCL job (CUDA backend): with fewer than 2 GPUs every variant SKIPs and says why; on a host with 2 or
+ * more GPUs the fix passes and the bug is detected, as on the CPU. */
+Test(dsh_job, nccl_backend_skips_or_runs, .timeout = 120)
+{
+    const char *names[] = {"fix", "bug-step-counter", "old-counters-g1"};
+    for (int i = 0; i < 3; ++i) {
+        const lab_variant *v = lab_incident_variant(&dsh_incident, names[i]);
+        cr_assert_not_null(v);
+        if (!v->run_cuda) {
+            cr_log_info("%s: built without CUDA, no NCCL job", names[i]);
+            continue;
+        }
+        lab_case c = {&dsh_incident, v, 1, LAB_BACKEND_CUDA, "."};
+        lab_case_result r;
+        memset(&r, 0, sizeof r);
+        cr_assert_eq(v->run_cuda(&c, &r), LAB_OK, "%s", lab_err_msg());
+        if (r.skipped) {
+            cr_assert(strstr(r.detail, "GPU") || strstr(r.detail, "mpirun") || strstr(r.detail, "distill_nccl"),
+                      "a skip says why: %s", r.detail);
+            continue;
+        }
+        cr_assert(r.verdict_set);
+        cr_assert_eq(r.passed, v->role == LAB_ROLE_FIX, "%s: %s", names[i], r.detail);
+    }
+}

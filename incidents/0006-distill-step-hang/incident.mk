@@ -1,0 +1,34 @@
+# Incident 0006: distillation step-counter hang (real ranks on Open MPI, watchdog, collective trace).
+$(eval $(call lab_incident,0006-distill-step-hang))
+
+# The MPI program has its own main(), so it lives in mpi/ (out of the lab's glob) and is built here with
+# mpicc into build/; the lab and the tests find it by the path compiled into dsh.c. Without mpicc it is
+# not built and the cases SKIP saying so. Order-only: it is not linked into either binary.
+DSH_DIR    := incidents/0006-distill-step-hang
+DSH_JOB    := $(BUILD)/$(DSH_DIR)/distill_job
+DSH_MPICC  := $(shell command -v mpicc 2>/dev/null)
+ifneq ($(DSH_MPICC),)
+$(DSH_JOB): $(DSH_DIR)/mpi/distill_job.c $(DSH_DIR)/dsh_trace.c $(DSH_DIR)/dsh_trace.h lab/lab_err.c lab/lab_err.h lab/lab_rng.h | $(BUILD)/.deps-ok
+	@mkdir -p $(@D)
+	$(DSH_MPICC) -std=gnu11 -O2 -g -Wall -Wextra -Wno-format-truncation -Ilab -I$(DSH_DIR) $(filter %.c,$^) -o $@ -lm
+all: $(DSH_JOB)
+$(BUILD)/lab $(BUILD)/lab-tests: | $(DSH_JOB)
+endif
+$(BUILD)/obj/$(DSH_DIR)/dsh.o: CFLAGS += -DDSH_JOB_BIN='"$(DSH_JOB)"'
+
+# The same protocol over NCCL (one process per GPU), where nvcc and NCCL exist: build/.../distill_nccl.
+# Cases on the CUDA backend run it; with fewer than 2 GPUs they SKIP saying so.
+DSH_NCCL   := $(BUILD)/$(DSH_DIR)/distill_nccl
+ifeq ($(CUDA),1)
+ifneq ($(DSH_MPICC),)
+ifneq ($(wildcard $(CUDA_HOME)/include/nccl.h),)
+$(DSH_NCCL): $(DSH_DIR)/mpi/distill_nccl.cu $(DSH_DIR)/dsh_trace.c $(DSH_DIR)/dsh_trace.h lab/lab_err.c lab/lab_err.h lab/lab_rng.h | $(BUILD)/.deps-ok
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -arch=$(CUDA_ARCH) -Ilab -I$(DSH_DIR) $$(pkg-config --cflags ompi-c) $(filter %.c %.cu,$^) -o $@ \
+	    $$(pkg-config --libs ompi-c) -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -lnccl -lcudart
+all: $(DSH_NCCL)
+$(BUILD)/lab $(BUILD)/lab-tests: | $(DSH_NCCL)
+endif
+endif
+endif
+$(BUILD)/obj/$(DSH_DIR)/dsh.o: CFLAGS += -DDSH_NCCL_BIN='"$(DSH_NCCL)"'

@@ -1,0 +1,389 @@
+/* test_dsh: incident 0006: the analyzer on hand-made traces (each match state), the trace ring, and the real
+ * MPI job: the fix completes, the bug hangs and is named, G = 1 completes, the watchdog leaves nothing behind. */
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dsh.h"
+#include "dsh_trace.h"
+#include "lab_golden.h"
+#include "lab_incident.h"
+#include "lab_tensor.h"
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Hand-made traces                                                                                */
+
+static dsh_rank_trace T[5];
+
+/* world ranks, the last one the distiller, each with no records yet. */
+static void tr_init(int world)
+{
+    memset(T, 0, sizeof T);
+    for (int r = 0; r < world; ++r) {
+        T[r].present = 1;
+        T[r].head.magic = DSH_TRACE_MAGIC;
+        T[r].head.rank = r;
+        T[r].head.world = world;
+        T[r].head.role = r == world - 1 ? DSH_ROLE_DISTILLER : DSH_ROLE_TRAINER;
+        T[r].head.ring = DSH_TRACE_RING;
+    }
+}
+
+static void tr_add(int r, int op, int root, long long count, int rows, int cols, int step, int micro)
+{
+    dsh_record x = {T[r].n, op, root, count, rows, cols, step, micro, 0.1 * (double)T[r].n, 0};
+    T[r].rec[T[r].n++] = x;
+}
+
+/* One exchange (bcast, gather, scatter) as every rank of a 5-rank job enters it; the distiller at dstep. */
+static void tr_exchange(int world, int tstep, int tmicro, int dstep, int rows, int cols)
+{
+    for (int r = 0; r < world; ++r) {
+        int d = r == world - 1;
+        int step = d ? dstep : tstep, micro = d ? -1 : tmicro;
+        tr_add(r, DSH_OP_BCAST, 0, 2, 0, 0, step, micro);
+        tr_add(r, DSH_OP_GATHER, world - 1, (long long)rows * cols, rows, cols, step, micro);
+        tr_add(r, DSH_OP_SCATTER, world - 1, (long long)rows * DSH_OUT_COLS, rows, cols, step, micro);
+    }
+}
+
+static dsh_analysis analyze(int world)
+{
+    dsh_analysis a;
+    cr_assert_eq(dsh_trace_analyze(T, world, &a), LAB_OK, "%s", lab_err_msg());
+    return a;
+}
+
+Test(dsh_trace, fully_matched)
+{
+    tr_init(5);
+    for (int s = 0; s < 3; ++s) tr_exchange(5, s, 0, s, 16, 2048);
+    for (int r = 0; r < 5; ++r) tr_add(r, DSH_OP_FINALIZE, -1, 0, 0, 0, 3, r == 4 ? -1 : 0);
+    dsh_analysis a = analyze(5);
+    cr_assert_eq(a.state, DSH_MATCH_FULL);
+    cr_assert_eq(a.first_bad_seq, -1);
+    cr_assert_eq(a.first_step_seq, -1);
+    cr_assert_eq(a.empty_shape_seq, -1);
+    cr_assert_eq(a.n_matched, 10);
+    cr_assert_str_eq(a.verdict, "all 10 collectives fully matched (seq 0-9)");
+}
+
+/* The incident's pattern: trainers at step 2 micro 0 enter the bcast while the distiller, its step counter
+ * at 3 = steps, has left its loop and entered finalize. */
+Test(dsh_trace, type_mismatch_names_distiller_and_counters)
+{
+    tr_init(5);
+    int g = 2;
+    for (int e = 0; e < 3; ++e) tr_exchange(5, e / g, e % g, e, 16, 2048);
+    for (int r = 0; r < 4; ++r) tr_add(r, DSH_OP_BCAST, 0, 2, 0, 0, 1, 1);
+    tr_add(4, DSH_OP_FINALIZE, -1, 0, 0, 0, 3, -1);
+    dsh_analysis a = analyze(5);
+    cr_assert_eq(a.state, DSH_MATCH_TYPE);
+    cr_assert_eq(a.first_bad_seq, 9);
+    cr_assert_eq(a.culprit, 4);
+    cr_assert_eq(a.first_step_seq, 3, "the second exchange: trainers at step 0 micro 1, distiller at step 1");
+    cr_assert_eq(a.step_distiller, 1);
+    cr_assert_eq(a.step_trainer, 0);
+    cr_assert_eq(a.micro_trainer, 1);
+    cr_assert(strstr(a.verdict, "seq 9 (collective type mismatch): ranks 0-3 in bcast at step 1 micro 1, rank 4 "
+                                "(distiller) in finalize at step 3"),
+              "%s", a.verdict);
+    cr_assert(strstr(a.counters, "the distiller's step counter runs ahead from seq 3 (step 1; trainers at step 0 "
+                                 "micro 1)"),
+              "%s", a.counters);
+}
+
+Test(dsh_trace, size_mismatch)
+{
+    tr_init(3);
+    tr_exchange(3, 0, 0, 0, 16, 2048);
+    /* seq 3..5: rank 1 gathers a batch of another shape. */
+    for (int r = 0; r < 3; ++r) tr_add(r, DSH_OP_BCAST, 0, 2, 0, 0, 1, r == 2 ? -1 : 0);
+    tr_add(0, DSH_OP_GATHER, 2, 16 * 1024, 16, 1024, 1, 0);
+    tr_add(1, DSH_OP_GATHER, 2, 8 * 1024, 8, 1024, 1, 0);
+    tr_add(2, DSH_OP_GATHER, 2, 16 * 1024, 16, 1024, 1, -1);
+    dsh_analysis a = analyze(3);
+    cr_assert_eq(a.state, DSH_MATCH_SIZE);
+    cr_assert_eq(a.first_bad_seq, 4);
+    cr_assert_eq(a.culprit, 1);
+    cr_assert(strstr(a.verdict, "rank 1 in gather at step 1 micro 0 with 8192 elements"), "%s", a.verdict);
+}
+
+Test(dsh_trace, rank_never_arrived)
+{
+    tr_init(4);
+    tr_exchange(4, 0, 0, 0, 8, 512);
+    tr_add(0, DSH_OP_BCAST, 0, 2, 0, 0, 1, 0);
+    tr_add(1, DSH_OP_BCAST, 0, 2, 0, 0, 1, 0);
+    tr_add(3, DSH_OP_BCAST, 0, 2, 0, 0, 1, -1);
+    dsh_analysis a = analyze(4);
+    cr_assert_eq(a.state, DSH_MATCH_MISSING);
+    cr_assert_eq(a.first_bad_seq, 3);
+    cr_assert_eq(a.culprit, 2);
+    cr_assert(strstr(a.verdict, "rank 2 never arrived (last seen at seq 2 in scatter at step 0 micro 0)"), "%s",
+              a.verdict);
+    /* A rank without any trace at all. */
+    tr_init(3);
+    tr_add(0, DSH_OP_BCAST, 0, 2, 0, 0, 0, 0);
+    tr_add(1, DSH_OP_BCAST, 0, 2, 0, 0, 0, 0);
+    T[2].present = 0;
+    a = analyze(3);
+    cr_assert_eq(a.state, DSH_MATCH_MISSING);
+    cr_assert_eq(a.culprit, 2);
+    cr_assert(strstr(a.verdict, "rank 2 never arrived (no trace)"), "%s", a.verdict);
+}
+
+Test(dsh_trace, empty_shape_flagged)
+{
+    tr_init(3);
+    tr_exchange(3, 0, 0, 0, 0, 0); /* a (0, 0) shape went through the bcast */
+    dsh_analysis a = analyze(3);
+    cr_assert_eq(a.state, DSH_MATCH_FULL);
+    cr_assert_eq(a.empty_shape_seq, 1);
+    cr_assert_eq(a.empty_shape_rank, 0);
+    cr_assert(strstr(a.verdict, "rank 0 holds an empty (0, 0) shape at seq 1"), "%s", a.verdict);
+}
+
+Test(dsh_trace, ranks_str_and_bad_world)
+{
+    char buf[64];
+    int a[] = {0, 1, 2, 3, 5, 7, 8};
+    dsh_trace_ranks_str(a, 7, buf, sizeof buf);
+    cr_assert_str_eq(buf, "ranks 0-3,5,7-8");
+    dsh_trace_ranks_str(a + 5, 1, buf, sizeof buf);
+    cr_assert_str_eq(buf, "rank 7");
+    dsh_analysis an;
+    cr_assert_eq(dsh_trace_analyze(T, 1, &an), LAB_ERR_ARG);
+    cr_assert_eq(dsh_trace_analyze(T, DSH_TRACE_MAXRANK + 1, &an), LAB_ERR_ARG);
+}
+
+/* The writer's ring keeps the newest DSH_TRACE_RING records, in the file as written; the reader returns
+ * them in seq order, and rejects a corrupted file naming it. */
+Test(dsh_trace, ring_roundtrip_and_corrupt_file)
+{
+    char dir[] = "/tmp/lab-0006-test-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    dsh_trace_file *tf = dsh_trace_open(dir, 0, 1, DSH_ROLE_TRAINER, 0.0);
+    cr_assert_not_null(tf, "%s", lab_err_msg());
+    for (int i = 0; i < 300; ++i) dsh_trace_enter(tf, DSH_OP_BCAST, 0, 2, 0, 0, i / 3, i % 3, (double)i);
+    dsh_trace_close(tf);
+    dsh_rank_trace *rt = calloc(1, sizeof *rt);
+    cr_assert_eq(dsh_trace_read(dir, 1, rt), LAB_OK, "%s", lab_err_msg());
+    cr_assert(rt->present);
+    cr_assert_eq(rt->n, DSH_TRACE_RING);
+    cr_assert_eq(rt->rec[0].seq, 300 - DSH_TRACE_RING);
+    cr_assert_eq(rt->rec[DSH_TRACE_RING - 1].seq, 299);
+    cr_assert_eq(rt->rec[DSH_TRACE_RING - 1].step, 99);
+    char path[256];
+    snprintf(path, sizeof path, "%s/rank0.trace", dir);
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f);
+    fputc('X', f); /* the magic's first byte */
+    fclose(f);
+    cr_assert_eq(dsh_trace_read(dir, 1, rt), LAB_ERR_FORMAT);
+    cr_assert(strstr(lab_err_msg(), "rank0.trace"), "%s", lab_err_msg());
+    free(rt);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The real job (Open MPI)                                                                         */
+
+/* 1 when mpirun and the job binary are there; otherwise the test skips, saying why. */
+static int have_mpi(void)
+{
+    char job[1024];
+    dsh_job_path(".", job, sizeof job);
+    if (system("command -v mpirun >/dev/null 2>&1") != 0) {
+        cr_skip_test("mpirun not on PATH: the MPI reproducer cannot run here");
+        return 0;
+    }
+    if (access(job, X_OK) != 0) {
+        cr_skip_test("%s not built (needs mpicc)", job);
+        return 0;
+    }
+    return 1;
+}
+
+static lab_case_result run_case(const char *variant, uint64_t seed)
+{
+    const lab_variant *v = lab_incident_variant(&dsh_incident, variant);
+    cr_assert_not_null(v, "variant %s", variant);
+    lab_case c = {&dsh_incident, v, seed, LAB_BACKEND_CPU, "."};
+    lab_case_result r;
+    memset(&r, 0, sizeof r);
+    lab_status st = v->run_cpu(&c, &r);
+    cr_assert_eq(st, LAB_OK, "%s seed %llu: %s", variant, (unsigned long long)seed, lab_err_msg());
+    cr_assert(r.verdict_set && !r.skipped, "%s seed %llu: %s", variant, (unsigned long long)seed, r.detail);
+    return r;
+}
+
+Test(dsh_job, params_cover_the_ranges)
+{
+    int seen_n[5] = {0}, seen_g[5] = {0}, seen_s[7] = {0};
+    for (uint64_t s = 1; s <= 64; ++s) {
+        dsh_params p;
+        dsh_params_from_seed(s, DSH_VAR_FIX, &p);
+        cr_assert(p.trainers >= 2 && p.trainers <= 4 && p.g >= 1 && p.g <= 4 && p.steps >= 3 && p.steps <= 6);
+        seen_n[p.trainers]++, seen_g[p.g]++, seen_s[p.steps]++;
+        dsh_params_from_seed(s, DSH_VAR_BUG, &p);
+        cr_assert(p.g >= 2 && p.g <= 4, "the bug variant draws G >= 2");
+        dsh_params_from_seed(s, DSH_VAR_OLD_G1, &p);
+        cr_assert_eq(p.g, 1);
+    }
+    for (int i = 2; i <= 4; ++i) cr_assert(seen_n[i], "N=%d drawn", i);
+    for (int i = 1; i <= 4; ++i) cr_assert(seen_g[i], "G=%d drawn", i);
+    for (int i = 3; i <= 6; ++i) cr_assert(seen_s[i], "steps=%d drawn", i);
+}
+
+Test(dsh_job, fix_completes_every_collective_matched, .timeout = 120)
+{
+    if (!have_mpi()) return;
+    for (uint64_t s = 1; s <= 4; ++s) {
+        lab_case_result r = run_case("fix", s);
+        cr_assert(r.passed, "seed %llu: %s", (unsigned long long)s, r.detail);
+        cr_assert_eq(lab_result_get(&r, "hung"), 0);
+        cr_assert_eq(lab_result_get(&r, "first_bad_seq"), -1);
+        cr_assert_eq(lab_result_get(&r, "first_step_seq"), -1);
+        cr_assert_eq(lab_result_get(&r, "empty_shapes"), 0);
+        cr_assert_eq(lab_result_get(&r, "outputs_bad"), 0);
+        /* 3 collectives per step, plus finalize, all fully matched */
+        cr_assert_eq(lab_result_get(&r, "collectives_matched"), 3 * lab_result_get(&r, "steps") + 1);
+    }
+}
+
+Test(dsh_job, bug_hangs_and_names_the_distiller_step_counter, .timeout = 120)
+{
+    if (!have_mpi()) return;
+    for (uint64_t s = 1; s <= 3; ++s) {
+        lab_case_result r = run_case("bug-step-counter", s);
+        cr_assert(!r.passed, "seed %llu: the bug completed: %s", (unsigned long long)s, r.detail);
+        cr_assert_eq(lab_result_get(&r, "hung"), 1, "%s", r.detail);
+        cr_assert(lab_result_get(&r, "G") >= 2);
+        double steps = lab_result_get(&r, "steps");
+        /* The distiller leaves after `steps` exchanges: the trainers' next bcast meets its finalize. */
+        cr_assert_eq(lab_result_get(&r, "first_bad_seq"), 3 * steps, "%s", r.detail);
+        cr_assert_eq(lab_result_get(&r, "first_step_seq"), 3, "%s", r.detail);
+        cr_assert(strstr(r.detail, "the distiller's step counter runs ahead from seq 3"), "%s", r.detail);
+        cr_assert(lab_result_get(&r, "time_to_detect_s") < DSH_DEADLINE_S + 1.0);
+    }
+}
+
+Test(dsh_job, old_counters_with_g1_complete, .timeout = 120)
+{
+    if (!have_mpi()) return;
+    for (uint64_t s = 1; s <= 2; ++s) {
+        lab_case_result r = run_case("old-counters-g1", s);
+        cr_assert(r.passed, "seed %llu: %s", (unsigned long long)s, r.detail);
+        cr_assert_eq(lab_result_get(&r, "G"), 1);
+    }
+}
+
+/* The watchdog kills a hung job, leaves no process of it alive, and the traces survive the kill. */
+static void watchdog_case(int variant, double stall, double deadline, const char *why)
+{
+    char job[1024];
+    dsh_job_path(".", job, sizeof job);
+    char dir[] = "/tmp/lab-0006-wd-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    dsh_params p;
+    dsh_params_from_seed(5, variant, &p);
+    dsh_watch w = {stall, deadline};
+    dsh_job_result jr;
+    cr_assert_eq(dsh_job_run(job, &p, 5, &w, dir, &jr), LAB_OK, "%s", lab_err_msg());
+    cr_assert(jr.hung, "the watchdog fired");
+    cr_assert_str_eq(jr.why, why);
+    cr_assert_eq(jr.orphans_left, 0);
+    /* Nothing of the job: not in its session, not with its trace directory on the command line. */
+    cr_assert_eq(dsh_orphans(jr.sid, dir, 0), 0, "processes of the job remain");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "ps -eo stat=,args= | grep -v '^Z' | grep -F '%s' | grep -v grep", dir);
+    cr_assert_neq(system(cmd), 0, "ps still lists a process of %s", dir);
+    if (variant == DSH_VAR_BUG) {
+        dsh_rank_trace *tr = calloc((size_t)p.trainers + 1, sizeof *tr);
+        cr_assert_eq(dsh_trace_read(dir, p.trainers + 1, tr), LAB_OK, "%s", lab_err_msg());
+        dsh_analysis a;
+        cr_assert_eq(dsh_trace_analyze(tr, p.trainers + 1, &a), LAB_OK);
+        cr_assert_eq(a.first_bad_seq, 3 * p.steps, "%s", a.verdict);
+        free(tr);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(dsh_job, watchdog_leaves_no_process_after_a_hang, .timeout = 60)
+{
+    if (!have_mpi()) return;
+    watchdog_case(DSH_VAR_BUG, DSH_STALL_S, DSH_DEADLINE_S, "stall");
+}
+
+/* A deadline shorter than start-up: the job is killed while mpirun is still launching its ranks. */
+Test(dsh_job, watchdog_leaves_no_process_when_killed_in_startup, .timeout = 60)
+{
+    if (!have_mpi()) return;
+    watchdog_case(DSH_VAR_FIX, DSH_STALL_S, 0.15, "deadline");
+}
+
+/* The golden schedule verifies, equals the model, and a corrupted copy is rejected naming the file. */
+Test(dsh_golden, verifies_matches_model_corrupt_rejected)
+{
+    const char *dir = "incidents/0006-distill-step-hang/golden";
+    lab_golden_manifest m;
+    memset(&m, 0, sizeof m);
+    cr_assert_eq(lab_golden_manifest_read(dir, &m), LAB_OK, "%s", lab_err_msg());
+    const lab_golden_entry *e = lab_golden_find(&m, "schedule_fix_seed1.npy");
+    cr_assert_not_null(e);
+    lab_tensor t = {0};
+    cr_assert_eq(lab_golden_load(dir, e, &t), LAB_OK, "%s", lab_err_msg());
+    dsh_params p;
+    dsh_params_from_seed(1, DSH_VAR_FIX, &p);
+    size_t n = dsh_schedule_fix(&p, 1, NULL, 0);
+    cr_assert_eq(n, (size_t)(p.trainers + 1) * (3 * (size_t)p.steps + 1));
+    cr_assert_eq(t.shape[0], n);
+    double *model = calloc(n * 7, sizeof *model);
+    dsh_schedule_fix(&p, 1, model, n);
+    cr_assert_eq(memcmp(model, t.data, n * 7 * sizeof *model), 0);
+    free(model);
+    lab_tensor_free(&t);
+    char tmp[] = "/tmp/lab-0006-golden-XXXXXX", cmd[512];
+    cr_assert_not_null(mkdtemp(tmp));
+    snprintf(cmd, sizeof cmd, "cp %s/* %s/ && printf '\\x7f' | dd of=%s/schedule_fix_seed1.npy bs=1 seek=200 "
+                              "conv=notrunc status=none", dir, tmp, tmp);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(lab_golden_load(tmp, e, &t), LAB_ERR_MISMATCH);
+    cr_assert(strstr(lab_err_msg(), "schedule_fix_seed1.npy"), "%s", lab_err_msg());
+    lab_golden_manifest_free(&m);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* The NCCL job (CUDA backend): with fewer than 2 GPUs every variant SKIPs and says why; on a host with 2 or
+ * more GPUs the fix passes and the bug is detected, as on the CPU. */
+Test(dsh_job, nccl_backend_skips_or_runs, .timeout = 120)
+{
+    const char *names[] = {"fix", "bug-step-counter", "old-counters-g1"};
+    for (int i = 0; i < 3; ++i) {
+        const lab_variant *v = lab_incident_variant(&dsh_incident, names[i]);
+        cr_assert_not_null(v);
+        if (!v->run_cuda) {
+            cr_log_info("%s: built without CUDA, no NCCL job", names[i]);
+            continue;
+        }
+        lab_case c = {&dsh_incident, v, 1, LAB_BACKEND_CUDA, "."};
+        lab_case_result r;
+        memset(&r, 0, sizeof r);
+        cr_assert_eq(v->run_cuda(&c, &r), LAB_OK, "%s", lab_err_msg());
+        if (r.skipped) {
+            cr_assert(strstr(r.detail, "GPU") || strstr(r.detail, "mpirun") || strstr(r.detail, "distill_nccl"),
+                      "a skip says why: %s", r.detail);
+            continue;
+        }
+        cr_assert(r.verdict_set);
+        cr_assert_eq(r.passed, v->role == LAB_ROLE_FIX, "%s: %s", names[i], r.detail);
+    }
+}

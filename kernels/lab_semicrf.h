@@ -179,6 +179,55 @@ void lab_semicrf_gold_free(lab_semicrf_gold *g);
 lab_status lab_semicrf_sgd_step(lab_semicrf_problem *p, const lab_semicrf_gold *g, const lab_semicrf_config *cfg,
                                 float lr, double *nll);
 
+/* ---- comparisons and goldens shared by the CRF incidents ------------------------------------------ */
+
+/* The shape of a case from its seed: B = 2, T = {100, 200, 500}[seed % 3], K = 30, C = 39, with proj. */
+int lab_semicrf_T_of_seed(uint64_t seed);
+/* Allocates and fills the problem of a case (lab_semicrf_problem_init + fill). Errors of init. */
+lab_status lab_semicrf_case_problem(lab_semicrf_problem *p, uint64_t seed);
+
+/* Tolerance of the float32 kernel's gradients against the float64 reference, normalised by the tensor's
+ * largest value: LAB_SEMICRF_TOL_ULPS * 2^-24 * max_b |log Z_b|. Every log-marginal is a difference of
+ * float32 quantities (alpha, beta, log Z) of magnitude up to |log Z|, each ending in a rounding there,
+ * so a marginal carries a relative error of a few units of 2^-24 |log Z|; the sums of marginals keep
+ * that relative error. The README gives the measured ratio (at most ~1.3 of those units). */
+#define LAB_SEMICRF_TOL_ULPS 16.0
+double lab_semicrf_tolerance(const lab_semicrf_ref *r, int B);
+
+/* Errors of a kernel's gradients against the reference: per tensor max|g - ref| / max|ref| (NaN when
+ * anything is non-finite), the maximum of those, and the count of non-finite gradient values. */
+typedef struct {
+    double trans, dur, cum, ps, pe, max;
+    double logz;          /* max_b |logZ_f32 - logZ_ref| / |logZ_ref| */
+    size_t nonfinite;
+    size_t n;             /* gradient values compared */
+} lab_semicrf_err;
+void lab_semicrf_compare(const lab_semicrf_problem *p, const lab_semicrf_out *o, const lab_semicrf_ref *r,
+                         lab_semicrf_err *e);
+
+/* Run-to-run difference of two runs of one problem: max |a - b| per tensor over the float32 outputs
+ * (NaN if either has a NaN where the other differs), their max, the count of values whose bits differ,
+ * and, when both carry float64 accumulators, the max |a - b| of those (else NaN). */
+typedef struct {
+    double trans, dur, cum, ps, pe, max;
+    double acc_max;
+    size_t n_diff;
+    size_t n;
+} lab_semicrf_r2r;
+void lab_semicrf_run_to_run(const lab_semicrf_problem *p, const lab_semicrf_out *a, const lab_semicrf_out *b,
+                            lab_semicrf_r2r *d);
+
+/* Goldens: ref_trans_seed<S>.npy [C][C], ref_dur_seed<S>.npy [K][C] and ref_logz_seed<S>.npy [B] of the
+ * float64 reference of case seed S, for each of n seeds, into dir with a MANIFEST naming `incident`.
+ * LAB_ERR_* of the writes, NOMEM. */
+lab_status lab_semicrf_golden_bless(const char *dir, const char *incident, const uint64_t *seeds, int n);
+/* Compares o against the goldens of seed in dir (sha256, dtype, shape verified by lab_golden_load): sets
+ * *err to the max over trans and dur of max|g - golden| / max|golden| and logZ's relative error.
+ * LAB_ERR_NOTFOUND when the manifest has no entry for the seed (message says to bless), else the golden
+ * errors (IO, MISMATCH, FORMAT). */
+lab_status lab_semicrf_golden_compare(const char *dir, uint64_t seed, const lab_semicrf_problem *p,
+                                      const lab_semicrf_out *o, double *err);
+
 #ifdef LAB_HAVE_CUDA
 /* The CUDA kernels (lab_semicrf.cu): the same algorithm on the GPU with real atomicAdd: forward and
  * backward passes, then the marginal kernel on a (s, b) grid of C_PAD x 4 threads, layout and accumulation

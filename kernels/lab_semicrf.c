@@ -282,8 +282,8 @@ float lab_semicrf_marginal_f32(float a, float edge, float b, float logZ, unsigne
 /* Guard-zoned arena: every kernel buffer the lanes index, with seeded neighbours                   */
 
 /* Guard zone on each side of an allocation: more than the farthest stray access of any layout
- * (the unpadded transition tile reaches (C_PAD-1)*C + C_PAD-1 < C_PAD*C_PAD elements of 8 bytes). */
-#define SC_GUARD_BYTES (SC_PAD * SC_PAD * 8)
+ * (the unpadded transition tile reaches at most 1056 elements, of up to 8 bytes, past its end). */
+#define SC_GUARD_BYTES (2048 * 8)
 #define SC_MAX_ALLOC 16
 
 typedef struct {

@@ -339,6 +339,11 @@ static void sc_guard_fill(unsigned char *dst, size_t nwords, uint64_t seed, lab_
     }
 }
 
+void lab_semicrf_guard_fill(void *dst, size_t nwords, uint64_t seed, uint64_t first)
+{
+    sc_guard_fill(dst, nwords, seed, lab_semicrf_guard_kind_of(seed), first);
+}
+
 /* Lays out allocations: [guard][data, rounded up to 16 bytes][guard] each. */
 static lab_status sc_arena_init(sc_arena *ar, const size_t *n, const size_t *esz, const char *const *names, int na,
                                 uint64_t seed, lab_semicrf_out *o)

@@ -115,6 +115,10 @@ typedef enum {
 lab_semicrf_guard_kind lab_semicrf_guard_kind_of(uint64_t seed);
 const char *lab_semicrf_guard_kind_name(lab_semicrf_guard_kind k);
 
+/* Fills nwords 32-bit words of neighbouring memory with the seed's guard kind; `first` numbers the words
+ * in the seed's guard stream (different zones take different ranges). Never fails. */
+void lab_semicrf_guard_fill(void *dst, size_t nwords, uint64_t seed, uint64_t first);
+
 typedef struct {
     lab_semicrf_layout layout;
     lab_semicrf_accum accum;

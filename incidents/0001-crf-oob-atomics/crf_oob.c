@@ -1,0 +1,221 @@
+/* crf_oob: incident 0001, the semi-Markov CRF backward whose C_PAD padding lanes reached past C-sized gradient buffers: variants, criterion, goldens. */
+#include "crf_oob.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifdef LAB_HAVE_CUDA
+#include "lab_cuda.h"
+#endif
+
+void crf_oob_golden_dir(const char *root, char *out, size_t len)
+{
+    snprintf(out, len, "%s/incidents/" CRF_OOB_ID "/golden", root && *root ? root : ".");
+}
+
+lab_status crf_oob_golden_bless(const char *dir)
+{
+    const uint64_t seeds[2] = {CRF_OOB_GOLDEN_SEED_A, CRF_OOB_GOLDEN_SEED_B};
+    return lab_semicrf_golden_bless(dir, CRF_OOB_ID, seeds, 2);
+}
+
+static int co_is_golden(uint64_t seed) { return seed == CRF_OOB_GOLDEN_SEED_A || seed == CRF_OOB_GOLDEN_SEED_B; }
+
+/* The criterion over a run's output (CPU or CUDA): counters, finiteness, reference, golden. */
+static lab_status co_judge(uint64_t seed, const lab_semicrf_problem *p, const lab_semicrf_out *o,
+                           const lab_semicrf_ref *ref, const char *golden_dir, lab_case_result *r, crf_oob_verdict *vout)
+{
+    crf_oob_verdict v;
+    memset(&v, 0, sizeof v);
+    v.T = p->T;
+    v.guard_kind = lab_semicrf_guard_kind_of(seed);
+    lab_semicrf_compare(p, o, ref, &v.err);
+    v.tol = lab_semicrf_tolerance(ref, p->B);
+    v.oob_reads = o->oob_reads;
+    v.oob_writes = o->oob_writes;
+    v.cross_row_writes = o->cross_row_writes;
+    v.same_addr_lanes = o->same_addr_lanes;
+    v.n_atomics = o->n_atomics;
+    v.guard_nonfinite_reads = o->guard_nonfinite_read;
+    v.golden_err = NAN;
+    if (golden_dir && co_is_golden(seed)) {
+        lab_status st = lab_semicrf_golden_compare(golden_dir, seed, p, o, &v.golden_err);
+        if (st != LAB_OK) return st;
+        v.golden_checked = 1;
+    }
+    int in_bounds = v.oob_reads == 0 && v.oob_writes == 0;
+    int finite = v.err.nonfinite == 0;
+    int within = v.err.max <= v.tol && v.err.logz <= v.tol;
+    int golden_ok = !v.golden_checked || v.golden_err <= v.tol;
+    v.passed = in_bounds && finite && within && golden_ok;
+    if (r) {
+        lab_result_metric(r, "oob_writes", (double)v.oob_writes);
+        lab_result_metric(r, "oob_reads", (double)v.oob_reads);
+        lab_result_metric(r, "cross_row_writes", (double)v.cross_row_writes);
+        lab_result_metric(r, "nonfinite_grads", (double)v.err.nonfinite);
+        lab_result_metric(r, "nonfinite_frac", (double)v.err.nonfinite / (double)v.err.n);
+        lab_result_metric(r, "guard_kind", (double)v.guard_kind);
+        lab_result_metric(r, "guard_nonfinite_reads", (double)v.guard_nonfinite_reads);
+        lab_result_metric(r, "same_addr_lanes", (double)v.same_addr_lanes);
+        lab_result_metric(r, "max_rel_err", v.err.max);
+        lab_result_metric(r, "tol", v.tol);
+        lab_result_metric(r, "T", (double)v.T);
+        if (v.golden_checked) lab_result_metric(r, "golden_rel_err", v.golden_err);
+        if (!in_bounds)
+            lab_result_verdict(r, 0, "%zu atomics and %zu loads outside their allocation (%zu more past their row); "
+                               "%zu non-finite gradients; neighbours: %s", v.oob_writes, v.oob_reads, v.cross_row_writes,
+                               v.err.nonfinite, lab_semicrf_guard_kind_name(v.guard_kind));
+        else if (!finite)
+            lab_result_verdict(r, 0, "%zu of %zu gradients non-finite", v.err.nonfinite, v.err.n);
+        else if (!within)
+            lab_result_verdict(r, 0, "normalised error %.3g (log Z %.3g) over tolerance %.3g", v.err.max, v.err.logz, v.tol);
+        else if (!golden_ok)
+            lab_result_verdict(r, 0, "off the golden of seed %llu: %.3g (tol %.3g)", (unsigned long long)seed, v.golden_err, v.tol);
+        else
+            lab_result_verdict(r, 1, "in bounds, finite; normalised error %.3g <= %.3g (T=%d)%s%s", v.err.max, v.tol, v.T,
+                               v.same_addr_lanes ? "; lanes sharing addresses did not change the sums" : "",
+                               v.golden_checked ? "; golden agrees" : "");
+    }
+    if (vout) *vout = v;
+    return LAB_OK;
+}
+
+lab_status crf_oob_run(uint64_t seed, lab_semicrf_layout layout, unsigned guards, const char *golden_dir,
+                       lab_case_result *r, crf_oob_verdict *v)
+{
+    lab_semicrf_problem p;
+    lab_semicrf_ref ref;
+    lab_semicrf_out o;
+    lab_status st = lab_semicrf_case_problem(&p, seed);
+    if (st != LAB_OK) return st;
+    if ((st = lab_semicrf_reference(&p, &ref)) != LAB_OK) {
+        lab_semicrf_problem_free(&p);
+        return st;
+    }
+    lab_semicrf_config cfg = {layout, LAB_SEMICRF_ACC_F32_ATOMIC, guards, seed, seed};
+    if ((st = lab_semicrf_emulate(&p, &cfg, &o)) == LAB_OK) {
+        st = co_judge(seed, &p, &o, &ref, golden_dir, r, v);
+        lab_semicrf_out_free(&o);
+    }
+    lab_semicrf_ref_free(&ref);
+    lab_semicrf_problem_free(&p);
+    return st;
+}
+
+/* The frozen bug variants predate the guards added during the hunt; the fix ships with them. */
+#define CO_GUARDS_FROZEN 0u
+#define CO_GUARDS_FIX LAB_SEMICRF_GUARDS_ALL
+
+static lab_status co_run_cpu(const lab_case *c, lab_case_result *r, lab_semicrf_layout layout, unsigned guards)
+{
+    char dir[4096];
+    crf_oob_golden_dir(c->root, dir, sizeof dir);
+    return crf_oob_run(c->seed, layout, guards, dir, r, NULL);
+}
+
+lab_status crf_oob_run_cpu_fix(const lab_case *c, lab_case_result *r)
+{
+    return co_run_cpu(c, r, LAB_SEMICRF_LAYOUT_PADDED, CO_GUARDS_FIX);
+}
+lab_status crf_oob_run_cpu_bug_unpadded(const lab_case *c, lab_case_result *r)
+{
+    return co_run_cpu(c, r, LAB_SEMICRF_LAYOUT_UNPADDED, CO_GUARDS_FROZEN);
+}
+lab_status crf_oob_run_cpu_clamp(const lab_case *c, lab_case_result *r)
+{
+    return co_run_cpu(c, r, LAB_SEMICRF_LAYOUT_CLAMPED, CO_GUARDS_FROZEN);
+}
+
+#ifdef LAB_HAVE_CUDA
+static lab_status co_run_cuda(const lab_case *c, lab_case_result *r, lab_semicrf_layout layout, unsigned guards)
+{
+    char why[240];
+    lab_status st = lab_cuda_ready(why, sizeof why);
+    if (st == LAB_ERR_UNSUPPORTED) {
+        lab_result_skip(r, "%s", why);
+        return LAB_OK;
+    }
+    if (st != LAB_OK) return st;
+    lab_semicrf_problem p;
+    lab_semicrf_ref ref;
+    lab_semicrf_out o;
+    if ((st = lab_semicrf_case_problem(&p, c->seed)) != LAB_OK) return st;
+    if ((st = lab_semicrf_reference(&p, &ref)) != LAB_OK) {
+        lab_semicrf_problem_free(&p);
+        return st;
+    }
+    lab_semicrf_config cfg = {layout, LAB_SEMICRF_ACC_F32_ATOMIC, guards, c->seed, c->seed};
+    char dir[4096];
+    crf_oob_golden_dir(c->root, dir, sizeof dir);
+    if ((st = lab_semicrf_cuda_run(&p, &cfg, 1, &o, NULL)) == LAB_OK) {
+        st = co_judge(c->seed, &p, &o, &ref, dir, r, NULL);
+        lab_semicrf_out_free(&o);
+    }
+    lab_semicrf_ref_free(&ref);
+    lab_semicrf_problem_free(&p);
+    return st;
+}
+static lab_status co_cuda_fix(const lab_case *c, lab_case_result *r)
+{
+    return co_run_cuda(c, r, LAB_SEMICRF_LAYOUT_PADDED, CO_GUARDS_FIX);
+}
+static lab_status co_cuda_bug(const lab_case *c, lab_case_result *r)
+{
+    return co_run_cuda(c, r, LAB_SEMICRF_LAYOUT_UNPADDED, CO_GUARDS_FROZEN);
+}
+static lab_status co_cuda_clamp(const lab_case *c, lab_case_result *r)
+{
+    return co_run_cuda(c, r, LAB_SEMICRF_LAYOUT_CLAMPED, CO_GUARDS_FROZEN);
+}
+#define CO_CUDA_FIX co_cuda_fix
+#define CO_CUDA_BUG co_cuda_bug
+#define CO_CUDA_CLAMP co_cuda_clamp
+#else
+#define CO_CUDA_FIX NULL
+#define CO_CUDA_BUG NULL
+#define CO_CUDA_CLAMP NULL
+#endif
+
+static const lab_variant crf_oob_variants[] = {
+    {"fix", LAB_ROLE_FIX,
+     "gradient buffers padded to C_PAD, unclamped writes into the padding, clamped reads of unpadded inputs, masking "
+     "by selection, slice back to C (guards on)",
+     crf_oob_run_cpu_fix, CO_CUDA_FIX, 0.0, NULL},
+    {"bug-unpadded", LAB_ROLE_BUG,
+     "gradient buffers sized C while C_PAD lanes index them raw: padding lanes read neighbours, mask by multiplying "
+     "(inf*0 = NaN) and atomically add past rows and past the allocation",
+     crf_oob_run_cpu_bug_unpadded, CO_CUDA_BUG, 0.0, "memcheck"},
+    /* The write-up's first fix. It was believed insufficient because 25 lanes then hit one address; the lab
+     * finds the contention harmless (the lanes add exact zeros) and the clamp sufficient against the OOB. */
+    {"clamp-first-fix", LAB_ROLE_FIX,
+     "the first fix: every index clamped to C-1, so the 25 padding lanes read class C-1 and atomically add "
+     "their masked zeros to one address",
+     crf_oob_run_cpu_clamp, CO_CUDA_CLAMP, 0.0, NULL},
+};
+
+const lab_incident crf_oob_incident = {
+    .id = CRF_OOB_ID,
+    .title = "semi-Markov CRF backward: padding lanes' atomics out of bounds",
+    .summary =
+        "The backward kernel of a semi-Markov CRF ran C = 39 classes on C_PAD = 64 lanes, but its gradient buffers "
+        "had C columns. The 25 padding lanes still loaded inputs at their raw index (reading the next row or the "
+        "memory past the tensor), masked their result by multiplying by 0 (inf * 0 = NaN) and issued their "
+        "atomic adds at raw indices: past each row, and past the end of the transition, duration and gradient "
+        "buffers. Whether that produced a NaN depended on what the neighbouring memory held. The fix pads the "
+        "gradient buffers to C_PAD, writes padding lanes into that padding, clamps reads of unpadded inputs, "
+        "masks by selection and slices back to C. The CPU emulation puts every buffer between guard zones with "
+        "seeded contents and counts every access outside an allocation.",
+    .variants = crf_oob_variants,
+    .n_variants = (int)(sizeof crf_oob_variants / sizeof crf_oob_variants[0]),
+    .plot_metric = "nonfinite_frac",
+    .plot_log = 0,
+    .timeout_s = 60,
+    .golden_bless = crf_oob_golden_bless,
+    .drift_metric = "max_rel_err",
+    .figures = NULL,
+    .default_seeds = 24,
+    .bench = NULL,
+};
+
+LAB_INCIDENT_REGISTER(crf_oob_incident);

@@ -1,0 +1,588 @@
+/* lab_semicrf (CUDA): the semi-Markov CRF kernels on the GPU: forward, backward, the marginal kernel with real atomicAdd (float32, float64) or per-block workspaces and fixed-order reductions, and the benchmark. */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "lab_cuda.h"
+#include "lab_semicrf.h"
+
+#define SG_PAD LAB_SEMICRF_C_PAD
+#define SG_THREADS 256                   /* marginal kernel: 4 groups of C_PAD lanes */
+#define SG_KGROUPS (SG_THREADS / SG_PAD)
+#define SG_GUARD_WORDS 2048              /* guard zone each side of a guarded allocation (>= 1056 strays) */
+
+/* ---- device helpers (the same arithmetic as lab_semicrf.c) ---------------------------------------- */
+
+__device__ float sg_lse(const float *x, int n, unsigned guards)
+{
+    float m = x[0];
+    for (int i = 1; i < n; ++i) m = x[i] > m ? x[i] : m;
+    int all_neginf = m < LAB_SEMICRF_NEG_INF + 1.0f;
+    float msafe = (guards & LAB_SEMICRF_GUARD_NEGINF) && all_neginf ? 0.0f : m;
+    float s = 0.0f;
+    for (int i = 0; i < n; ++i) s = __fadd_rn(s, expf(__fsub_rn(x[i], msafe)));
+    if (guards & LAB_SEMICRF_GUARD_EPS) s = __fadd_rn(s, 1e-10f);
+    float r = __fadd_rn(msafe, logf(s));
+    if ((guards & LAB_SEMICRF_GUARD_NEGINF) && all_neginf) r = LAB_SEMICRF_NEG_INF;
+    return r;
+}
+
+__device__ float sg_clamp(float x, float lo, float hi)
+{
+    if (x != x) return x;
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+__device__ float sg_marginal(float a, float edge, float b, float logZ, unsigned guards)
+{
+    if (guards & LAB_SEMICRF_GUARD_CLAMP_IN) {
+        a = sg_clamp(a, -1e6f, 1e6f);
+        edge = sg_clamp(edge, -1e6f, 1e6f);
+        b = sg_clamp(b, -1e6f, 1e6f);
+    }
+    float lm = __fsub_rn(__fadd_rn(__fadd_rn(a, edge), b), logZ);
+    if (guards & LAB_SEMICRF_GUARD_CLAMP_LOG) lm = sg_clamp(lm, -80.0f, 80.0f);
+    return expf(lm);
+}
+
+/* Inputs as the kernels see them: pointers to element 0 (guard zones, where present, lie around them). */
+struct sg_inputs {
+    const float *cum, *trans, *dur, *ps, *pe;
+    const int *len;
+    int B, T, K, C, use_proj;
+};
+
+__device__ float sg_seg(const sg_inputs &in, int b, int s, int k, long rd)
+{
+    long C = in.C, T = in.T;
+    float v = __fsub_rn(in.cum[((long)b * (T + 1) + s + k) * C + rd], in.cum[((long)b * (T + 1) + s) * C + rd]);
+    v = __fadd_rn(v, in.dur[(long)(k - 1) * C + rd]);
+    if (in.use_proj) {
+        v = __fadd_rn(v, in.ps[((long)b * T + s) * C + rd]);
+        v = __fadd_rn(v, in.pe[((long)b * T + s + k - 1) * C + rd]);
+    }
+    return v;
+}
+
+/* Forward and backward passes, one block of C_PAD threads per batch element; lane c owns class c. Arrays
+ * alpha, ain, beta, bout are [B][T+1][C_PAD], pre-filled with NEG_INF. */
+__global__ void sg_fwd_bwd(sg_inputs in, unsigned guards, float *alpha, float *ain, float *beta, float *bout, float *logZ)
+{
+    int b = blockIdx.x, c = threadIdx.x, C = in.C, K = in.K, L = in.len[b];
+    size_t base = (size_t)b * (size_t)(in.T + 1) * SG_PAD;
+    float *al = alpha + base, *ai = ain + base, *be = beta + base, *bo = bout + base;
+    __shared__ float zs;
+    float tmp[SG_PAD > LAB_SEMICRF_K_MAX ? SG_PAD : LAB_SEMICRF_K_MAX];
+    if (c < C) al[c] = 0.0f, ai[c] = 0.0f;
+    __syncthreads();
+    for (int t = 1; t <= L; ++t) {
+        int nk = t < K ? t : K;
+        if (c < C) {
+            for (int k = 1; k <= nk; ++k) tmp[k - 1] = __fadd_rn(sg_seg(in, b, t - k, k, c), ai[(size_t)(t - k) * SG_PAD + c]);
+            al[(size_t)t * SG_PAD + c] = sg_lse(tmp, nk, guards);
+        }
+        __syncthreads();
+        if (c < C) {
+            for (int i = 0; i < C; ++i) tmp[i] = __fadd_rn(al[(size_t)t * SG_PAD + i], in.trans[(long)i * C + c]);
+            ai[(size_t)t * SG_PAD + c] = sg_lse(tmp, C, guards);
+        }
+        __syncthreads();
+    }
+    if (c == 0) {
+        zs = sg_lse(al + (size_t)L * SG_PAD, C, guards);
+        logZ[b] = zs;
+    }
+    if (c < C) be[(size_t)L * SG_PAD + c] = 0.0f;
+    __syncthreads();
+    for (int t = L - 1; t >= 0; --t) {
+        int nk = L - t < K ? L - t : K;
+        if (c < C) {
+            for (int k = 1; k <= nk; ++k) tmp[k - 1] = __fadd_rn(sg_seg(in, b, t, k, c), be[(size_t)(t + k) * SG_PAD + c]);
+            bo[(size_t)t * SG_PAD + c] = sg_lse(tmp, nk, guards);
+        }
+        __syncthreads();
+        if (c < C) {
+            for (int j = 0; j < C; ++j) tmp[j] = __fadd_rn(in.trans[(long)c * C + j], bo[(size_t)t * SG_PAD + j]);
+            be[(size_t)t * SG_PAD + c] = sg_lse(tmp, C, guards);
+        }
+        __syncthreads();
+    }
+}
+
+/* Gradient destinations: float or double buffers of row width W, or the deterministic workspaces. */
+struct sg_grads {
+    void *cum, *trans, *dur, *ps, *pe;   /* element 0 of each (guard zones around, where guarded) */
+    int f64;
+    float *ws_e;                         /* [B][T][K][C_PAD] deterministic only */
+    float *ws_g;                         /* [B*T][C_PAD][C_PAD] deterministic only */
+    long W;
+};
+
+__device__ void sg_atomic(const sg_grads &g, void *buf, long i, float v)
+{
+    if (g.f64)
+        atomicAdd((double *)buf + i, (double)v);
+    else
+        atomicAdd((float *)buf + i, v);
+}
+
+/* The marginal kernel: block (s, b), SG_THREADS threads = SG_KGROUPS groups of C_PAD lanes. Layout 0
+ * unpadded, 1 clamped, 2 padded (lab_semicrf_layout); det: write workspaces instead of atomics. */
+__global__ void sg_marginals(sg_inputs in, unsigned guards, int layout, int det, const float *alpha, const float *ain,
+                             const float *beta, const float *bout, const float *logZ, sg_grads g)
+{
+    int s = blockIdx.x, b = blockIdx.y, L = in.len[b];
+    if (s >= L) return;
+    int C = in.C, K = in.K, T = in.T;
+    int padded = layout == LAB_SEMICRF_LAYOUT_PADDED, clamped = layout == LAB_SEMICRF_LAYOUT_CLAMPED;
+    long W = g.W;
+    size_t base = (size_t)b * (size_t)(T + 1) * SG_PAD;
+    const float *al = alpha + base, *ai = ain + base, *be = beta + base, *bo = bout + base;
+    float z = logZ[b];
+    int lane = threadIdx.x % SG_PAD, kg = threadIdx.x / SG_PAD;
+    int nk = L - s < K ? L - s : K;
+    __shared__ float part[SG_KGROUPS][SG_PAD];
+    int real = lane < C;
+    long rd = padded || clamped ? (real ? lane : C - 1) : lane;
+    long li = clamped ? rd : lane, wi = clamped ? rd : lane;
+    float mysum = 0.0f;
+    for (int k = 1 + kg; k <= nk; k += SG_KGROUPS) {
+        float seg = sg_seg(in, b, s, k, rd);
+        float e = sg_marginal(ai[(size_t)s * SG_PAD + li], seg, be[(size_t)(s + k) * SG_PAD + li], z, guards);
+        float v = padded ? (real ? e : 0.0f) : e * (float)real;
+        mysum = __fadd_rn(mysum, v);
+        if (det) {
+            g.ws_e[(((size_t)b * T + s) * K + (k - 1)) * SG_PAD + lane] = v;
+            continue;
+        }
+        sg_atomic(g, g.cum, ((long)b * (T + 1) + s + k) * W + wi, v);
+        sg_atomic(g, g.dur, (long)(k - 1) * W + wi, v);
+        if (in.use_proj) sg_atomic(g, g.pe, ((long)b * T + s + k - 1) * W + wi, v);
+    }
+    part[kg][lane] = mysum;
+    __syncthreads();
+    if (kg == 0 && !det) {
+        float S = part[0][lane];
+        for (int q = 1; q < SG_KGROUPS; ++q) S = __fadd_rn(S, part[q][lane]);
+        sg_atomic(g, g.cum, ((long)b * (T + 1) + s) * W + wi, -S);
+        if (in.use_proj) sg_atomic(g, g.ps, ((long)b * T + s) * W + wi, S);
+    }
+    if (s == 0) return;
+    for (int e = threadIdx.x; e < SG_PAD * SG_PAD; e += SG_THREADS) {
+        int c = e / SG_PAD, c2 = e % SG_PAD;
+        int rc = c < C, r2 = c2 < C, both = rc && r2;
+        long ri = padded || clamped ? (rc ? c : C - 1) : c, rj = padded || clamped ? (r2 ? c2 : C - 1) : c2;
+        long lci = clamped ? ri : c, lcj = clamped ? rj : c2;
+        float m = sg_marginal(al[(size_t)s * SG_PAD + lci], in.trans[ri * C + rj], bo[(size_t)s * SG_PAD + lcj], z, guards);
+        float v = padded ? (both ? m : 0.0f) : m * (float)both;
+        if (det) {
+            g.ws_g[((size_t)b * T + s) * SG_PAD * SG_PAD + e] = v;
+            continue;
+        }
+        long wix = clamped ? ri * W + rj : (long)c * W + c2;
+        sg_atomic(g, g.trans, wix, v);
+    }
+}
+
+/* One level of the fixed pairwise tree over n rows of w floats: row i += row i + h for i % 2h == 0. */
+__global__ void sg_tree_level(float *rows, size_t n, size_t w, size_t h)
+{
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t pairs = (n + 2 * h - 1) / (2 * h);
+    if (idx >= pairs * w) return;
+    size_t i = (idx / w) * 2 * h, j = idx % w;
+    if (i + h < n) rows[i * w + j] = __fadd_rn(rows[i * w + j], rows[(i + h) * w + j]);
+}
+
+/* Deterministic per-position sums from the end-marginal workspace, in k order (as lab_semicrf.c). */
+__global__ void sg_det_positions(const float *ws_e, int B, int T, int K, int use_proj, float *gcum, float *gps, float *gpe)
+{
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t total = (size_t)B * (size_t)(T + 1) * SG_PAD;
+    if (idx >= total) return;
+    int c = (int)(idx % SG_PAD), t = (int)((idx / SG_PAD) % (size_t)(T + 1)), b = (int)(idx / SG_PAD / (size_t)(T + 1));
+    float end = 0.0f, start = 0.0f, pe = 0.0f;
+    for (int k = 1; k <= K && k <= t; ++k) end = __fadd_rn(end, ws_e[(((size_t)b * T + (t - k)) * K + (k - 1)) * SG_PAD + c]);
+    if (t < T) {
+        for (int k = 1; k <= K; ++k) start = __fadd_rn(start, ws_e[(((size_t)b * T + t) * K + (k - 1)) * SG_PAD + c]);
+        for (int k = 1; k <= K && k <= t + 1; ++k) pe = __fadd_rn(pe, ws_e[(((size_t)b * T + (t + 1 - k)) * K + (k - 1)) * SG_PAD + c]);
+    }
+    gcum[idx] = __fsub_rn(end, start);
+    if (t < T && use_proj) {
+        gps[((size_t)b * T + t) * SG_PAD + c] = start;
+        gpe[((size_t)b * T + t) * SG_PAD + c] = pe;
+    }
+}
+
+/* ---- host side ------------------------------------------------------------------------------------- */
+
+/* A device allocation with optional guard zones; `p` points at element 0. */
+struct sg_buf {
+    unsigned char *base = nullptr;
+    void *p = nullptr;
+    size_t bytes = 0, guard_bytes = 0;
+};
+
+static lab_status sg_alloc(sg_buf *b, size_t bytes, size_t guard_bytes)
+{
+    b->bytes = bytes;
+    b->guard_bytes = guard_bytes;
+    LAB_CUDA_CHECK(cudaMalloc((void **)&b->base, bytes + 2 * guard_bytes + 16));
+    b->p = b->base + guard_bytes;
+    return LAB_OK;
+}
+
+static void sg_free(sg_buf *b)
+{
+    if (b->base) cudaFree(b->base);
+    b->base = nullptr;
+    b->p = nullptr;
+}
+
+/* Uploads an input of n floats; guarded: the zones hold the seed's neighbour contents. */
+static lab_status sg_upload_input(sg_buf *b, const float *x, size_t n, int guarded, uint64_t seed, uint64_t zone)
+{
+    size_t gb = guarded ? SG_GUARD_WORDS * 4 : 0;
+    lab_status st = sg_alloc(b, n * 4, gb);
+    if (st != LAB_OK) return st;
+    if (guarded) {
+        std::vector<float> g(SG_GUARD_WORDS);
+        lab_semicrf_guard_fill(g.data(), SG_GUARD_WORDS, seed, 0x40000000ull * zone);
+        LAB_CUDA_CHECK(cudaMemcpy(b->base, g.data(), gb, cudaMemcpyHostToDevice));
+        lab_semicrf_guard_fill(g.data(), SG_GUARD_WORDS, seed, 0x40000000ull * zone + 0x20000000ull);
+        LAB_CUDA_CHECK(cudaMemcpy((unsigned char *)b->p + n * 4, g.data(), gb, cudaMemcpyHostToDevice));
+    }
+    LAB_CUDA_CHECK(cudaMemcpy(b->p, x, n * 4, cudaMemcpyHostToDevice));
+    return LAB_OK;
+}
+
+/* Gradient buffer of n elements of esz bytes, zeroed; guarded: the zones hold -0.0f canaries (any stray
+ * atomic add of +0 or NaN changes their bits). */
+static lab_status sg_alloc_grad(sg_buf *b, size_t n, size_t esz, int guarded)
+{
+    size_t gb = guarded ? SG_GUARD_WORDS * 8 : 0;
+    lab_status st = sg_alloc(b, n * esz, gb);
+    if (st != LAB_OK) return st;
+    LAB_CUDA_CHECK(cudaMemset(b->p, 0, n * esz));
+    if (guarded) {
+        std::vector<float> g(gb / 4, -0.0f);
+        LAB_CUDA_CHECK(cudaMemcpy(b->base, g.data(), gb, cudaMemcpyHostToDevice));
+        LAB_CUDA_CHECK(cudaMemcpy((unsigned char *)b->p + n * esz, g.data(), gb, cudaMemcpyHostToDevice));
+    }
+    return LAB_OK;
+}
+
+/* Counts canary words whose bits changed in both guard zones of b. */
+static lab_status sg_count_canaries(const sg_buf *b, size_t *changed)
+{
+    if (!b->guard_bytes) return LAB_OK;
+    std::vector<uint32_t> g(b->guard_bytes / 4);
+    const uint32_t negzero = 0x80000000u;
+    LAB_CUDA_CHECK(cudaMemcpy(g.data(), b->base, b->guard_bytes, cudaMemcpyDeviceToHost));
+    for (uint32_t w : g) *changed += w != negzero;
+    LAB_CUDA_CHECK(cudaMemcpy(g.data(), (unsigned char *)b->p + b->bytes, b->guard_bytes, cudaMemcpyDeviceToHost));
+    for (uint32_t w : g) *changed += w != negzero;
+    return LAB_OK;
+}
+
+/* Everything one run needs on the device. */
+struct sg_state {
+    sg_buf cum, trans, dur, ps, pe, len;
+    sg_buf alpha, ain, beta, bout, logz;
+    sg_buf gcum, gtrans, gdur, gps, gpe, wse, wsg;
+    ~sg_state()
+    {
+        sg_buf *all[] = {&cum, &trans, &dur, &ps, &pe, &len, &alpha, &ain, &beta, &bout, &logz,
+                         &gcum, &gtrans, &gdur, &gps, &gpe, &wse, &wsg};
+        for (sg_buf *b : all) sg_free(b);
+    }
+};
+
+__global__ void sg_fill(float *x, size_t n, float v)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = v;
+}
+
+static unsigned sg_blocks(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
+
+/* The accumulation stage (zeroing, marginal kernel, deterministic reductions), timed by the caller. */
+static lab_status sg_accumulate(sg_state &S, const sg_inputs &in, const lab_semicrf_config *cfg, const sg_grads &g,
+                                size_t ncum, size_t npos, size_t esz, long W, int maxL)
+{
+    int det = cfg->accum == LAB_SEMICRF_ACC_DETERMINISTIC;
+    LAB_CUDA_CHECK(cudaMemsetAsync(S.gcum.p, 0, ncum * esz));
+    LAB_CUDA_CHECK(cudaMemsetAsync(S.gtrans.p, 0, (size_t)W * W * esz));
+    LAB_CUDA_CHECK(cudaMemsetAsync(S.gdur.p, 0, (size_t)in.K * W * esz));
+    LAB_CUDA_CHECK(cudaMemsetAsync(S.gps.p, 0, npos * esz));
+    LAB_CUDA_CHECK(cudaMemsetAsync(S.gpe.p, 0, npos * esz));
+    size_t nb = (size_t)in.B * (size_t)in.T;
+    if (det) {
+        LAB_CUDA_CHECK(cudaMemsetAsync(S.wse.p, 0, nb * (size_t)in.K * SG_PAD * 4));
+        LAB_CUDA_CHECK(cudaMemsetAsync(S.wsg.p, 0, nb * SG_PAD * SG_PAD * 4));
+    }
+    dim3 grid((unsigned)maxL, (unsigned)in.B);
+    sg_marginals<<<grid, SG_THREADS>>>(in, cfg->guards, (int)cfg->layout, det, (const float *)S.alpha.p,
+                                       (const float *)S.ain.p, (const float *)S.beta.p, (const float *)S.bout.p,
+                                       (const float *)S.logz.p, g);
+    LAB_CUDA_CHECK(cudaGetLastError());
+    if (det) {
+        /* per-position sums first (they read ws_e), then the duration-bias tree reduces ws_e in place */
+        size_t total = (size_t)in.B * (size_t)(in.T + 1) * SG_PAD;
+        sg_det_positions<<<sg_blocks(total, 256), 256>>>(g.ws_e, in.B, in.T, in.K, in.use_proj, (float *)S.gcum.p,
+                                                         (float *)S.gps.p, (float *)S.gpe.p);
+        LAB_CUDA_CHECK(cudaGetLastError());
+        size_t we = (size_t)in.K * SG_PAD, wg = (size_t)SG_PAD * SG_PAD;
+        for (size_t h = 1; h < nb; h <<= 1) {
+            size_t pairs = (nb + 2 * h - 1) / (2 * h);
+            sg_tree_level<<<sg_blocks(pairs * we, 256), 256>>>(g.ws_e, nb, we, h);
+            sg_tree_level<<<sg_blocks(pairs * wg, 256), 256>>>(g.ws_g, nb, wg, h);
+        }
+        LAB_CUDA_CHECK(cudaGetLastError());
+        LAB_CUDA_CHECK(cudaMemcpyAsync(S.gdur.p, g.ws_e, we * 4, cudaMemcpyDeviceToDevice));
+        LAB_CUDA_CHECK(cudaMemcpyAsync(S.gtrans.p, g.ws_g, wg * 4, cudaMemcpyDeviceToDevice));
+    }
+    return LAB_OK;
+}
+
+static lab_status sg_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps, lab_semicrf_out *o,
+                         double *ms_backward, double *ms_fwd_bwd)
+{
+    const int B = p->B, T = p->T, K = p->K, C = p->C;
+    if (cfg->accum == LAB_SEMICRF_ACC_DETERMINISTIC && cfg->layout != LAB_SEMICRF_LAYOUT_PADDED)
+        return lab_err_set(LAB_ERR_ARG, "semicrf cuda: config: the deterministic accumulation needs the padded layout");
+    if (reps < 1) return lab_err_set(LAB_ERR_ARG, "semicrf cuda: reps = %d: need >= 1", reps);
+    for (int b = 0; b < B; ++b)
+        if (p->len[b] < 1 || p->len[b] > T)
+            return lab_err_set(LAB_ERR_ARG, "semicrf cuda: len[%d] = %d: need 1..T = %d", b, p->len[b], T);
+    const char *exact_env = getenv("LAB_SEMICRF_CUDA_EXACT");
+    int exact = exact_env && *exact_env && strcmp(exact_env, "0") != 0;
+    int padded = cfg->layout == LAB_SEMICRF_LAYOUT_PADDED;
+    int guarded = !padded && !exact; /* stray layouts: seeded neighbours and canaries, unless exact for memcheck */
+    long W = padded ? SG_PAD : C;
+    size_t esz = cfg->accum == LAB_SEMICRF_ACC_F64_ATOMIC ? 8 : 4;
+    size_t ncum_in = (size_t)B * (T + 1) * C, npos_in = (size_t)B * T * C;
+    size_t ncum = (size_t)B * (T + 1) * W, npos = (size_t)B * T * W, nrowp = (size_t)B * (T + 1) * SG_PAD;
+    int maxL = 0;
+    for (int b = 0; b < B; ++b) maxL = std::max(maxL, p->len[b]);
+    sg_state S;
+    lab_status st;
+    std::vector<float> zeros(std::max<size_t>(npos_in, 1), 0.0f);
+    if ((st = sg_upload_input(&S.cum, p->cum, ncum_in, guarded, cfg->guard_seed, 1)) != LAB_OK) return st;
+    if ((st = sg_upload_input(&S.trans, p->trans, (size_t)C * C, guarded, cfg->guard_seed, 2)) != LAB_OK) return st;
+    if ((st = sg_upload_input(&S.dur, p->dur, (size_t)K * C, guarded, cfg->guard_seed, 3)) != LAB_OK) return st;
+    if ((st = sg_upload_input(&S.ps, p->use_proj ? p->proj_start : zeros.data(), npos_in, guarded, cfg->guard_seed, 4)) != LAB_OK)
+        return st;
+    if ((st = sg_upload_input(&S.pe, p->use_proj ? p->proj_end : zeros.data(), npos_in, guarded, cfg->guard_seed, 5)) != LAB_OK)
+        return st;
+    if ((st = sg_alloc(&S.len, (size_t)B * sizeof(int), 0)) != LAB_OK) return st;
+    LAB_CUDA_CHECK(cudaMemcpy(S.len.p, p->len, (size_t)B * sizeof(int), cudaMemcpyHostToDevice));
+    sg_buf *internal[] = {&S.alpha, &S.ain, &S.beta, &S.bout};
+    for (sg_buf *b : internal) {
+        if ((st = sg_alloc(b, nrowp * 4, 0)) != LAB_OK) return st;
+        sg_fill<<<sg_blocks(nrowp, 256), 256>>>((float *)b->p, nrowp, LAB_SEMICRF_NEG_INF);
+        LAB_CUDA_CHECK(cudaGetLastError());
+    }
+    if ((st = sg_alloc(&S.logz, (size_t)B * 4, 0)) != LAB_OK) return st;
+    if ((st = sg_alloc_grad(&S.gcum, ncum, esz, guarded)) != LAB_OK) return st;
+    if ((st = sg_alloc_grad(&S.gtrans, (size_t)W * W, esz, guarded)) != LAB_OK) return st;
+    if ((st = sg_alloc_grad(&S.gdur, (size_t)K * W, esz, guarded)) != LAB_OK) return st;
+    if ((st = sg_alloc_grad(&S.gps, npos, esz, guarded)) != LAB_OK) return st;
+    if ((st = sg_alloc_grad(&S.gpe, npos, esz, guarded)) != LAB_OK) return st;
+    int det = cfg->accum == LAB_SEMICRF_ACC_DETERMINISTIC;
+    if (det) {
+        if ((st = sg_alloc(&S.wse, (size_t)B * T * K * SG_PAD * 4, 0)) != LAB_OK) return st;
+        if ((st = sg_alloc(&S.wsg, (size_t)B * T * SG_PAD * SG_PAD * 4, 0)) != LAB_OK) return st;
+    }
+    sg_inputs in = {(const float *)S.cum.p, (const float *)S.trans.p, (const float *)S.dur.p, (const float *)S.ps.p,
+                    (const float *)S.pe.p, (const int *)S.len.p, B, T, K, C, p->use_proj};
+    sg_grads g = {S.gcum.p, S.gtrans.p, S.gdur.p, S.gps.p, S.gpe.p, esz == 8, (float *)S.wse.p, (float *)S.wsg.p, W};
+
+    cudaEvent_t e0, e1, e2;
+    LAB_CUDA_CHECK(cudaEventCreate(&e0));
+    LAB_CUDA_CHECK(cudaEventCreate(&e1));
+    LAB_CUDA_CHECK(cudaEventCreate(&e2));
+    std::vector<float> times, fb_times;
+    for (int r = 0; r < reps; ++r) {
+        LAB_CUDA_CHECK(cudaEventRecord(e0));
+        sg_fwd_bwd<<<B, SG_PAD>>>(in, cfg->guards, (float *)S.alpha.p, (float *)S.ain.p, (float *)S.beta.p,
+                                  (float *)S.bout.p, (float *)S.logz.p);
+        LAB_CUDA_CHECK(cudaGetLastError());
+        LAB_CUDA_CHECK(cudaEventRecord(e1));
+        if ((st = sg_accumulate(S, in, cfg, g, ncum, npos, esz, W, maxL)) != LAB_OK) return st;
+        LAB_CUDA_CHECK(cudaEventRecord(e2));
+        LAB_CUDA_CHECK(cudaEventSynchronize(e2));
+        float ms = 0.0f, ms_fb = 0.0f;
+        LAB_CUDA_CHECK(cudaEventElapsedTime(&ms_fb, e0, e1));
+        LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, e1, e2));
+        times.push_back(ms);
+        fb_times.push_back(ms_fb);
+    }
+    LAB_CUDA_CHECK(cudaDeviceSynchronize());
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaEventDestroy(e2);
+    std::sort(times.begin(), times.end());
+    std::sort(fb_times.begin(), fb_times.end());
+    if (ms_backward) *ms_backward = times[times.size() / 2];
+    if (ms_fwd_bwd) *ms_fwd_bwd = fb_times[fb_times.size() / 2];
+    if (!o) return LAB_OK;
+
+    /* Copy back and slice to C. */
+    memset(o, 0, sizeof *o);
+    size_t oob = 0;
+    sg_buf *grads[] = {&S.gcum, &S.gtrans, &S.gdur, &S.gps, &S.gpe};
+    for (sg_buf *b : grads)
+        if ((st = sg_count_canaries(b, &oob)) != LAB_OK) return st;
+    std::vector<unsigned char> hc(ncum * esz), ht((size_t)W * W * esz), hd((size_t)K * W * esz), hps(npos * esz), hpe(npos * esz);
+    std::vector<float> hz(B);
+    LAB_CUDA_CHECK(cudaMemcpy(hc.data(), S.gcum.p, hc.size(), cudaMemcpyDeviceToHost));
+    LAB_CUDA_CHECK(cudaMemcpy(ht.data(), S.gtrans.p, ht.size(), cudaMemcpyDeviceToHost));
+    LAB_CUDA_CHECK(cudaMemcpy(hd.data(), S.gdur.p, hd.size(), cudaMemcpyDeviceToHost));
+    LAB_CUDA_CHECK(cudaMemcpy(hps.data(), S.gps.p, hps.size(), cudaMemcpyDeviceToHost));
+    LAB_CUDA_CHECK(cudaMemcpy(hpe.data(), S.gpe.p, hpe.size(), cudaMemcpyDeviceToHost));
+    LAB_CUDA_CHECK(cudaMemcpy(hz.data(), S.logz.p, (size_t)B * 4, cudaMemcpyDeviceToHost));
+    o->logZ = (float *)malloc((size_t)B * sizeof(float));
+    o->g_cum = (float *)malloc(ncum_in * sizeof(float));
+    o->g_trans = (float *)malloc((size_t)C * C * sizeof(float));
+    o->g_dur = (float *)malloc((size_t)K * C * sizeof(float));
+    o->g_ps = (float *)malloc(npos_in * sizeof(float));
+    o->g_pe = (float *)malloc(npos_in * sizeof(float));
+    if (esz == 8) {
+        o->acc_cum = (double *)malloc(ncum_in * sizeof(double));
+        o->acc_trans = (double *)malloc((size_t)C * C * sizeof(double));
+        o->acc_dur = (double *)malloc((size_t)K * C * sizeof(double));
+    }
+    if (!o->logZ || !o->g_cum || !o->g_trans || !o->g_dur || !o->g_ps || !o->g_pe ||
+        (esz == 8 && (!o->acc_cum || !o->acc_trans || !o->acc_dur))) {
+        lab_semicrf_out_free(o);
+        return lab_err_set(LAB_ERR_NOMEM, "semicrf cuda: out of memory for the outputs");
+    }
+    auto get = [esz](const std::vector<unsigned char> &v, size_t i) -> double {
+        if (esz == 8) {
+            double d;
+            memcpy(&d, v.data() + 8 * i, 8);
+            return d;
+        }
+        float f;
+        memcpy(&f, v.data() + 4 * i, 4);
+        return (double)f;
+    };
+    memcpy(o->logZ, hz.data(), (size_t)B * sizeof(float));
+    for (size_t r = 0; r < (size_t)B * (T + 1); ++r)
+        for (int c = 0; c < C; ++c) {
+            double v = get(hc, r * W + c);
+            o->g_cum[r * C + c] = (float)v;
+            if (o->acc_cum) o->acc_cum[r * C + c] = v;
+        }
+    for (int i = 0; i < C; ++i)
+        for (int j = 0; j < C; ++j) {
+            double v = get(ht, (size_t)i * W + j);
+            o->g_trans[(size_t)i * C + j] = (float)v;
+            if (o->acc_trans) o->acc_trans[(size_t)i * C + j] = v;
+        }
+    for (int k = 0; k < K; ++k)
+        for (int c = 0; c < C; ++c) {
+            double v = get(hd, (size_t)k * W + c);
+            o->g_dur[(size_t)k * C + c] = (float)v;
+            if (o->acc_dur) o->acc_dur[(size_t)k * C + c] = v;
+        }
+    for (size_t r = 0; r < (size_t)B * T; ++r)
+        for (int c = 0; c < C; ++c) {
+            o->g_ps[r * C + c] = p->use_proj ? (float)get(hps, r * W + c) : 0.0f;
+            o->g_pe[r * C + c] = p->use_proj ? (float)get(hpe, r * W + c) : 0.0f;
+        }
+    o->oob_writes = oob; /* canary words changed: atomics that landed outside their buffer */
+    return LAB_OK;
+}
+
+extern "C" lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
+                                           lab_semicrf_out *o, double *ms_backward)
+{
+    if (o) memset(o, 0, sizeof *o);
+    return sg_run(p, cfg, reps, o, ms_backward, NULL);
+}
+
+/* Device-to-device copy bandwidth (GB/s, read + write counted) over `bytes`, median of 10. */
+static lab_status sg_d2d_bandwidth(size_t bytes, double *gbs)
+{
+    void *a = nullptr, *b = nullptr;
+    LAB_CUDA_CHECK(cudaMalloc(&a, bytes));
+    cudaError_t e = cudaMalloc(&b, bytes);
+    if (e != cudaSuccess) {
+        cudaFree(a);
+        return lab_cuda_fail(__FILE__, __LINE__, "cudaMalloc", cudaGetErrorString(e));
+    }
+    cudaEvent_t e0, e1;
+    LAB_CUDA_CHECK(cudaEventCreate(&e0));
+    LAB_CUDA_CHECK(cudaEventCreate(&e1));
+    std::vector<float> t;
+    for (int i = 0; i < 12; ++i) {
+        LAB_CUDA_CHECK(cudaEventRecord(e0));
+        LAB_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
+        LAB_CUDA_CHECK(cudaEventRecord(e1));
+        LAB_CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms;
+        LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        if (i >= 2) t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    *gbs = 2.0 * (double)bytes / (t[t.size() / 2] * 1e-3) / 1e9;
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+    return LAB_OK;
+}
+
+extern "C" lab_status lab_semicrf_cuda_bench(void *fv, int B, int T, int K, int C)
+{
+    FILE *f = (FILE *)fv;
+    lab_semicrf_problem p;
+    lab_status st = lab_semicrf_problem_init(&p, B, T, K, C, 1);
+    if (st != LAB_OK) return st;
+    lab_semicrf_problem_fill(&p, 1);
+    lab_cuda_info info;
+    if ((st = lab_cuda_device_info(0, &info)) != LAB_OK) {
+        lab_semicrf_problem_free(&p);
+        return st;
+    }
+    static const lab_semicrf_accum acc[3] = {LAB_SEMICRF_ACC_F32_ATOMIC, LAB_SEMICRF_ACC_F64_ATOMIC,
+                                             LAB_SEMICRF_ACC_DETERMINISTIC};
+    static const char *const names[3] = {"f32-atomic (bug)", "f64-atomic (fix)", "deterministic (fix)"};
+    double ms[3], fb[3];
+    const int reps = 21;
+    for (int i = 0; i < 3 && st == LAB_OK; ++i) {
+        lab_semicrf_config cfg = {LAB_SEMICRF_LAYOUT_PADDED, acc[i], LAB_SEMICRF_GUARDS_ALL, 1, 0};
+        double warm;
+        st = sg_run(&p, &cfg, 2, NULL, &warm, NULL); /* warm-up: module load, allocations, clocks */
+        if (st == LAB_OK) st = sg_run(&p, &cfg, reps, NULL, &ms[i], &fb[i]);
+    }
+    double gbs = 0.0;
+    if (st == LAB_OK) st = sg_d2d_bandwidth((size_t)1 << 30, &gbs);
+    if (st == LAB_OK) {
+        int maxlen = 0;
+        long positions = 0;
+        for (int b = 0; b < B; ++b) maxlen = std::max(maxlen, p.len[b]), positions += p.len[b];
+        fprintf(f, "device: %s sm_%d%d, %d SMs; B=%d T=%d K=%d C=%d (C_PAD=%d), %ld positions (lengths T/2..T), median of %d\n",
+                info.name, info.cc_major, info.cc_minor, info.multiprocessors, B, T, K, C, SG_PAD, positions, reps);
+        for (int i = 0; i < 3; ++i)
+            fprintf(f, "backward accumulation (marginals + atomics/reductions) %-20s %.4f ms; forward+beta %.4f ms\n", names[i],
+                    ms[i], fb[i]);
+        fprintf(f, "ratio deterministic / f32-atomic = %.3f (target <= 1.15)\n", ms[2] / ms[0]);
+        fprintf(f, "ratio deterministic / f64-atomic = %.3f\n", ms[2] / ms[1]);
+        fprintf(f, "ratio with forward+beta: deterministic / f32-atomic = %.3f, deterministic / f64-atomic = %.3f\n",
+                (ms[2] + fb[2]) / (ms[0] + fb[0]), (ms[2] + fb[2]) / (ms[1] + fb[1]));
+        double ws_bytes = (double)B * T * ((double)K * SG_PAD + SG_PAD * SG_PAD) * 4.0;
+        fprintf(f, "device ceiling: D2D cudaMemcpy %.0f GB/s (1 GiB, read+write); deterministic workspace %.0f MB "
+                "written once and read ~2x: >= %.4f ms at that bandwidth\n", gbs, ws_bytes / 1e6, 3.0 * ws_bytes / (gbs * 1e9) * 1e3);
+    }
+    lab_semicrf_problem_free(&p);
+    return st;
+}

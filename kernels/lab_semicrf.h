@@ -1,0 +1,253 @@
+/* lab_semicrf: a semi-Markov CRF (cumulative-score segments) with a float64 reference and a CPU emulation of its GPU backward kernel (padded lanes, guard-zoned memory, seeded atomic schedules). */
+#ifndef LAB_SEMICRF_H
+#define LAB_SEMICRF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "lab_err.h"
+
+/* The incidents' shapes: 39 real classes on 64 lanes, durations 1..K, sequences up to T. */
+#define LAB_SEMICRF_C 39
+#define LAB_SEMICRF_C_PAD 64
+#define LAB_SEMICRF_K_MAX 30
+#define LAB_SEMICRF_T_MAX 500
+/* The finite "minus infinity" of the kernels (the write-up's NEG_INF), used for padding lanes and
+ * positions past a sequence's end. */
+#define LAB_SEMICRF_NEG_INF (-1e9f)
+
+/* Philox streams of the inputs (index = flat element index of the tensor). */
+#define LAB_SEMICRF_STREAM_EMIT 0x000c0001u  /* per-position emission scores, normal * 0.5 */
+#define LAB_SEMICRF_STREAM_TRANS 0x000c0002u /* transitions, normal * 0.3 */
+#define LAB_SEMICRF_STREAM_DUR 0x000c0003u   /* duration bias, normal * 0.3 */
+#define LAB_SEMICRF_STREAM_PS 0x000c0004u    /* proj_start, normal * 0.1 */
+#define LAB_SEMICRF_STREAM_PE 0x000c0005u    /* proj_end, normal * 0.1 */
+#define LAB_SEMICRF_STREAM_LEN 0x000c0006u   /* lengths: uniform */
+#define LAB_SEMICRF_STREAM_GUARD 0x000c0007u /* guard-zone contents */
+#define LAB_SEMICRF_STREAM_SCHED 0x000c0008u /* atomic schedules (block order) */
+
+/* A problem: inputs in float32 as the model hands them to the kernel. Arrays are C order. */
+typedef struct {
+    int B, T, K, C;
+    int use_proj;        /* proj_start / proj_end present */
+    int *len;            /* [B] sequence lengths, 1..T */
+    float *cum;          /* [B][T+1][C] cumulative emission scores, cum[b][0][c] = 0 */
+    float *trans;        /* [C][C] transition score from class i (previous segment) to j */
+    float *dur;          /* [K][C] duration bias of a segment of duration k+1 and class c */
+    float *proj_start;   /* [B][T][C] score of a segment starting at t (NULL when !use_proj) */
+    float *proj_end;     /* [B][T][C] score of a segment ending at t (last position t) */
+} lab_semicrf_problem;
+
+/* Allocates a zeroed problem. LAB_ERR_ARG unless 1 <= B, 1 <= K <= LAB_SEMICRF_K_MAX, 1 <= T <=
+ * LAB_SEMICRF_T_MAX, 1 <= C <= LAB_SEMICRF_C_PAD (message names the field); LAB_ERR_NOMEM. On error *p is
+ * freed and zeroed. Lengths start at T. */
+lab_status lab_semicrf_problem_init(lab_semicrf_problem *p, int B, int T, int K, int C, int use_proj);
+void lab_semicrf_problem_free(lab_semicrf_problem *p);
+
+/* Fills a problem from (seed, streams above): emissions e[b][t][c] = 0.5 normal, cum = running sum of e
+ * in double rounded to float; trans, dur 0.3 normal; proj 0.1 normal; len[0] = T and len[b > 0]
+ * uniform in [T/2, T] (the batch's longest sequence first, as a length-sorted batch has it). Same
+ * values on every backend (lab_rng). Never fails. */
+void lab_semicrf_problem_fill(lab_semicrf_problem *p, uint64_t seed);
+
+/* ---- float64 reference ------------------------------------------------------------------------ */
+
+/* Gradients of sum_b log Z_b with respect to every input, and the log-partitions. */
+typedef struct {
+    double *logZ;       /* [B] */
+    double *g_cum;      /* [B][T+1][C] */
+    double *g_trans;    /* [C][C] */
+    double *g_dur;      /* [K][C] */
+    double *g_ps;       /* [B][T][C] (zeros without proj) */
+    double *g_pe;       /* [B][T][C] */
+    double *abs_cum;    /* [B][T+1][C] sum of |contributions| to g_cum (scale of the summation error) */
+} lab_semicrf_ref;
+
+/* The float64 sequential reference: forward alpha, log Z, backward beta and segment marginals, gradients
+ * as sums of marginals in sequential order. A segment (s, k, c), s + k <= len, scores cum[s+k][c] -
+ * cum[s][c] + dur[k-1][c] (+ proj_start[s][c] + proj_end[s+k-1][c]); a segment after another of class i
+ * adds trans[i][c]; the first segment has no transition. LAB_ERR_NOMEM; LAB_ERR_ARG for a length outside
+ * 1..T (naming b). On error *r is freed and zeroed. */
+lab_status lab_semicrf_reference(const lab_semicrf_problem *p, lab_semicrf_ref *r);
+void lab_semicrf_ref_free(lab_semicrf_ref *r);
+/* log Z of batch element b alone in float64 (the forward only), for finite differences. NaN on bad b. */
+double lab_semicrf_logz(const lab_semicrf_problem *p, int b);
+
+/* ---- the GPU kernel, emulated on the CPU -------------------------------------------------------- */
+
+/* How the backward's gradient buffers are laid out and indexed by the C_PAD lanes. */
+typedef enum {
+    LAB_SEMICRF_LAYOUT_UNPADDED, /* bug: buffers sized C, lanes 0..C_PAD-1 index them raw, loads of inputs
+                                    raw, masking by multiplication, atomics unmasked */
+    LAB_SEMICRF_LAYOUT_CLAMPED,  /* first fix: every index clamped to C-1 (loads and atomics), buffers sized
+                                    C, masking by multiplication */
+    LAB_SEMICRF_LAYOUT_PADDED    /* fix: gradient buffers padded to C_PAD, writes unclamped into the padding,
+                                    loads of unpadded inputs clamped, masking by selection, slice back to C */
+} lab_semicrf_layout;
+
+/* How the gradient contributions are accumulated. */
+typedef enum {
+    LAB_SEMICRF_ACC_F32_ATOMIC,   /* float32 atomics, applied in the schedule's block order */
+    LAB_SEMICRF_ACC_F64_ATOMIC,   /* float64 atomics in the schedule's order, rounded to float32 at the end */
+    LAB_SEMICRF_ACC_DETERMINISTIC /* per-block float32 workspaces, then fixed-order (pairwise) reductions */
+} lab_semicrf_accum;
+
+/* Defensive guards of the write-up (bit flags). */
+#define LAB_SEMICRF_GUARD_NEGINF 1u   /* logsumexp: all-NEG_INF input gives NEG_INF (max taken as 0) */
+#define LAB_SEMICRF_GUARD_EPS 2u      /* logsumexp: log(sum + 1e-10) */
+#define LAB_SEMICRF_GUARD_CLAMP_IN 4u /* clamp alpha, beta and segment+edge scores to [-1e6, 1e6] before the
+                                         marginal (NaN stays NaN, as torch.clamp) */
+#define LAB_SEMICRF_GUARD_CLAMP_LOG 8u /* clamp the log-marginal to [-80, 80] before exp */
+#define LAB_SEMICRF_GUARDS_ALL 15u
+
+/* What neighbouring memory holds, drawn per seed by lab_semicrf_guard_kind. */
+typedef enum {
+    LAB_SEMICRF_GUARD_ZEROS,     /* freshly cleared memory */
+    LAB_SEMICRF_GUARD_FINITE,    /* another tensor's activations: normal values */
+    LAB_SEMICRF_GUARD_STALE,     /* stale memory: raw random 32-bit patterns (NaN, Inf, huge values) */
+    LAB_SEMICRF_GUARD_SENTINELS  /* a masked tensor: normal values with -inf, +inf and NaN entries */
+} lab_semicrf_guard_kind;
+/* The guard kind of a seed: uniform over the four kinds (lab_rng stream GUARD, word 0). */
+lab_semicrf_guard_kind lab_semicrf_guard_kind_of(uint64_t seed);
+const char *lab_semicrf_guard_kind_name(lab_semicrf_guard_kind k);
+
+/* Fills nwords 32-bit words of neighbouring memory with the seed's guard kind; `first` numbers the words
+ * in the seed's guard stream (different zones take different ranges). Never fails. */
+void lab_semicrf_guard_fill(void *dst, size_t nwords, uint64_t seed, uint64_t first);
+
+typedef struct {
+    lab_semicrf_layout layout;
+    lab_semicrf_accum accum;
+    unsigned guards;          /* LAB_SEMICRF_GUARD_* flags */
+    uint64_t guard_seed;      /* seeds the guard-zone contents */
+    uint64_t schedule_seed;   /* seeds the block order of the atomics */
+} lab_semicrf_config;
+
+/* The emulated backward's outputs, sliced back to C, and what the memory checker saw. */
+typedef struct {
+    float *logZ;              /* [B] from the float32 forward */
+    float *g_cum;             /* [B][T+1][C] */
+    float *g_trans;           /* [C][C] */
+    float *g_dur;             /* [K][C] */
+    float *g_ps, *g_pe;       /* [B][T][C] */
+    double *acc_trans;        /* [C][C] the float64 accumulator before rounding (ACC_F64 only, else NULL) */
+    double *acc_dur;          /* [K][C] idem */
+    double *acc_cum;          /* [B][T+1][C] idem */
+    size_t oob_reads;         /* loads outside their allocation (into guard zones) */
+    size_t oob_writes;        /* atomics outside their allocation */
+    size_t cross_row_writes;  /* atomics inside the allocation but past the lane's own row */
+    size_t same_addr_lanes;   /* lanes of one atomic instruction that share an address with another lane */
+    size_t n_atomics;         /* atomic additions issued (all lanes) */
+    size_t guard_nonfinite_read; /* OOB loads that returned a non-finite value */
+} lab_semicrf_out;
+
+void lab_semicrf_out_free(lab_semicrf_out *o);
+
+/* Runs the kernel as the GPU does, on the CPU: the float32 forward (alpha, log Z) and backward (beta) of
+ * the production kernel on C_PAD lanes (padding NEG_INF), then the marginal kernel: one program per
+ * (batch element, segment start s), programs taken in the order drawn from cfg->schedule_seed (a seeded
+ * permutation: the order in which blocks reach their atomics); each program computes, for k = 1..min(K,
+ * len - s), the segment marginals of its C_PAD lanes and, for s > 0, the C_PAD x C_PAD transition tile,
+ * and issues its atomics (or, ACC_DETERMINISTIC, writes its workspace). Every buffer lives in an arena
+ * with guard zones of seeded contents (cfg->guard_seed), so a load past an allocation returns the
+ * neighbour's contents and an atomic past it changes them; both are counted. LAB_ERR_ARG for a bad
+ * config or length; LAB_ERR_NOMEM; LAB_ERR_UNSUPPORTED if an access would leave the guard zones (the
+ * message names the buffer). On error *o is freed and zeroed. */
+lab_status lab_semicrf_emulate(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, lab_semicrf_out *o);
+
+/* The float32 logsumexp of the kernels over x[0..n) with the given guard flags (n >= 1). */
+float lab_semicrf_lse_f32(const float *x, int n, unsigned guards);
+/* The marginal of the kernels: exp(clamp(a) + clamp(e) + clamp(b) - logZ) with the guard flags. */
+float lab_semicrf_marginal_f32(float a, float edge, float b, float logZ, unsigned guards);
+
+/* ---- training (SGD on the CRF parameters) ------------------------------------------------------- */
+
+/* Gold segmentation of a problem from (seed): segments of durations uniform in 1..min(K, 8) and classes
+ * uniform, covering each sequence; count features for the NLL gradient. */
+typedef struct {
+    double *cnt_cum;    /* [B][T+1][C] gold counts (gradient of the gold score w.r.t. cum) */
+    double *cnt_trans;  /* [C][C] */
+    double *cnt_dur;    /* [K][C] */
+    double *cnt_ps, *cnt_pe;
+} lab_semicrf_gold;
+lab_status lab_semicrf_gold_make(const lab_semicrf_problem *p, uint64_t seed, lab_semicrf_gold *g);
+void lab_semicrf_gold_free(lab_semicrf_gold *g);
+
+/* One SGD step on trans and dur of p (float32) for the mean NLL per position: grad = (marginals -
+ * gold counts) / positions, from the emulated backward under cfg (its schedule seed as given). *nll gets
+ * the mean NLL from the float32 log Z. Errors of lab_semicrf_emulate. */
+lab_status lab_semicrf_sgd_step(lab_semicrf_problem *p, const lab_semicrf_gold *g, const lab_semicrf_config *cfg,
+                                float lr, double *nll);
+
+/* ---- comparisons and goldens shared by the CRF incidents ------------------------------------------ */
+
+/* The shape of a case from its seed: B = 2, T = {100, 200, 500}[seed % 3], K = 30, C = 39, with proj. */
+int lab_semicrf_T_of_seed(uint64_t seed);
+/* Allocates and fills the problem of a case (lab_semicrf_problem_init + fill). Errors of init. */
+lab_status lab_semicrf_case_problem(lab_semicrf_problem *p, uint64_t seed);
+
+/* Tolerance of the float32 kernel's gradients against the float64 reference, normalised by the tensor's
+ * largest value: LAB_SEMICRF_TOL_ULPS * 2^-24 * max_b |log Z_b|. Every log-marginal is a difference of
+ * float32 quantities (alpha, beta, log Z) of magnitude up to |log Z|, each ending in a rounding there,
+ * so a marginal carries a relative error of a few units of 2^-24 |log Z|; the sums of marginals keep
+ * that relative error. The README gives the measured ratio (at most ~1.3 of those units). */
+#define LAB_SEMICRF_TOL_ULPS 16.0
+double lab_semicrf_tolerance(const lab_semicrf_ref *r, int B);
+
+/* Errors of a kernel's gradients against the reference: per tensor max|g - ref| / max|ref| (NaN when
+ * anything is non-finite), the maximum of those, and the count of non-finite gradient values. */
+typedef struct {
+    double trans, dur, cum, ps, pe, max;
+    double logz;          /* max_b |logZ_f32 - logZ_ref| / |logZ_ref| */
+    size_t nonfinite;
+    size_t n;             /* gradient values compared */
+} lab_semicrf_err;
+void lab_semicrf_compare(const lab_semicrf_problem *p, const lab_semicrf_out *o, const lab_semicrf_ref *r,
+                         lab_semicrf_err *e);
+
+/* Run-to-run difference of two runs of one problem: max |a - b| per tensor over the float32 outputs
+ * (NaN if either has a NaN where the other differs), their max, the count of values whose bits differ,
+ * and, when both carry float64 accumulators, the max |a - b| of those (else NaN). */
+typedef struct {
+    double trans, dur, cum, ps, pe, max;
+    double acc_max;
+    size_t n_diff;
+    size_t n;
+} lab_semicrf_r2r;
+void lab_semicrf_run_to_run(const lab_semicrf_problem *p, const lab_semicrf_out *a, const lab_semicrf_out *b,
+                            lab_semicrf_r2r *d);
+
+/* Goldens: ref_trans_seed<S>.npy [C][C], ref_dur_seed<S>.npy [K][C] and ref_logz_seed<S>.npy [B] of the
+ * float64 reference of case seed S, for each of n seeds, into dir with a MANIFEST naming `incident`.
+ * LAB_ERR_* of the writes, NOMEM. */
+lab_status lab_semicrf_golden_bless(const char *dir, const char *incident, const uint64_t *seeds, int n);
+/* Compares o against the goldens of seed in dir (sha256, dtype, shape verified by lab_golden_load): sets
+ * *err to the max over trans and dur of max|g - golden| / max|golden| and logZ's relative error.
+ * LAB_ERR_NOTFOUND when the manifest has no entry for the seed (message says to bless), else the golden
+ * errors (IO, MISMATCH, FORMAT). */
+lab_status lab_semicrf_golden_compare(const char *dir, uint64_t seed, const lab_semicrf_problem *p,
+                                      const lab_semicrf_out *o, double *err);
+
+#ifdef LAB_HAVE_CUDA
+/* The CUDA kernels (lab_semicrf.cu): the same algorithm on the GPU with real atomicAdd: forward and
+ * backward passes, then the marginal kernel on a (s, b) grid of C_PAD x 4 threads, layout and accumulation
+ * as in cfg (guards as in cfg; guard_seed and schedule_seed unused: the GPU has its own memory and order).
+ * Unpadded and clamped layouts allocate exactly C-sized gradient buffers, so their stray accesses are
+ * real (compute-sanitizer memcheck sees them). Fills o (allocated here; oob counters 0). `reps` runs of
+ * the backward (1 for a case); ms_backward gets the median time of the marginal kernel(s) over reps
+ * (may be NULL). LAB_ERR_DEVICE with the CUDA error text. */
+lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
+                                lab_semicrf_out *o, double *ms_backward);
+/* Benchmark: the marginal kernel of each accumulation at (B, T, K, C), in one process; writes lines to f. */
+lab_status lab_semicrf_cuda_bench(void *f, int B, int T, int K, int C);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -113,8 +113,9 @@ typedef enum {
     LAB_NVFP4_FAULT_MK_SWAP,         /* M/K-swapped layout (remap reads src[k*rows + m]) */
     LAB_NVFP4_FAULT_TILE_SWAP,       /* tile order swapped (K-outer tiles) */
     LAB_NVFP4_FAULT_PADDING,         /* padding unwritten: stale NaN scale codes read in the K padding */
-    LAB_NVFP4_FAULT_NIBBLE_A,        /* nibble order swapped in A (odd element in the low nibble) */
-    LAB_NVFP4_FAULT_NIBBLE_B,        /* nibble order swapped in B */
+    LAB_NVFP4_FAULT_NIBBLE,          /* nibble order swapped (odd element in the low nibble) in one operand: A
+                                        or B, which give the same products (a0 b1 + a1 b0 either way), so the
+                                        namer cannot tell which; in both, nothing changes */
     LAB_NVFP4_FAULT_UNKNOWN,         /* none of the above explains it */
     LAB_NVFP4_FAULT_COUNT
 } lab_nvfp4_fault;

@@ -61,6 +61,10 @@ enum {
 
 /* Criterion thresholds (README.md "What the criterion checks"). */
 #define NVFP4_SF_MIN_COSINE 0.9999
+/* Relative L2 error: a statistical tolerance next to the worst-case per-element bound, which is loose in L2
+ * (sum |a b| over a signed sum): 2e-6, about 4x the random-walk estimate u/sqrt(3) * sqrt(K/32) = 5e-7 of the
+ * float32 accumulation at K = 7168 and 8.5x the largest measured (2.36e-7). */
+#define NVFP4_SF_TOL_REL_L2 2e-6
 /* Golden seed: float64 reference outputs of the random workloads of every shape. */
 #define NVFP4_SF_GOLDEN_SEED 1u
 
@@ -104,7 +108,7 @@ typedef struct {
 
 /* The criterion on one workload's output against the float64 reference (ref, abs from lab_nvfp4_gemm_ref):
  * every output finite, cosine >= NVFP4_SF_MIN_COSINE, every |out - ref| <= gamma(k) * sum|a b|
- * (err_over_bound <= 1) and so rel_l2 <= rel_l2_bound. Never fails. */
+ * (err_over_bound <= 1) and so rel_l2 <= rel_l2_bound, and rel_l2 <= NVFP4_SF_TOL_REL_L2. Never fails. */
 nvfp4_sf_judgement nvfp4_sf_judge(const nvfp4_sf_work *w, const float *out, const double *ref, const double *abs);
 
 /* Float64 reference of a workload (ref, abs: m*n doubles). */

@@ -125,7 +125,7 @@ typedef lab_status (*nvfp4_sf_gemm_fn)(const nvfp4_sf_work *w, lab_nvfp4_remap_k
 /* One case: every shape on random data and the small and ragged shapes on all-ones data through `kind` on a
  * backend; judges each against the float64 reference (and the golden at the golden seed, from golden_dir;
  * NULL skips it); on failure names the fault with lab_nvfp4_name_fault. cpu_check (may be NULL): also runs
- * the CPU and counts outputs that differ bit for bit (metric gpu_cpu_mismatch). Records metrics and verdict. */
+ * the CPU and counts outputs that differ bit for bit, NaN matching any NaN (metric gpu_cpu_mismatch). Records metrics and verdict. */
 lab_status nvfp4_sf_case(uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm_fn gemm, nvfp4_sf_gemm_fn cpu_check,
                          const char *golden_dir, lab_case_result *r);
 

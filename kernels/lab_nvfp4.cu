@@ -1,0 +1,150 @@
+/* lab_nvfp4 (CUDA): the scale-factor remap (fix and fault kinds) and the block-scaled GEMM on CUDA cores, bit-identical to the CPU versions in lab_nvfp4.c. */
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "lab_cuda.h"
+#include "lab_nvfp4.h"
+
+extern "C" {
+#include "lab_format.h"
+}
+
+#define NV_THREADS 256
+
+/* Cosize pass, one thread per 4-byte word of the layout (the 4 scale columns k4 = 0..3 of one row m of one tile):
+ * the coordinate comes from the word's offset; real coordinates take their scale, padding takes 0. kind picks the
+ * fix or a cosize fault (MK_SWAP: src[k*rows + m]; TILE_SWAP: tiles in K-outer order). */
+__global__ void nv_remap_words(const uint8_t *__restrict__ src, size_t rows, size_t k_sf, size_t m_tiles,
+                               size_t k_tiles, size_t words, int kind, uint32_t *__restrict__ dst)
+{
+    for (size_t w = (size_t)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += (size_t)gridDim.x * blockDim.x) {
+        size_t o = w * 4, tile = o / 512, r = o % 512;
+        size_t m32 = r / 16, m4 = (r / 4) % 4;
+        size_t mt, kt;
+        if (kind == LAB_NVFP4_REMAP_TILE_SWAP) {
+            kt = tile / m_tiles;
+            mt = tile % m_tiles;
+        } else {
+            mt = tile / k_tiles;
+            kt = tile % k_tiles;
+        }
+        size_t m = mt * 128 + m4 * 32 + m32, k0 = kt * 4;
+        uint32_t v = 0;
+        if (m < rows) {
+            if (kind != LAB_NVFP4_REMAP_MK_SWAP && k0 + 4 <= k_sf && (k_sf & 3u) == 0 &&
+                ((uintptr_t)src & 3u) == 0) {
+                v = *(const uint32_t *)(src + m * k_sf + k0); /* aligned: four real scales at once */
+            } else {
+                for (unsigned j = 0; j < 4; ++j) {
+                    size_t k = k0 + j;
+                    if (k >= k_sf) break;
+                    uint8_t b = kind == LAB_NVFP4_REMAP_MK_SWAP ? src[k * rows + m] : src[m * k_sf + k];
+                    v |= (uint32_t)b << (8 * j);
+                }
+            }
+        }
+        dst[w] = v;
+    }
+}
+
+/* As it was: one thread per logical entry i < rows * k_sf, scattered to its offset; padding never visited. */
+__global__ void nv_remap_logical(const uint8_t *__restrict__ src, size_t rows, size_t k_sf, uint8_t *__restrict__ dst)
+{
+    size_t size = rows * k_sf;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < size; i += (size_t)gridDim.x * blockDim.x)
+        dst[lab_nvfp4_sf_offset(i / k_sf, i % k_sf, k_sf)] = src[i];
+}
+
+/* Twice the E2M1 value of a code (see lab_nvfp4.c). */
+__device__ __forceinline__ int nv_x2(unsigned code)
+{
+    const int mag[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+    int v = mag[code & 7u];
+    return (code & 8u) ? -v : v;
+}
+
+/* One thread per output (i, j): blocks in order, the 16-element dot as an exact integer (4x the E2M1 dot),
+ * t = s * (sa * sb) and acc = acc + t rounded as on the CPU (no FMA), out = alpha * acc. Blocks past K read zero
+ * data and the padding scales of the layout. */
+__global__ void nv_gemm(const uint8_t *__restrict__ qa, const uint8_t *__restrict__ sfa, const uint8_t *__restrict__ qb,
+                        const uint8_t *__restrict__ sfb, size_t m, size_t n, size_t k, float alpha, float *__restrict__ out)
+{
+    size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t i = (size_t)blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= m || j >= n) return;
+    size_t k_sf = k / LAB_NVFP4_BLOCK, kb = (k_sf + 3) / 4 * 4, row_bytes = k / 2;
+    const uint8_t *a = qa + i * row_bytes, *b = qb + j * row_bytes;
+    float acc = 0.0f;
+    for (size_t blk = 0; blk < kb; ++blk) {
+        int dot = 0;
+        if (blk < k_sf) {
+            for (int e = 0; e < LAB_NVFP4_BLOCK / 2; ++e) {
+                unsigned x = a[blk * 8 + e], y = b[blk * 8 + e];
+                dot += nv_x2(x & 0xFu) * nv_x2(y & 0xFu);
+                dot += nv_x2(x >> 4) * nv_x2(y >> 4);
+            }
+        }
+        float s = __fmul_rn((float)dot, 0.25f);
+        float sa = lab_e4m3_to_float(sfa[lab_nvfp4_sf_offset(i, blk, k_sf)]);
+        float sb = lab_e4m3_to_float(sfb[lab_nvfp4_sf_offset(j, blk, k_sf)]);
+        float t = __fmul_rn(s, __fmul_rn(sa, sb));
+        acc = __fadd_rn(acc, t);
+    }
+    out[i * n + j] = __fmul_rn(alpha, acc);
+}
+
+static unsigned nv_blocks(size_t n)
+{
+    size_t b = (n + NV_THREADS - 1) / NV_THREADS;
+    if (b > 65535u * 16u) b = 65535u * 16u; /* grid-stride loops cover the rest */
+    return b ? (unsigned)b : 1u;
+}
+
+static lab_status nv_remap_launch(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst, lab_nvfp4_remap_kind kind,
+                                  cudaStream_t stream)
+{
+    if (!src || !dst || rows == 0 || k_sf == 0)
+        return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_sf_remap: NULL buffer or empty shape (%zu, %zu)", rows, k_sf);
+    if ((unsigned)kind >= LAB_NVFP4_REMAP_COUNT)
+        return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_sf_remap: unknown remap kind %d", (int)kind);
+    if (((uintptr_t)dst & 3u) != 0) return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_sf_remap: dst not 4-byte aligned");
+    if (kind == LAB_NVFP4_REMAP_SIZE_NOT_COSIZE) {
+        nv_remap_logical<<<nv_blocks(rows * k_sf), NV_THREADS, 0, stream>>>(src, rows, k_sf, dst);
+    } else {
+        size_t words = lab_nvfp4_sf_cosize(rows, k_sf) / 4;
+        nv_remap_words<<<nv_blocks(words), NV_THREADS, 0, stream>>>(src, rows, k_sf, (rows + 127) / 128, (k_sf + 3) / 4,
+                                                                   words, (int)kind, (uint32_t *)dst);
+    }
+    LAB_CUDA_CHECK(cudaGetLastError());
+    return LAB_OK;
+}
+
+extern "C" lab_status lab_nvfp4_cuda_sf_remap(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
+                                              lab_nvfp4_remap_kind kind)
+{
+    lab_status st = nv_remap_launch(src, rows, k_sf, dst, kind, 0);
+    if (st != LAB_OK) return st;
+    LAB_CUDA_CHECK(cudaDeviceSynchronize());
+    return LAB_OK;
+}
+
+extern "C" lab_status lab_nvfp4_cuda_sf_remap_async(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
+                                                    void *stream)
+{
+    return nv_remap_launch(src, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, (cudaStream_t)stream);
+}
+
+extern "C" lab_status lab_nvfp4_cuda_gemm(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb,
+                                          const uint8_t *sfb_layout, size_t m, size_t n, size_t k, float alpha, float *out)
+{
+    if (!qa || !sfa_layout || !qb || !sfb_layout || !out)
+        return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_gemm: NULL buffer");
+    if (m == 0 || n == 0 || k == 0 || k % LAB_NVFP4_BLOCK != 0 || m > 65535u * 8u || n > (1u << 30))
+        return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_gemm: shape (%zu, %zu, %zu) not supported", m, n, k);
+    dim3 block(32, 8);
+    dim3 grid((unsigned)((n + 31) / 32), (unsigned)((m + 7) / 8));
+    nv_gemm<<<grid, block>>>(qa, sfa_layout, qb, sfb_layout, m, n, k, alpha, out);
+    LAB_CUDA_CHECK(cudaGetLastError());
+    LAB_CUDA_CHECK(cudaDeviceSynchronize());
+    return LAB_OK;
+}

@@ -1,0 +1,340 @@
+/* crf: the BIO linear-chain CRF in bf16 mixed precision (the bug) and float32 (the fix), a float64 reference, and the tagger training loop of incident 0005. */
+#include "crf.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab_format.h"
+#include "lab_rng.h"
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Rounding model                                                                                  */
+
+/* The result of one elementwise op as stored: bf16 in the bug, float32 in the fix. */
+static inline float crf_r(int bf, float x) { return bf ? lab_bf16_round(x) : x; }
+/* exp and log of float32 values through double, rounded to float32: the CPU and the GPU (crf.cu) agree on
+ * these bit for bit (double exp/log within an ulp of double, then one rounding to float32). */
+static inline float crf_exp(float x) { return (float)exp((double)x); }
+static inline float crf_log(float x) { return (float)log((double)x); }
+
+/* In the bf16 path the inputs of exp and log are bf16 values, so bf16(exp(d)) and bf16(log(S)) are two
+ * tables over the 65536 bf16 codes, filled from crf_exp/crf_log: the same values, at a lookup's cost. */
+static float crf_tab_exp[65536], crf_tab_log[65536];
+static int crf_tab_ready;
+
+static void crf_tab_init(void)
+{
+    if (crf_tab_ready) return;
+    for (uint32_t c = 0; c < 65536; ++c) {
+        float v = lab_bf16_to_float((uint16_t)c);
+        crf_tab_exp[c] = lab_bf16_round(crf_exp(v));
+        crf_tab_log[c] = lab_bf16_round(crf_log(v));
+    }
+    crf_tab_ready = 1;
+}
+
+/* r(exp(r(x))) and r(log(r(x))): bf16 through the tables, float32 with expf/logf (the fix is a float32 CRF as
+ * a GPU runs it; its exp need not match the bf16 emulation's). */
+static inline float crf_rexp(int bf, float x)
+{
+    return bf ? crf_tab_exp[lab_bf16_from_float(x)] : expf(x);
+}
+static inline float crf_rlog(int bf, float x)
+{
+    return bf ? crf_tab_log[lab_bf16_from_float(x)] : logf(x);
+}
+
+lab_status crf_batch_init(crf_batch *cb, int batch)
+{
+    memset(cb, 0, sizeof *cb);
+    if (batch < 1 || batch > 4096) return lab_err_set(LAB_ERR_ARG, "crf: batch %d: need 1..4096", batch);
+    size_t n = (size_t)batch * CRF_TMAX;
+    cb->batch = batch;
+    cb->len = calloc((size_t)batch, sizeof *cb->len);
+    cb->tags = calloc(n, sizeof *cb->tags);
+    cb->emis = calloc(n * CRF_TAGS, sizeof *cb->emis);
+    cb->demis = calloc(n * CRF_TAGS, sizeof *cb->demis);
+    cb->logz = calloc((size_t)batch, sizeof *cb->logz);
+    cb->gold = calloc((size_t)batch, sizeof *cb->gold);
+    cb->msum = calloc(n, sizeof *cb->msum);
+    cb->mmax = calloc(n, sizeof *cb->mmax);
+    if (!cb->len || !cb->tags || !cb->emis || !cb->demis || !cb->logz || !cb->gold || !cb->msum || !cb->mmax) {
+        crf_batch_free(cb);
+        return lab_err_set(LAB_ERR_NOMEM, "crf: out of memory for a batch of %d", batch);
+    }
+    return LAB_OK;
+}
+
+void crf_batch_free(crf_batch *cb)
+{
+    free(cb->len);
+    free(cb->tags);
+    free(cb->emis);
+    free(cb->demis);
+    free(cb->logz);
+    free(cb->gold);
+    free(cb->msum);
+    free(cb->mmax);
+    memset(cb, 0, sizeof *cb);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The CRF, as an autograd framework runs a pytorch-crf style module                               */
+
+#define NT CRF_TAGS
+#define NTT (CRF_TAGS * CRF_TAGS)
+
+/* logsumexp over n values (stride 1) the way torch.logsumexp does it: m = max (0 where m is +-inf),
+ * log(sum(exp(x - m))) + m, each elementwise result rounded, the sum accumulated in float32 in index order. */
+static inline float crf_lse(int bf, const float *x, int n)
+{
+    float m = -INFINITY;
+    for (int i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+    if (isinf(m)) m = 0.0f;
+    float sum = 0.0f;
+    for (int i = 0; i < n; ++i)
+        if (x[i] != -INFINITY) sum += crf_rexp(bf, x[i] - m); /* exp(-inf - m) is exactly 0 */
+    return crf_r(bf, crf_rlog(bf, sum) + m);
+}
+
+/* One forward step of one sequence: next[j] = logsumexp_i(s[i] + T[i][j] + e[j]) with the backward weights
+ * w[i * NT + j] = exp(x_ij - next[j]) as logsumexp's backward computes them (rounded alike). */
+static inline void crf_step(int bf, const float *T, const float *s, const float *e, float *next, float *w)
+{
+    float x[NT];
+    for (int j = 0; j < NT; ++j) {
+        for (int i = 0; i < NT; ++i) x[i] = crf_r(bf, crf_r(bf, s[i] + T[i * NT + j]) + e[j]);
+        float out = crf_lse(bf, x, NT);
+        next[j] = out;
+        if (w)
+            for (int i = 0; i < NT; ++i)
+                w[i * NT + j] = isinf(x[i]) && x[i] < 0 && !isnan(out) && !(isinf(out) && out < 0)
+                                    ? 0.0f
+                                    : crf_rexp(bf, x[i] - out);
+    }
+}
+
+float crf_forward_bf16(const crf_params *P, const float *emis, int len, float *alpha)
+{
+    crf_tab_init();
+    float s[NT], next[NT];
+    for (int j = 0; j < NT; ++j) s[j] = crf_r(1, P->start[j] + emis[j]);
+    if (alpha) memcpy(alpha, s, sizeof s);
+    for (int t = 1; t < len; ++t) {
+        crf_step(1, P->trans, s, emis + (size_t)t * NT, next, NULL);
+        memcpy(s, next, sizeof s);
+        if (alpha) memcpy(alpha + (size_t)t * NT, s, sizeof s);
+    }
+    float z[NT];
+    for (int j = 0; j < NT; ++j) z[j] = crf_r(1, s[j] + P->end[j]);
+    return crf_lse(1, z, NT);
+}
+
+float crf_loss_grad(const crf_params *P, crf_batch *cb, crf_prec p, crf_grads *g)
+{
+    const int bf = p == CRF_PREC_BF16, B = cb->batch;
+    if (bf) crf_tab_init();
+    memset(g, 0, sizeof *g);
+    size_t nall = (size_t)B * CRF_TMAX;
+    memset(cb->demis, 0, nall * NT * sizeof *cb->demis);
+    /* Backward weights of every step of every sequence, and the per-sequence state. */
+    float *w = malloc(nall * NTT * sizeof *w);
+    float *s = malloc((size_t)B * NT * sizeof *s), *gs = malloc((size_t)B * NT * sizeof *gs);
+    float *wend = malloc((size_t)B * NT * sizeof *wend);
+    float *nll = malloc((size_t)B * sizeof *nll);
+    if (!w || !s || !gs || !wend || !nll) abort(); /* small, fixed sizes: out of memory is fatal here */
+    float loss_sum = 0.0f;
+
+    /* Forward: log-partition and gold score of each sequence. */
+    for (int b = 0; b < B; ++b) {
+        const float *e = cb->emis + (size_t)b * CRF_TMAX * NT;
+        const int *y = cb->tags + (size_t)b * CRF_TMAX;
+        int L = cb->len[b];
+        float *sb = s + (size_t)b * NT, next[NT];
+        for (int j = 0; j < NT; ++j) sb[j] = crf_r(bf, P->start[j] + e[j]);
+        for (int t = 1; t < L; ++t) {
+            crf_step(bf, P->trans, sb, e + (size_t)t * NT, next, w + ((size_t)b * CRF_TMAX + t) * NTT);
+            memcpy(sb, next, sizeof next);
+        }
+        float z[NT];
+        for (int j = 0; j < NT; ++j) z[j] = crf_r(bf, sb[j] + P->end[j]);
+        float logz = crf_lse(bf, z, NT);
+        for (int j = 0; j < NT; ++j) wend[b * NT + j] = crf_rexp(bf, z[j] - logz);
+        /* Gold score as pytorch-crf's _compute_score accumulates it: one running score, each addition
+         * rounded (start + emission, then transition and emission per step, then the end). */
+        float gold = crf_r(bf, P->start[y[0]] + e[y[0]]);
+        for (int t = 1; t < L; ++t) {
+            gold = crf_r(bf, gold + P->trans[y[t - 1] * NT + y[t]]);
+            gold = crf_r(bf, gold + e[(size_t)t * NT + y[t]]);
+        }
+        gold = crf_r(bf, gold + P->end[y[L - 1]]);
+        cb->logz[b] = logz;
+        cb->gold[b] = gold;
+        nll[b] = crf_r(bf, logz - gold);
+        loss_sum += nll[b];
+    }
+    float loss = crf_r(bf, loss_sum / (float)B);
+
+    /* Backward. The mean's gradient reaches each sequence as 1/B (rounded), into logZ with +, into gold with -. */
+    float gup = crf_r(bf, 1.0f / (float)B);
+    int tlast = 0;
+    for (int b = 0; b < B; ++b) {
+        int L = cb->len[b];
+        if (L - 1 > tlast) tlast = L - 1;
+        for (int j = 0; j < NT; ++j) gs[b * NT + j] = crf_r(bf, gup * wend[b * NT + j]);
+    }
+    /* End transitions: one use, its gradient reduced over the batch. */
+    for (int j = 0; j < NT; ++j) {
+        float acc = 0.0f;
+        for (int b = 0; b < B; ++b) acc += gs[b * NT + j];
+        g->end[j] = crf_r(bf, acc);
+    }
+    float gT_t[NTT];
+    float *gTacc = calloc(NTT, sizeof *gTacc);
+    if (!gTacc) abort();
+    for (int t = tlast; t >= 1; --t) {
+        memset(gT_t, 0, sizeof gT_t);
+        int used = 0;
+        for (int b = 0; b < B; ++b) {
+            if (t >= cb->len[b]) continue;
+            used = 1;
+            const float *wb = w + ((size_t)b * CRF_TMAX + t) * NTT;
+            float *gb = gs + (size_t)b * NT;
+            float gin[NTT], gprev[NT];
+            for (int i = 0; i < NT; ++i) {
+                float acc = 0.0f;
+                for (int j = 0; j < NT; ++j) {
+                    float v = crf_r(bf, gb[j] * wb[i * NT + j]);
+                    gin[i * NT + j] = v;
+                    acc += v;
+                }
+                gprev[i] = crf_r(bf, acc);
+            }
+            float *de = cb->demis + ((size_t)b * CRF_TMAX + t) * NT;
+            for (int j = 0; j < NT; ++j) {
+                float acc = 0.0f;
+                for (int i = 0; i < NT; ++i) acc += gin[i * NT + j];
+                de[j] = crf_r(bf, acc);
+            }
+            for (int k = 0; k < NTT; ++k) gT_t[k] += gin[k];
+            memcpy(gb, gprev, sizeof gprev);
+        }
+        /* This step's use of the transition table: gradient reduced over the batch, rounded, then
+         * accumulated into the float32 parameter gradient. */
+        if (used)
+            for (int k = 0; k < NTT; ++k) gTacc[k] += crf_r(bf, gT_t[k]);
+    }
+    for (int b = 0; b < B; ++b) {
+        float *de = cb->demis + (size_t)b * CRF_TMAX * NT;
+        for (int j = 0; j < NT; ++j) de[j] = gs[b * NT + j];
+    }
+    for (int j = 0; j < NT; ++j) {
+        float acc = 0.0f;
+        for (int b = 0; b < B; ++b) acc += gs[b * NT + j];
+        g->start[j] = crf_r(bf, acc);
+    }
+    /* Marginals: the denominator's emission gradient divided by the upstream 1/B. */
+    for (int b = 0; b < B; ++b)
+        for (int t = 0; t < CRF_TMAX; ++t) {
+            size_t pos = (size_t)b * CRF_TMAX + t;
+            if (t >= cb->len[b]) {
+                cb->msum[pos] = 0.0;
+                cb->mmax[pos] = 0.0;
+                continue;
+            }
+            double sum = 0.0, mx = -INFINITY;
+            for (int j = 0; j < NT; ++j) {
+                double m = (double)cb->demis[pos * NT + j] / (double)gup;
+                sum += m;
+                if (!(m <= mx)) mx = m;
+            }
+            cb->msum[pos] = sum;
+            cb->mmax[pos] = mx;
+        }
+    /* Gold path: -1/B at each gold emission, transition, start and end (index backward); added to the
+     * denominator's gradient, one rounding per element. Transitions and start/end in float32. */
+    float gneg = -gup;
+    for (int b = 0; b < B; ++b) {
+        const int *y = cb->tags + (size_t)b * CRF_TMAX;
+        int L = cb->len[b];
+        float *de = cb->demis + (size_t)b * CRF_TMAX * NT;
+        for (int t = 0; t < L; ++t) de[(size_t)t * NT + y[t]] = crf_r(bf, de[(size_t)t * NT + y[t]] + gneg);
+        for (int t = 1; t < L; ++t) gTacc[y[t - 1] * NT + y[t]] += gneg;
+        g->start[y[0]] += gneg;
+        g->end[y[L - 1]] += gneg;
+    }
+    memcpy(g->trans, gTacc, sizeof g->trans);
+    free(gTacc);
+    free(w);
+    free(s);
+    free(gs);
+    free(wend);
+    free(nll);
+    return loss;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Float64 reference                                                                               */
+
+static double crf_lse64(const double *x, int n)
+{
+    double m = -INFINITY;
+    for (int i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+    if (isinf(m)) return m;
+    double sum = 0.0;
+    for (int i = 0; i < n; ++i) sum += exp(x[i] - m);
+    return m + log(sum);
+}
+
+void crf_reference(const crf_params *P, const float *emis, const int *tags, int len, double *logz, double *gold,
+                   double *marg)
+{
+    double *a = malloc((size_t)len * NT * sizeof *a), *be = malloc((size_t)len * NT * sizeof *be);
+    if (!a || !be) abort();
+    double x[NT];
+    for (int j = 0; j < NT; ++j) a[j] = (double)P->start[j] + emis[j];
+    for (int t = 1; t < len; ++t)
+        for (int j = 0; j < NT; ++j) {
+            for (int i = 0; i < NT; ++i) x[i] = a[(t - 1) * NT + i] + P->trans[i * NT + j];
+            a[t * NT + j] = crf_lse64(x, NT) + emis[(size_t)t * NT + j];
+        }
+    for (int j = 0; j < NT; ++j) x[j] = a[(len - 1) * NT + j] + P->end[j];
+    double lz = crf_lse64(x, NT);
+    *logz = lz;
+    double gs = (double)P->start[tags[0]] + emis[tags[0]];
+    for (int t = 1; t < len; ++t) gs += (double)P->trans[tags[t - 1] * NT + tags[t]] + emis[(size_t)t * NT + tags[t]];
+    gs += P->end[tags[len - 1]];
+    *gold = gs;
+    if (marg) {
+        for (int j = 0; j < NT; ++j) be[(len - 1) * NT + j] = P->end[j];
+        for (int t = len - 2; t >= 0; --t)
+            for (int i = 0; i < NT; ++i) {
+                for (int j = 0; j < NT; ++j)
+                    x[j] = (double)P->trans[i * NT + j] + emis[(size_t)(t + 1) * NT + j] + be[(t + 1) * NT + j];
+                be[t * NT + i] = crf_lse64(x, NT);
+            }
+        for (int k = 0; k < len * NT; ++k) marg[k] = exp(a[k] + be[k] - lz);
+    }
+    free(a);
+    free(be);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Probe inputs                                                                                    */
+
+void crf_probe_inputs(uint64_t seed, int batch, float scale, crf_params *P, float *emis)
+{
+    float tr[NTT];
+    lab_rng_fill_normal(tr, NTT, seed, CRF_STREAM_PROBE, 0);
+    for (int i = 0; i < NT; ++i)
+        for (int j = 0; j < NT; ++j)
+            P->trans[i * NT + j] = crf_allowed(i, j) ? lab_bf16_round(0.5f * tr[i * NT + j]) : -INFINITY;
+    for (int j = 0; j < NT; ++j) {
+        P->start[j] = crf_start_allowed(j) ? lab_bf16_round(0.5f * tr[j]) : -INFINITY;
+        P->end[j] = lab_bf16_round(0.25f * tr[NT + j]);
+    }
+    size_t n = (size_t)batch * CRF_TMAX * NT;
+    lab_rng_fill_normal(emis, n, seed, CRF_STREAM_PROBE, NTT);
+    for (size_t k = 0; k < n; ++k) emis[k] = lab_bf16_round(scale * emis[k]);
+}

@@ -98,26 +98,46 @@ static inline float crf_lse(int bf, const float *x, int n)
     return crf_r(bf, crf_rlog(bf, sum) + m);
 }
 
-/* One forward step of one sequence: next[j] = logsumexp_i(s[i] + T[i][j] + e[j]) with the backward weights
- * w[i * NT + j] = exp(x_ij - next[j]) as logsumexp's backward computes them (rounded alike). */
+/* The allowed transitions as source lists per target: crf_src[j][0..crf_nsrc[j]) are the i with i -> j
+ * allowed, ascending. A forbidden entry is -inf, and for finite scores it adds exactly nothing anywhere
+ * (exp(-inf) = 0 in the sum, 0 weight in the backward), so the CRF visits the allowed ones only; the backward
+ * restores the one effect a forbidden entry can have, inf * 0 = NaN, where an upstream gradient is not finite. */
+static int crf_src[NT][NT], crf_nsrc[NT], crf_src_ready;
+
+static void crf_src_init(void)
+{
+    if (crf_src_ready) return;
+    for (int j = 0; j < NT; ++j) {
+        crf_nsrc[j] = 0;
+        for (int i = 0; i < NT; ++i)
+            if (crf_allowed(i, j)) crf_src[j][crf_nsrc[j]++] = i;
+    }
+    crf_src_ready = 1;
+}
+
+/* One forward step of one sequence: next[j] = logsumexp_i(s[i] + T[i][j] + e[j]) over the allowed i, with the
+ * backward weights w[i * NT + j] = exp(x_ij - next[j]) as logsumexp's backward computes them (rounded alike;
+ * written for allowed entries only). Scores s finite or -inf. */
 static inline void crf_step(int bf, const float *T, const float *s, const float *e, float *next, float *w)
 {
     float x[NT];
     for (int j = 0; j < NT; ++j) {
-        for (int i = 0; i < NT; ++i) x[i] = crf_r(bf, crf_r(bf, s[i] + T[i * NT + j]) + e[j]);
-        float out = crf_lse(bf, x, NT);
+        const int n = crf_nsrc[j], *src = crf_src[j];
+        for (int k = 0; k < n; ++k) {
+            int i = src[k];
+            x[k] = crf_r(bf, crf_r(bf, s[i] + T[i * NT + j]) + e[j]);
+        }
+        float out = crf_lse(bf, x, n);
         next[j] = out;
         if (w)
-            for (int i = 0; i < NT; ++i)
-                w[i * NT + j] = isinf(x[i]) && x[i] < 0 && !isnan(out) && !(isinf(out) && out < 0)
-                                    ? 0.0f
-                                    : crf_rexp(bf, x[i] - out);
+            for (int k = 0; k < n; ++k) w[src[k] * NT + j] = crf_rexp(bf, x[k] - out);
     }
 }
 
 float crf_forward_bf16(const crf_params *P, const float *emis, int len, float *alpha)
 {
     crf_tab_init();
+    crf_src_init();
     float s[NT], next[NT];
     for (int j = 0; j < NT; ++j) s[j] = crf_r(1, P->start[j] + emis[j]);
     if (alpha) memcpy(alpha, s, sizeof s);
@@ -135,6 +155,7 @@ float crf_loss_grad(const crf_params *P, crf_batch *cb, crf_prec p, crf_grads *g
 {
     const int bf = p == CRF_PREC_BF16, B = cb->batch;
     if (bf) crf_tab_init();
+    crf_src_init();
     memset(g, 0, sizeof *g);
     size_t nall = (size_t)B * CRF_TMAX;
     memset(cb->demis, 0, nall * NT * sizeof *cb->demis);
@@ -201,23 +222,26 @@ float crf_loss_grad(const crf_params *P, crf_batch *cb, crf_prec p, crf_grads *g
             used = 1;
             const float *wb = w + ((size_t)b * CRF_TMAX + t) * NTT;
             float *gb = gs + (size_t)b * NT;
-            float gin[NTT], gprev[NT];
-            for (int i = 0; i < NT; ++i) {
-                float acc = 0.0f;
-                for (int j = 0; j < NT; ++j) {
-                    float v = crf_r(bf, gb[j] * wb[i * NT + j]);
-                    gin[i * NT + j] = v;
-                    acc += v;
-                }
-                gprev[i] = crf_r(bf, acc);
-            }
+            float gprev_acc[NT] = {0}, gprev[NT];
             float *de = cb->demis + ((size_t)b * CRF_TMAX + t) * NT;
             for (int j = 0; j < NT; ++j) {
-                float acc = 0.0f;
-                for (int i = 0; i < NT; ++i) acc += gin[i * NT + j];
+                const int n = crf_nsrc[j], *src = crf_src[j];
+                float gj = gb[j], acc = 0.0f;
+                for (int k = 0; k < n; ++k) {
+                    int i = src[k];
+                    float v = crf_r(bf, gj * wb[i * NT + j]);
+                    gprev_acc[i] += v;
+                    acc += v;
+                    gT_t[i * NT + j] += v;
+                }
+                if (!isfinite(gj) && n < NT) { /* inf or NaN times a forbidden entry's 0 weight: NaN */
+                    acc = NAN;
+                    for (int i = 0; i < NT; ++i)
+                        if (!crf_allowed(i, j)) gT_t[i * NT + j] = gprev_acc[i] = NAN;
+                }
                 de[j] = crf_r(bf, acc);
             }
-            for (int k = 0; k < NTT; ++k) gT_t[k] += gin[k];
+            for (int i = 0; i < NT; ++i) gprev[i] = crf_r(bf, gprev_acc[i]);
             memcpy(gb, gprev, sizeof gprev);
         }
         /* This step's use of the transition table: gradient reduced over the batch, rounded, then
@@ -241,6 +265,8 @@ float crf_loss_grad(const crf_params *P, crf_batch *cb, crf_prec p, crf_grads *g
             if (t >= cb->len[b]) {
                 cb->msum[pos] = 0.0;
                 cb->mmax[pos] = 0.0;
+                if (cb->marg)
+                    for (int j = 0; j < NT; ++j) cb->marg[pos * NT + j] = 0.0;
                 continue;
             }
             double sum = 0.0, mx = -INFINITY;
@@ -251,6 +277,8 @@ float crf_loss_grad(const crf_params *P, crf_batch *cb, crf_prec p, crf_grads *g
             }
             cb->msum[pos] = sum;
             cb->mmax[pos] = mx;
+            if (cb->marg)
+                for (int j = 0; j < NT; ++j) cb->marg[pos * NT + j] = (double)cb->demis[pos * NT + j] / (double)gup;
         }
     /* Gold path: -1/B at each gold emission, transition, start and end (index backward); added to the
      * denominator's gradient, one rounding per element. Transitions and start/end in float32. */

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "lab_err.h"
 #include "lab_hd.h"
@@ -69,6 +70,7 @@ typedef struct {
     double *gold;    /* out: per sequence gold-path score as computed */
     double *msum;    /* out: per valid position, sum_j dlogZ/demis (the marginals' sum; 1 exactly) */
     double *mmax;    /* out: per valid position, max_j dlogZ/demis (a marginal: in [0, 1] exactly) */
+    double *marg;    /* optional out (caller-allocated, batch * CRF_TMAX * CRF_TAGS): dlogZ/demis, the marginals */
 } crf_batch;
 
 /* Allocates a batch of `batch` sequences (zeroed). LAB_ERR_ARG for batch < 1, LAB_ERR_NOMEM. */
@@ -113,15 +115,15 @@ typedef struct {
     int first_marg_step;        /* a marginal sum off 1 by more than CRF_TOL_MARG_SUM, or a marginal > 1 + tol */
     int first_grad_overflow_step; /* first step with a gradient of magnitude > CRF_GRAD_HUGE */
     double min_loss;            /* over steps (finite ones) */
-    double max_marg_sum_err;    /* max |sum_j marg - 1| over every valid position of every step */
-    double max_marg;            /* largest marginal seen */
+    double max_marg_sum_err;    /* max |sum_j marg - 1| over every valid position of every step (finite ones) */
+    double max_marg;            /* largest finite marginal seen */
     double max_abs_logit;       /* largest |emission| seen */
     double max_abs_score;       /* largest |logZ| or |gold score| seen */
-    double max_loss_err;        /* max |batch loss - float64 reference loss| at the checked steps */
     double final_loss;          /* mean loss of the last 50 steps run (NaN if any non-finite) */
     double nonfinite_count;     /* non-finite gradient values at the first non-finite step */
     float *loss_curve;          /* optional: caller-provided [steps] buffer of batch losses */
     float *logit_curve;         /* optional: caller-provided [steps] max |emission| per step */
+    double cpu_s;               /* process CPU seconds the run took */
 } crf_train_stats;
 
 /* Trains the tagger (linear emissions + CRF) from seed for cfg->steps steps; see crf.c for the data
@@ -129,17 +131,51 @@ typedef struct {
 lab_status crf_train(uint64_t seed, const crf_train_cfg *cfg, crf_train_stats *st);
 
 /* Tolerances of the criterion (README "What the criterion checks" justifies them). */
-#define CRF_TOL_NEG_LOSS 1e-3   /* loss may dip below 0 by float32 rounding of ~1e3-sized scores */
-#define CRF_TOL_MARG_SUM 1e-3   /* |sum_j marginal - 1| per position */
-#define CRF_GRAD_HUGE 1e6       /* a gradient element the true CRF can never produce (|d/demis| <= 1) */
+#define CRF_SCORE_BOUND 4096.0 /* the bounds below hold while every |score| < 2^12 (float32 spacing <= 2^-11) */
+#define CRF_TOL_NEG_LOSS 0.125  /* loss below zero / loss off the float64 reference: 2 x 128 roundings of 2^-12 */
+#define CRF_TOL_MARG_SUM 0.1    /* |sum_j marginal - 1|, |marginal - reference|: (1 + 3 * 2^-12)^127 - 1 */
+#define CRF_GRAD_HUGE 1e6       /* a gradient element far beyond what the true CRF gives (|d/demis| <= 1/B) */
 
 /* The incident defaults. */
 #define CRF_DEFAULT_LR 1.5e-4
 #define CRF_DEFAULT_WARMUP 500
-#define CRF_DEFAULT_STEPS 2000
-#define CRF_DEFAULT_BATCH 4
+#define CRF_DEFAULT_STEPS 1500
+#define CRF_DEFAULT_BATCH 2
+#define CRF_DEFAULT_CLIP 1.0
+#define CRF_DEFAULT_FEAT_SCALE 64.0
+/* Learning rate of a case: CRF_LRS[(seed - 1) % CRF_N_LRS] (seed 0 takes the first). */
+#define CRF_N_LRS 3
+extern const double crf_lrs[CRF_N_LRS];
+/* The training config of a case of seed `seed` in precision p (full run, stop at the first non-finite). */
+crf_train_cfg crf_case_cfg(uint64_t seed, crf_prec p);
 
-/* The incident descriptor (registered in crf.c). */
+/* Seeds of a default replay: each seed trains the tagger twice (fix: the full CRF_DEFAULT_STEPS, about 2 CPU-s;
+ * bug: up to its first NaN, about 1 CPU-s), so the default replay stays near 20 CPU-s (README says why). */
+#define CRF_DEFAULT_SEEDS 6
+
+/* Probe: CRF_PROBE_BATCH sequences of CRF_TMAX tokens, emissions CRF_PROBE_SCALE * normal, the CRF alone against
+ * the float64 reference (scores about 2e3, as a trained tagger's). Goldens at CRF_GOLDEN_SEED. */
+#define CRF_PROBE_BATCH 2
+#define CRF_PROBE_SCALE 8.0f
+#define CRF_GOLDEN_SEED 1u
+
+/* "<root>/incidents/0005-bf16-crf-nan/golden". */
+void crf_golden_dir(const char *root, char *out, size_t len);
+/* Float64 reference of the probe of seed: logz [CRF_PROBE_BATCH], marg [CRF_PROBE_BATCH][CRF_TMAX][CRF_TAGS].
+ * LAB_ERR_NOMEM. */
+lab_status crf_probe_reference(uint64_t seed, double *logz, double *marg);
+/* The CRF of precision p on the probe of seed: max |logZ - reference| and max |marginal - reference|; at
+ * CRF_GOLDEN_SEED with golden_dir non-NULL the reference is the golden, loaded and verified (errors
+ * LAB_ERR_IO/NOTFOUND/MISMATCH/FORMAT naming the file), and *golden_checked is set. */
+lab_status crf_probe_check(uint64_t seed, crf_prec p, const char *golden_dir, double *logz_err, double *marg_err,
+                           int *golden_checked);
+/* The criterion over a training run and the probe: records the metrics and the verdict in r (see README). */
+void crf_criterion(const crf_train_cfg *cfg, const crf_train_stats *s, double probe_logz_err, double probe_marg_err,
+                   int golden_checked, lab_case_result *r);
+/* Writes the probe goldens of CRF_GOLDEN_SEED into dir from the float64 reference. */
+lab_status crf_golden_bless(const char *dir);
+
+/* The incident descriptor (registered in crf_incident.c). */
 extern const lab_incident crf_incident;
 
 /* Run functions on the CPU. */
@@ -156,6 +192,11 @@ void crf_probe_inputs(uint64_t seed, int batch, float scale, crf_params *P, floa
  * CRF_TMAX) one block; alpha (batch * CRF_TMAX * CRF_TAGS) and logz (batch) come back as floats.
  * LAB_ERR_DEVICE with the CUDA error text when a call fails. */
 lab_status crf_cuda_forward_bf16(const crf_params *P, const float *emis, int batch, float *alpha, float *logz);
+/* The float32 forward (the fix) on the GPU, same layout; logz only. */
+lab_status crf_cuda_forward_f32(const crf_params *P, const float *emis, int batch, float *logz);
+/* `lab bench 0005`: bf16 and float32 CRF forward kernels timed in one run, their ratio, and the device's
+ * device-to-device copy bandwidth. LAB_ERR_UNSUPPORTED without a device. */
+lab_status crf_bench(FILE *out);
 lab_status crf_run_cuda_fix(const lab_case *c, lab_case_result *r);
 lab_status crf_run_cuda_bug(const lab_case *c, lab_case_result *r);
 #endif

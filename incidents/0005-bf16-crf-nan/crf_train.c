@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lab_format.h"
 #include "lab_rng.h"
@@ -22,6 +23,8 @@
 
 /* Feature noise: token features are the tag's prototype plus CRF_NOISE * standard normal. */
 #define CRF_NOISE 1.5f
+/* Initial logits' standard deviation, about a freshly initialised BERT tagger's head. */
+#define CRF_INIT_LOGIT_STD 0.5
 /* Adam as torch.optim.Adam's defaults. */
 #define ADAM_B1 0.9
 #define ADAM_B2 0.999
@@ -47,7 +50,10 @@ static int crf_next_tag(int prev, float u)
 static void crf_make_seq(uint64_t seed, uint64_t q, const float *proto, float scale, int *len, int *tags, float *x)
 {
     uint64_t base = q * (CRF_TMAX + 1);
-    int L = CRF_TMIN + (int)(lab_rng_u32(seed, CRF_STREAM_LABEL, base) % (CRF_TMAX - CRF_TMIN + 1));
+    /* Lengths skewed short, as in text corpora: L = TMIN + floor((TMAX - TMIN + 1) u^2), mean about 53. */
+    float ul = lab_rng_uniform(seed, CRF_STREAM_LABEL, base);
+    int L = CRF_TMIN + (int)((float)(CRF_TMAX - CRF_TMIN + 1) * (ul * ul));
+    if (L > CRF_TMAX) L = CRF_TMAX;
     float u[CRF_TMAX];
     lab_rng_fill_uniform(u, (uint64_t)L, seed, CRF_STREAM_LABEL, base + 1);
     int prev = 0;
@@ -94,6 +100,7 @@ lab_status crf_train(uint64_t seed, const crf_train_cfg *cfg, crf_train_stats *s
         return lab_err_set(LAB_ERR_ARG, "crf_train: bad config (lr %g, warmup %d, steps %d, batch %d, clip %g)",
                            cfg->lr, cfg->warmup, cfg->steps, cfg->batch, cfg->clip);
     const int B = cfg->batch, bf = cfg->prec == CRF_PREC_BF16;
+    clock_t c0 = clock();
     crf_batch cb;
     lab_status s = crf_batch_init(&cb, B);
     if (s != LAB_OK) return s;
@@ -106,11 +113,12 @@ lab_status crf_train(uint64_t seed, const crf_train_cfg *cfg, crf_train_stats *s
         s = lab_err_set(LAB_ERR_NOMEM, "crf_train: out of memory");
         goto done;
     }
-    /* Prototypes: normal per tag and feature. Initialisation: W normal * 0.02 (BERT's initializer range), bias 0, CRF tables uniform in
+    /* Prototypes: normal per tag and feature. Initialisation: W normal with the std that gives initial logits of std CRF_INIT_LOGIT_STD, bias 0, CRF tables uniform in
      * [-0.1, 0.1) as pytorch-crf's reset_parameters. */
     lab_rng_fill_normal(proto, NT * NF, seed, CRF_STREAM_PROTO, 0);
     lab_rng_fill_normal(p + OFF_W, NF * NT, seed, CRF_STREAM_INIT, 0);
-    for (int k = 0; k < NF * NT; ++k) p[OFF_W + k] *= 0.02f;
+    float wstd = (float)(CRF_INIT_LOGIT_STD / (cfg->feat_scale * sqrt(NF * (1.0 + CRF_NOISE * CRF_NOISE))));
+    for (int k = 0; k < NF * NT; ++k) p[OFF_W + k] *= wstd;
     lab_rng_fill_uniform(p + OFF_T, NTT + 2 * NT, seed, CRF_STREAM_INIT, NF * NT);
     for (int k = OFF_T; k < NPARAM; ++k) p[k] = p[k] * 0.2f - 0.1f;
 
@@ -155,8 +163,8 @@ lab_status crf_train(uint64_t seed, const crf_train_cfg *cfg, crf_train_stats *s
             for (int t = 0; t < cb.len[b]; ++t) {
                 double ms = cb.msum[(size_t)b * CRF_TMAX + t], mx = cb.mmax[(size_t)b * CRF_TMAX + t];
                 double err = fabs(ms - 1.0);
-                if (!(err <= st->max_marg_sum_err)) st->max_marg_sum_err = err;
-                if (!(mx <= st->max_marg)) st->max_marg = mx;
+                if (isfinite(err) && err > st->max_marg_sum_err) st->max_marg_sum_err = err;
+                if (isfinite(mx) && mx > st->max_marg) st->max_marg = mx;
                 if (!st->first_marg_step && !(err <= CRF_TOL_MARG_SUM && mx <= 1.0 + CRF_TOL_MARG_SUM))
                     st->first_marg_step = step;
             }
@@ -227,6 +235,7 @@ lab_status crf_train(uint64_t seed, const crf_train_cfg *cfg, crf_train_stats *s
     }
     st->final_loss = tail_n > 0 ? tail_sum / tail_n : NAN;
     if (isinf(st->min_loss)) st->min_loss = NAN;
+    st->cpu_s = (double)(clock() - c0) / CLOCKS_PER_SEC;
 done:
     crf_batch_free(&cb);
     free(p);

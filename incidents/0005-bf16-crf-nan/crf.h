@@ -120,11 +120,20 @@ typedef struct {
     double max_abs_logit;       /* largest |emission| seen */
     double max_abs_score;       /* largest |logZ| or |gold score| seen */
     double final_loss;          /* mean loss of the last 50 steps run (NaN if any non-finite) */
-    double nonfinite_count;     /* non-finite gradient values at the first non-finite step */
+    double nonfinite_count;     /* non-finite parameter gradients at the first non-finite step (before clipping) */
+    int nf_loss;                /* at that step: the loss was non-finite */
+    int nf_grad_nan;            /*   parameter gradients that were NaN (the rest of nonfinite_count were inf) */
+    int nf_emis_inf;            /*   emission gradients (dLoss/demis) that were inf */
+    int nf_params;              /*   parameters non-finite after the update */
     float *loss_curve;          /* optional: caller-provided [steps] buffer of batch losses */
     float *logit_curve;         /* optional: caller-provided [steps] max |emission| per step */
     double cpu_s;               /* process CPU seconds the run took */
 } crf_train_stats;
+
+/* Gradient clipping as torch.nn.utils.clip_grad_norm_ does it: the float32 norm of all n gradients, and where
+ * max_norm / (norm + 1e-6) is below 1 every gradient is multiplied by it. An inf gradient makes the norm inf and
+ * the coefficient 0, and inf * 0 = NaN; a NaN one makes every gradient NaN. Never fails. */
+void crf_clip_grads(float *g, size_t n, double max_norm);
 
 /* Trains the tagger (linear emissions + CRF) from seed for cfg->steps steps; see crf.c for the data
  * and optimizer. LAB_ERR_ARG for a bad config, LAB_ERR_NOMEM. */

@@ -85,6 +85,16 @@ static void crf_view(const float *p, crf_prec prec, crf_params *P)
     }
 }
 
+void crf_clip_grads(float *g, size_t n, double max_norm)
+{
+    float sq = 0.0f;
+    for (size_t k = 0; k < n; ++k) sq += g[k] * g[k];
+    float norm = sqrtf(sq);
+    float coef = (float)max_norm / (norm + 1e-6f);
+    if (!(coef >= 1.0f))
+        for (size_t k = 0; k < n; ++k) g[k] *= coef;
+}
+
 static int crf_finite(float v) { return !isnan(v) && !isinf(v); }
 
 lab_status crf_train(uint64_t seed, const crf_train_cfg *cfg, crf_train_stats *st)
@@ -195,24 +205,23 @@ lab_status crf_train(uint64_t seed, const crf_train_cfg *cfg, crf_train_stats *s
         memcpy(gr + OFF_S, G->start, sizeof G->start);
         memcpy(gr + OFF_E, G->end, sizeof G->end);
 
-        int nonfinite = !crf_finite(loss), nf_grads = 0;
+        int nonfinite = !crf_finite(loss), nf_grads = 0, nan_grads = 0;
         double huge = 0.0;
         for (int k = 0; k < NPARAM; ++k) {
-            if (!crf_finite(gr[k])) ++nf_grads;
-            else if (fabs(gr[k]) > huge) huge = fabs(gr[k]);
+            if (!crf_finite(gr[k])) {
+                ++nf_grads;
+                nan_grads += isnan(gr[k]) != 0;
+            } else if (fabs(gr[k]) > huge) {
+                huge = fabs(gr[k]);
+            }
         }
+        int emis_inf = 0;
+        for (size_t k = 0; k < (size_t)B * CRF_TMAX * NT; ++k) emis_inf += isinf(cb.demis[k]) != 0;
         if (!st->first_grad_overflow_step && (nf_grads || huge > CRF_GRAD_HUGE)) st->first_grad_overflow_step = step;
 
         /* Gradient clipping as torch.nn.utils.clip_grad_norm_: total norm in float32, coefficient
          * max_norm / (norm + 1e-6) applied when below 1 (an inf norm gives 0, and inf * 0 = NaN). */
-        if (cfg->clip > 0) {
-            float sq = 0.0f;
-            for (int k = 0; k < NPARAM; ++k) sq += gr[k] * gr[k];
-            float norm = sqrtf(sq);
-            float coef = (float)cfg->clip / (norm + 1e-6f);
-            if (!(coef >= 1.0f))
-                for (int k = 0; k < NPARAM; ++k) gr[k] *= coef;
-        }
+        if (cfg->clip > 0) crf_clip_grads(gr, NPARAM, cfg->clip);
         /* Adam, warm-up then constant learning rate. Moments in double (torch keeps them float32; the
          * difference is far below the bf16 effects studied). */
         double lr = cfg->lr * (cfg->warmup > 0 && step < cfg->warmup ? (double)step / cfg->warmup : 1.0);
@@ -229,6 +238,10 @@ lab_status crf_train(uint64_t seed, const crf_train_cfg *cfg, crf_train_stats *s
             if (!st->first_nonfinite_step) {
                 st->first_nonfinite_step = step;
                 st->nonfinite_count = nf_grads;
+                st->nf_loss = nonfinite;
+                st->nf_grad_nan = nan_grads;
+                st->nf_emis_inf = emis_inf;
+                st->nf_params = nf_params;
             }
             if (cfg->stop_at_nonfinite) break;
         }

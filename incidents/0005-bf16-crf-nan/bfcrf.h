@@ -80,12 +80,13 @@ void bfcrf_batch_free(bfcrf_batch *cb);
 /* Loss of the batch, mean over sequences of logZ - gold, computed in precision p, with gradients:
  * g (zeroed here) for the CRF parameters and cb->demis for the emissions; cb->logz/gold/msum/mmax
  * filled. The bf16 path rounds as an autograd framework running the CRF in bf16 does: see bfcrf.c.
- * Returns the loss as a float (bf16 value in BFCRF_PREC_BF16). Never fails. */
+ * Returns the loss as a float (bf16 value in BFCRF_PREC_BF16). Aborts if its scratch (batch * 0.56 MB) cannot
+ * be allocated; no other failure. */
 float bfcrf_loss_grad(const bfcrf_params *P, bfcrf_batch *cb, bfcrf_prec p, bfcrf_grads *g);
 
 /* Float64 reference of one sequence: log-partition, gold score and the marginals
  * marg[t * BFCRF_TAGS + j] = P(y_t = j) (exact forward-backward in log space) from the same float
- * inputs. marg may be NULL. Never fails. */
+ * inputs. marg may be NULL. Aborts if its scratch (2 * len * 33 doubles) cannot be allocated. */
 void bfcrf_reference(const bfcrf_params *P, const float *emis, const int *tags, int len, double *logz, double *gold,
                    double *marg);
 
@@ -152,7 +153,7 @@ lab_status bfcrf_train(uint64_t seed, const bfcrf_train_cfg *cfg, bfcrf_train_st
 #define BFCRF_DEFAULT_BATCH 2
 #define BFCRF_DEFAULT_CLIP 1.0
 #define BFCRF_DEFAULT_FEAT_SCALE 64.0
-/* Learning rate of a case: BFCRF_LRS[(seed - 1) % BFCRF_N_LRS] (seed 0 takes the first). */
+/* Learning rate of a case: bfcrf_lrs[(seed - 1) % BFCRF_N_LRS] (seed 0 takes the first). */
 #define BFCRF_N_LRS 3
 extern const double bfcrf_lrs[BFCRF_N_LRS];
 /* The training config of a case of seed `seed` in precision p (full run, stop at the first non-finite). */

@@ -134,6 +134,18 @@ static inline void bfcrf_step(int bf, const float *T, const float *s, const floa
     }
 }
 
+float bfcrf_bf16_exp(float x)
+{
+    bfcrf_tab_init();
+    return bfcrf_rexp(1, x);
+}
+
+float bfcrf_bf16_log(float x)
+{
+    bfcrf_tab_init();
+    return bfcrf_rlog(1, x);
+}
+
 float bfcrf_forward_bf16(const bfcrf_params *P, const float *emis, int len, float *alpha)
 {
     bfcrf_tab_init();

@@ -10,6 +10,11 @@
 #include "lab_cuda.h" /* first: it brings lab_err.h in with C linkage (bfcrf.h includes it outside extern "C") */
 #include "bfcrf.h"
 
+extern "C" {
+#include "lab_format.h"
+#include "lab_rng.h"
+}
+
 #define NT BFCRF_TAGS
 #define BFCRF_THREADS 64 /* one thread per target tag (33 active), one block per sequence */
 
@@ -83,6 +88,25 @@ __global__ void bfcrf_fwd_bf16(const float *trans, const float *start, const flo
         for (int i = 0; i < NT; ++i) z[i] = __hadd(s[i], __float2bfloat16_rn(end[i]));
         logz[b] = __bfloat162float(bfcrf_blse<EXACT>(z, NT));
     }
+}
+
+/* Elementwise ops for the bit-for-bit check: pairs (add, sub) and every bf16 code (exp, log). */
+__global__ void bfcrf_ew_pairs(const float *a, const float *b, size_t n, float *add, float *sub)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    __nv_bfloat16 x = __float2bfloat16_rn(a[i]), y = __float2bfloat16_rn(b[i]);
+    add[i] = __bfloat162float(__hadd(x, y));
+    sub[i] = __bfloat162float(__hsub(x, y));
+}
+
+__global__ void bfcrf_ew_codes(float *exp_all, float *log_all)
+{
+    unsigned c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= 65536u) return;
+    __nv_bfloat16 v = __ushort_as_bfloat16((unsigned short)c);
+    exp_all[c] = __bfloat162float(bfcrf_bexp<true>(v));
+    log_all[c] = __bfloat162float(bfcrf_blog<true>(v));
 }
 
 /* float32 forward (the fix): the same recursion without rounding to bf16, expf/logf. */
@@ -187,6 +211,80 @@ done:
     return bfcrf_dev_free(&d, st);
 }
 
+extern "C" lab_status bfcrf_cuda_elementwise(const float *a, const float *b, size_t n, float *add, float *sub,
+                                             float *exp_all, float *log_all)
+{
+    lab_status st = LAB_OK;
+    float *da = NULL, *db = NULL, *dadd = NULL, *dsub = NULL, *dexp = NULL, *dlog = NULL;
+    size_t nb = n * sizeof(float), cb = 65536 * sizeof(float);
+    if (n == 0 || (n + 255) / 256 > 0x7fffffffu) return lab_err_set(LAB_ERR_ARG, "bfcrf_cuda_elementwise: n %zu", n);
+    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&da, nb), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&db, nb), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dadd, nb), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dsub, nb), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dexp, cb), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dlog, cb), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(da, a, nb, cudaMemcpyHostToDevice), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(db, b, nb, cudaMemcpyHostToDevice), done);
+    bfcrf_ew_pairs<<<(unsigned)((n + 255) / 256), 256>>>(da, db, n, dadd, dsub);
+    BFCRF_LAUNCHED(st, done);
+    bfcrf_ew_codes<<<65536 / 256, 256>>>(dexp, dlog);
+    BFCRF_LAUNCHED(st, done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(add, dadd, nb, cudaMemcpyDeviceToHost), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(sub, dsub, nb, cudaMemcpyDeviceToHost), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(exp_all, dexp, cb, cudaMemcpyDeviceToHost), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(log_all, dlog, cb, cudaMemcpyDeviceToHost), done);
+done:
+    {
+        float *bufs[] = {da, db, dadd, dsub, dexp, dlog};
+        for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; ++k) {
+            if (!bufs[k]) continue;
+            cudaError_t e = cudaFree(bufs[k]);
+            if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaFree", cudaGetErrorString(e));
+        }
+    }
+    return st;
+}
+
+/* Bit-for-bit comparison, with any NaN equal to any NaN (CUDA's canonical bf16 NaN is 0x7FFF, the lab's keeps
+ * the payload). */
+static int bfcrf_same(float x, float y) { return (isnan(x) && isnan(y)) || memcmp(&x, &y, sizeof x) == 0; }
+
+/* The elementwise check of a case: BFCRF_EW_PAIRS pairs (a: scores of size about 2000 as bf16, b: emissions and
+ * transitions of size about 10, both from the probe stream of seed), and all 65536 codes through exp and log.
+ * Returns the number of mismatching results in *mism and of results compared in *total. */
+#define BFCRF_EW_PAIRS (1u << 20)
+static lab_status bfcrf_ew_check(uint64_t seed, size_t *mism, size_t *total)
+{
+    size_t n = BFCRF_EW_PAIRS;
+    float *buf = (float *)malloc((4 * n + 2 * 65536) * sizeof(float));
+    if (!buf) return lab_err_set(LAB_ERR_NOMEM, "bfcrf: out of memory for the elementwise check");
+    float *a = buf, *b = a + n, *add = b + n, *sub = add + n, *ex = sub + n, *lg = ex + 65536;
+    lab_rng_fill_normal(a, n, seed, BFCRF_STREAM_PROBE, 1u << 24);
+    lab_rng_fill_normal(b, n, seed, BFCRF_STREAM_PROBE, 1u << 25);
+    for (size_t i = 0; i < n; ++i) {
+        a[i] = lab_bf16_round(2000.0f + 500.0f * a[i]);
+        b[i] = lab_bf16_round(10.0f * b[i]);
+    }
+    lab_status st = bfcrf_cuda_elementwise(a, b, n, add, sub, ex, lg);
+    size_t m = 0;
+    if (st == LAB_OK) {
+        for (size_t i = 0; i < n; ++i) {
+            m += !bfcrf_same(add[i], lab_bf16_round(a[i] + b[i]));
+            m += !bfcrf_same(sub[i], lab_bf16_round(a[i] - b[i]));
+        }
+        for (uint32_t c = 0; c < 65536; ++c) {
+            float v = lab_bf16_to_float((uint16_t)c);
+            m += !bfcrf_same(ex[c], bfcrf_bf16_exp(v));
+            m += !bfcrf_same(lg[c], bfcrf_bf16_log(v));
+        }
+    }
+    *mism = m;
+    *total = 2 * n + 2 * 65536;
+    free(buf);
+    return st;
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Run functions: the probe of the case's seed on the GPU                                           */
 
@@ -219,6 +317,8 @@ static lab_status bfcrf_run_cuda(const lab_case *c, lab_case_result *r, bfcrf_pr
     if ((st = bfcrf_cuda_forward_f32(&P, emis, B, fl)) != LAB_OK) goto done;
     if ((st = bfcrf_probe_reference(c->seed, rlogz, rmarg)) != LAB_OK) goto done;
     {
+        size_t ew_mism = 0, ew_total = 0;
+        if ((st = bfcrf_ew_check(c->seed, &ew_mism, &ew_total)) != LAB_OK) goto done;
         size_t mism = 0;
         for (int b = 0; b < B; ++b) {
             float cl = bfcrf_forward_bf16(&P, emis + (size_t)b * BFCRF_TMAX * NT, BFCRF_TMAX, ca);
@@ -234,14 +334,19 @@ static lab_status bfcrf_run_cuda(const lab_case *c, lab_case_result *r, bfcrf_pr
         lab_result_metric(r, "probe_logz_err", err);
         lab_result_metric(r, "bf16_mismatch", (double)mism);
         lab_result_metric(r, "bf16_values", (double)(B * (BFCRF_TMAX * NT + 1)));
+        lab_result_metric(r, "ew_mismatch", (double)ew_mism);
+        lab_result_metric(r, "ew_values", (double)ew_total);
         int within = err <= BFCRF_TOL_NEG_LOSS;
-        if (mism > 0)
+        if (ew_mism > 0)
+            lab_result_verdict(r, 0, "%zu of %zu bf16 elementwise results (add, sub of 2^20 pairs; exp, log of every "
+                               "code) differ between %s and the CPU emulation", ew_mism, ew_total, info.name);
+        else if (mism > 0)
             lab_result_verdict(r, 0, "%zu of %d bf16 forward values differ between %s and the CPU emulation; %s logZ "
                                "err %.3g (tol %g)", mism, B * (BFCRF_TMAX * NT + 1), info.name,
                                p == BFCRF_PREC_BF16 ? "bf16" : "f32", err, BFCRF_TOL_NEG_LOSS);
         else
-            lab_result_verdict(r, within, "%s logZ err %.3g against float64 (tol %g); bf16 forward bit for bit with the "
-                               "CPU emulation (%d values) [%s sm_%d%d]", p == BFCRF_PREC_BF16 ? "bf16" : "f32", err,
+            lab_result_verdict(r, within, "%s logZ err %.3g against float64 (tol %g); bf16 forward (%d values) and "
+                               "elementwise ops bit for bit with the CPU emulation [%s sm_%d%d]", p == BFCRF_PREC_BF16 ? "bf16" : "f32", err,
                                BFCRF_TOL_NEG_LOSS, B * (BFCRF_TMAX * NT + 1), info.name, info.cc_major, info.cc_minor);
     }
 done:

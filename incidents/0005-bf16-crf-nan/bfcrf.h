@@ -95,6 +95,11 @@ void bfcrf_reference(const bfcrf_params *P, const float *emis, const int *tags, 
  * bit-for-bit check. Never fails. */
 float bfcrf_forward_bf16(const bfcrf_params *P, const float *emis, int len, float *alpha);
 
+/* The bf16 path's exp and log of x as the CPU emulation computes them: bf16(exp(bf16(x))) and
+ * bf16(log(bf16(x))), exp/log through double then float32 (tables over the 65536 codes). Never fail. */
+float bfcrf_bf16_exp(float x);
+float bfcrf_bf16_log(float x);
+
 /* Training ------------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -202,6 +207,11 @@ void bfcrf_probe_inputs(uint64_t seed, int batch, float scale, bfcrf_params *P, 
  * BFCRF_TMAX) one block; alpha (batch * BFCRF_TMAX * BFCRF_TAGS) and logz (batch) come back as floats.
  * LAB_ERR_DEVICE with the CUDA error text when a call fails. */
 lab_status bfcrf_cuda_forward_bf16(const bfcrf_params *P, const float *emis, int batch, float *alpha, float *logz);
+/* Elementwise bf16 ops on the GPU as the bf16 kernel does them: for i < n, add[i] = __hadd(a, b), sub[i] =
+ * __hsub(a, b) (a, b: bf16 values given as floats); and for each of the 65536 bf16 codes c, exp[c] and log[c]
+ * (the kernel's exact exp/log). Results come back as floats. LAB_ERR_DEVICE with the CUDA error text. */
+lab_status bfcrf_cuda_elementwise(const float *a, const float *b, size_t n, float *add, float *sub, float *exp_all,
+                                  float *log_all);
 /* The float32 forward (the fix) on the GPU, same layout; logz only. */
 lab_status bfcrf_cuda_forward_f32(const bfcrf_params *P, const float *emis, int batch, float *logz);
 /* `lab bench 0005`: bf16 and float32 CRF forward kernels timed in one run, their ratio, and the device's

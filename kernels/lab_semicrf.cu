@@ -138,8 +138,15 @@ __global__ void sg_marginals(sg_inputs in, unsigned guards, int layout, int det,
                              const float *beta, const float *bout, const float *logZ, sg_grads g)
 {
     int s = blockIdx.x, b = blockIdx.y, L = in.len[b];
-    if (s >= L) return;
     int C = in.C, K = in.K, T = in.T;
+    if (s >= L) {
+        /* no segment starts here; the deterministic workspaces get zeros (they are not cleared) */
+        if (det) {
+            for (int i = threadIdx.x; i < K * SG_PAD; i += SG_THREADS) g.ws_e[((size_t)b * T + s) * K * SG_PAD + i] = 0.0f;
+            for (int i = threadIdx.x; i < SG_PAD * SG_PAD; i += SG_THREADS) g.ws_g[((size_t)b * T + s) * SG_PAD * SG_PAD + i] = 0.0f;
+        }
+        return;
+    }
     int padded = layout == LAB_SEMICRF_LAYOUT_PADDED, clamped = layout == LAB_SEMICRF_LAYOUT_CLAMPED;
     long W = g.W;
     size_t base = (size_t)b * (size_t)(T + 1) * SG_PAD;
@@ -165,6 +172,9 @@ __global__ void sg_marginals(sg_inputs in, unsigned guards, int layout, int det,
         sg_atomic(g, g.dur, (long)(k - 1) * W + wi, v);
         if (in.use_proj) sg_atomic(g, g.pe, ((long)b * T + s + k - 1) * W + wi, v);
     }
+    if (det)
+        for (int k = 1 + kg; k <= K; k += SG_KGROUPS)
+            if (k > nk) g.ws_e[(((size_t)b * T + s) * K + (k - 1)) * SG_PAD + lane] = 0.0f;
     part[kg][lane] = mysum;
     __syncthreads();
     if (kg == 0 && !det) {
@@ -173,7 +183,11 @@ __global__ void sg_marginals(sg_inputs in, unsigned guards, int layout, int det,
         sg_atomic(g, g.cum, ((long)b * (T + 1) + s) * W + wi, -S);
         if (in.use_proj) sg_atomic(g, g.ps, ((long)b * T + s) * W + wi, S);
     }
-    if (s == 0) return;
+    if (s == 0) {
+        if (det)
+            for (int i = threadIdx.x; i < SG_PAD * SG_PAD; i += SG_THREADS) g.ws_g[(size_t)b * T * SG_PAD * SG_PAD + i] = 0.0f;
+        return;
+    }
     for (int e = threadIdx.x; e < SG_PAD * SG_PAD; e += SG_THREADS) {
         int c = e / SG_PAD, c2 = e % SG_PAD;
         int rc = c < C, r2 = c2 < C, both = rc && r2;
@@ -323,11 +337,9 @@ static lab_status sg_accumulate(sg_state &S, const sg_inputs &in, const lab_semi
     LAB_CUDA_CHECK(cudaMemsetAsync(S.gps.p, 0, npos * esz));
     LAB_CUDA_CHECK(cudaMemsetAsync(S.gpe.p, 0, npos * esz));
     size_t nb = (size_t)in.B * (size_t)in.T;
-    if (det) {
-        LAB_CUDA_CHECK(cudaMemsetAsync(S.wse.p, 0, nb * (size_t)in.K * SG_PAD * 4));
-        LAB_CUDA_CHECK(cudaMemsetAsync(S.wsg.p, 0, nb * SG_PAD * SG_PAD * 4));
-    }
-    dim3 grid((unsigned)maxL, (unsigned)in.B);
+    /* Deterministic: every workspace slot is written by the marginal kernel (zeros where no segment
+     * starts or ends), so the workspaces need no clearing. The grid covers s < T for that reason. */
+    dim3 grid((unsigned)(det ? in.T : maxL), (unsigned)in.B);
     sg_marginals<<<grid, SG_THREADS>>>(in, cfg->guards, (int)cfg->layout, det, (const float *)S.alpha.p,
                                        (const float *)S.ain.p, (const float *)S.beta.p, (const float *)S.bout.p,
                                        (const float *)S.logz.p, g);

@@ -294,6 +294,17 @@ static lab_status cd_run_cuda(const lab_case *c, lab_case_result *r, lab_semicrf
             st = cd_judge(c->seed, accum, &p, &a, &b, &ref, dir, r, NULL);
             lab_semicrf_out_free(&b);
         }
+        /* The GPU against the CPU emulation of the same variant on the same inputs (informative: expf,
+         * logf and the order differ, so agreement is within the tolerance, not bitwise). */
+        lab_semicrf_out cpu;
+        lab_semicrf_config cc = cfg;
+        cc.schedule_seed = crf_drift_schedule_seed(c->seed, 0);
+        if (st == LAB_OK && (st = lab_semicrf_emulate(&p, &cc, &cpu)) == LAB_OK) {
+            lab_semicrf_r2r d;
+            lab_semicrf_run_to_run(&p, &a, &cpu, &d);
+            lab_result_metric(r, "gpu_vs_cpu_max_abs", d.max);
+            lab_semicrf_out_free(&cpu);
+        }
         lab_semicrf_out_free(&a);
     }
     lab_semicrf_ref_free(&ref);

@@ -237,10 +237,11 @@ lab_status lab_semicrf_golden_compare(const char *dir, uint64_t seed, const lab_
  * C_PAD threads per batch element for the forward and backward passes, then the marginal kernel on an
  * (s, b) grid of 4 x C_PAD threads, layout, accumulation and guards as in cfg (schedule_seed unused: the
  * GPU picks the order). Inputs are the host problem's (lab_rng) values. Unpadded and clamped layouts:
- * by default every input sits between guard zones holding the seed's neighbour contents and every
- * gradient buffer between -0.0f canaries; o->oob_writes counts canary words that changed (stray atomics;
- * stray loads are not counted on the GPU). With LAB_SEMICRF_CUDA_EXACT=1 every buffer is an exact-size
- * cudaMalloc instead, so compute-sanitizer memcheck reports the strays. Fills o (allocated here); `reps`
+ * every input sits between guard zones holding the seed's neighbour contents (what a stray load reads),
+ * unless LAB_SEMICRF_CUDA_EXACT=1 asks for exact allocations; gradient buffers are always exact-size
+ * cudaMallocs, so compute-sanitizer memcheck reports every stray atomic. The kernel counts loads and
+ * atomics outside their allocation (o->oob_reads, o->oob_writes, as the CPU emulation does) without
+ * preventing them. Fills o (allocated here); `reps`
  * runs (1 for a case); *ms_backward (may be NULL) gets the median time of the accumulation stage (marginal
  * kernel, atomics or workspaces and reductions). LAB_ERR_DEVICE with the CUDA error text; LAB_ERR_ARG for
  * a bad config or length. */

@@ -2,6 +2,7 @@
 #include "lab_semicrf.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,7 +402,7 @@ static inline unsigned char *sc_addr(sc_arena *ar, int id, long i, int write)
         else
             ar->o->oob_reads++;
     }
-    return ar->mem + a->off + (size_t)((long)a->esz * i);
+    return ar->mem + (ptrdiff_t)a->off + (ptrdiff_t)a->esz * (ptrdiff_t)i;
 }
 
 static inline float sc_ld(sc_arena *ar, int id, long i)

@@ -56,16 +56,28 @@ struct sg_inputs {
     const float *cum, *trans, *dur, *ps, *pe;
     const int *len;
     int B, T, K, C, use_proj;
+    long n_cum, n_trans, n_dur, n_pos;   /* elements of each input allocation */
+    unsigned long long *oob;             /* [0] loads, [1] atomics outside their allocation */
+    int check;                           /* count them (stray layouts only; the access happens anyway) */
 };
+
+/* A load of x[i] from an allocation of n elements; counted when outside it (the lab's instrumentation,
+ * like the CPU emulation's address check; the load itself is the kernel's). */
+__device__ float sg_ld(const sg_inputs &in, const float *x, long n, long i)
+{
+    if (in.check && (i < 0 || i >= n)) atomicAdd(&in.oob[0], 1ull);
+    return x[i];
+}
 
 __device__ float sg_seg(const sg_inputs &in, int b, int s, int k, long rd)
 {
     long C = in.C, T = in.T;
-    float v = __fsub_rn(in.cum[((long)b * (T + 1) + s + k) * C + rd], in.cum[((long)b * (T + 1) + s) * C + rd]);
-    v = __fadd_rn(v, in.dur[(long)(k - 1) * C + rd]);
+    float v = __fsub_rn(sg_ld(in, in.cum, in.n_cum, ((long)b * (T + 1) + s + k) * C + rd),
+                        sg_ld(in, in.cum, in.n_cum, ((long)b * (T + 1) + s) * C + rd));
+    v = __fadd_rn(v, sg_ld(in, in.dur, in.n_dur, (long)(k - 1) * C + rd));
     if (in.use_proj) {
-        v = __fadd_rn(v, in.ps[((long)b * T + s) * C + rd]);
-        v = __fadd_rn(v, in.pe[((long)b * T + s + k - 1) * C + rd]);
+        v = __fadd_rn(v, sg_ld(in, in.ps, in.n_pos, ((long)b * T + s) * C + rd));
+        v = __fadd_rn(v, sg_ld(in, in.pe, in.n_pos, ((long)b * T + s + k - 1) * C + rd));
     }
     return v;
 }
@@ -122,10 +134,12 @@ struct sg_grads {
     float *ws_e;                         /* [B][T][K][C_PAD] deterministic only */
     float *ws_g;                         /* [B*T][C_PAD][C_PAD] deterministic only */
     long W;
+    long n_cum, n_trans, n_dur, n_pos;   /* elements of each gradient allocation */
 };
 
-__device__ void sg_atomic(const sg_grads &g, void *buf, long i, float v)
+__device__ void sg_atomic(const sg_inputs &in, const sg_grads &g, void *buf, long n, long i, float v)
 {
+    if (in.check && (i < 0 || i >= n)) atomicAdd(&in.oob[1], 1ull); /* counted; the atomic still happens */
     if (g.f64)
         atomicAdd((double *)buf + i, (double)v);
     else
@@ -138,8 +152,15 @@ __global__ void sg_marginals(sg_inputs in, unsigned guards, int layout, int det,
                              const float *beta, const float *bout, const float *logZ, sg_grads g)
 {
     int s = blockIdx.x, b = blockIdx.y, L = in.len[b];
-    if (s >= L) return;
     int C = in.C, K = in.K, T = in.T;
+    if (s >= L) {
+        /* no segment starts here; the deterministic workspaces get zeros (they are not cleared) */
+        if (det) {
+            for (int i = threadIdx.x; i < K * SG_PAD; i += SG_THREADS) g.ws_e[((size_t)b * T + s) * K * SG_PAD + i] = 0.0f;
+            for (int i = threadIdx.x; i < SG_PAD * SG_PAD; i += SG_THREADS) g.ws_g[((size_t)b * T + s) * SG_PAD * SG_PAD + i] = 0.0f;
+        }
+        return;
+    }
     int padded = layout == LAB_SEMICRF_LAYOUT_PADDED, clamped = layout == LAB_SEMICRF_LAYOUT_CLAMPED;
     long W = g.W;
     size_t base = (size_t)b * (size_t)(T + 1) * SG_PAD;
@@ -161,32 +182,40 @@ __global__ void sg_marginals(sg_inputs in, unsigned guards, int layout, int det,
             g.ws_e[(((size_t)b * T + s) * K + (k - 1)) * SG_PAD + lane] = v;
             continue;
         }
-        sg_atomic(g, g.cum, ((long)b * (T + 1) + s + k) * W + wi, v);
-        sg_atomic(g, g.dur, (long)(k - 1) * W + wi, v);
-        if (in.use_proj) sg_atomic(g, g.pe, ((long)b * T + s + k - 1) * W + wi, v);
+        sg_atomic(in, g, g.cum, g.n_cum, ((long)b * (T + 1) + s + k) * W + wi, v);
+        sg_atomic(in, g, g.dur, g.n_dur, (long)(k - 1) * W + wi, v);
+        if (in.use_proj) sg_atomic(in, g, g.pe, g.n_pos, ((long)b * T + s + k - 1) * W + wi, v);
     }
+    if (det)
+        for (int k = 1 + kg; k <= K; k += SG_KGROUPS)
+            if (k > nk) g.ws_e[(((size_t)b * T + s) * K + (k - 1)) * SG_PAD + lane] = 0.0f;
     part[kg][lane] = mysum;
     __syncthreads();
     if (kg == 0 && !det) {
         float S = part[0][lane];
         for (int q = 1; q < SG_KGROUPS; ++q) S = __fadd_rn(S, part[q][lane]);
-        sg_atomic(g, g.cum, ((long)b * (T + 1) + s) * W + wi, -S);
-        if (in.use_proj) sg_atomic(g, g.ps, ((long)b * T + s) * W + wi, S);
+        sg_atomic(in, g, g.cum, g.n_cum, ((long)b * (T + 1) + s) * W + wi, -S);
+        if (in.use_proj) sg_atomic(in, g, g.ps, g.n_pos, ((long)b * T + s) * W + wi, S);
     }
-    if (s == 0) return;
+    if (s == 0) {
+        if (det)
+            for (int i = threadIdx.x; i < SG_PAD * SG_PAD; i += SG_THREADS) g.ws_g[(size_t)b * T * SG_PAD * SG_PAD + i] = 0.0f;
+        return;
+    }
     for (int e = threadIdx.x; e < SG_PAD * SG_PAD; e += SG_THREADS) {
         int c = e / SG_PAD, c2 = e % SG_PAD;
         int rc = c < C, r2 = c2 < C, both = rc && r2;
         long ri = padded || clamped ? (rc ? c : C - 1) : c, rj = padded || clamped ? (r2 ? c2 : C - 1) : c2;
         long lci = clamped ? ri : c, lcj = clamped ? rj : c2;
-        float m = sg_marginal(al[(size_t)s * SG_PAD + lci], in.trans[ri * C + rj], bo[(size_t)s * SG_PAD + lcj], z, guards);
+        float m = sg_marginal(al[(size_t)s * SG_PAD + lci], sg_ld(in, in.trans, in.n_trans, ri * C + rj),
+                              bo[(size_t)s * SG_PAD + lcj], z, guards);
         float v = padded ? (both ? m : 0.0f) : m * (float)both;
         if (det) {
             g.ws_g[((size_t)b * T + s) * SG_PAD * SG_PAD + e] = v;
             continue;
         }
         long wix = clamped ? ri * W + rj : (long)c * W + c2;
-        sg_atomic(g, g.trans, wix, v);
+        sg_atomic(in, g, g.trans, g.n_trans, wix, v);
     }
 }
 
@@ -262,32 +291,13 @@ static lab_status sg_upload_input(sg_buf *b, const float *x, size_t n, int guard
     return LAB_OK;
 }
 
-/* Gradient buffer of n elements of esz bytes, zeroed; guarded: the zones hold -0.0f canaries (any stray
- * atomic add of +0 or NaN changes their bits). */
-static lab_status sg_alloc_grad(sg_buf *b, size_t n, size_t esz, int guarded)
+/* Gradient buffer of exactly n elements of esz bytes, zeroed: an atomic past it is outside its
+ * cudaMalloc, where compute-sanitizer memcheck reports it. */
+static lab_status sg_alloc_grad(sg_buf *b, size_t n, size_t esz)
 {
-    size_t gb = guarded ? SG_GUARD_WORDS * 8 : 0;
-    lab_status st = sg_alloc(b, n * esz, gb);
+    lab_status st = sg_alloc(b, n * esz, 0);
     if (st != LAB_OK) return st;
     LAB_CUDA_CHECK(cudaMemset(b->p, 0, n * esz));
-    if (guarded) {
-        std::vector<float> g(gb / 4, -0.0f);
-        LAB_CUDA_CHECK(cudaMemcpy(b->base, g.data(), gb, cudaMemcpyHostToDevice));
-        LAB_CUDA_CHECK(cudaMemcpy((unsigned char *)b->p + n * esz, g.data(), gb, cudaMemcpyHostToDevice));
-    }
-    return LAB_OK;
-}
-
-/* Counts canary words whose bits changed in both guard zones of b. */
-static lab_status sg_count_canaries(const sg_buf *b, size_t *changed)
-{
-    if (!b->guard_bytes) return LAB_OK;
-    std::vector<uint32_t> g(b->guard_bytes / 4);
-    const uint32_t negzero = 0x80000000u;
-    LAB_CUDA_CHECK(cudaMemcpy(g.data(), b->base, b->guard_bytes, cudaMemcpyDeviceToHost));
-    for (uint32_t w : g) *changed += w != negzero;
-    LAB_CUDA_CHECK(cudaMemcpy(g.data(), (unsigned char *)b->p + b->bytes, b->guard_bytes, cudaMemcpyDeviceToHost));
-    for (uint32_t w : g) *changed += w != negzero;
     return LAB_OK;
 }
 
@@ -295,11 +305,11 @@ static lab_status sg_count_canaries(const sg_buf *b, size_t *changed)
 struct sg_state {
     sg_buf cum, trans, dur, ps, pe, len;
     sg_buf alpha, ain, beta, bout, logz;
-    sg_buf gcum, gtrans, gdur, gps, gpe, wse, wsg;
+    sg_buf gcum, gtrans, gdur, gps, gpe, wse, wsg, oob;
     ~sg_state()
     {
         sg_buf *all[] = {&cum, &trans, &dur, &ps, &pe, &len, &alpha, &ain, &beta, &bout, &logz,
-                         &gcum, &gtrans, &gdur, &gps, &gpe, &wse, &wsg};
+                         &gcum, &gtrans, &gdur, &gps, &gpe, &wse, &wsg, &oob};
         for (sg_buf *b : all) sg_free(b);
     }
 };
@@ -317,17 +327,16 @@ static lab_status sg_accumulate(sg_state &S, const sg_inputs &in, const lab_semi
                                 size_t ncum, size_t npos, size_t esz, long W, int maxL)
 {
     int det = cfg->accum == LAB_SEMICRF_ACC_DETERMINISTIC;
+    LAB_CUDA_CHECK(cudaMemsetAsync(S.oob.p, 0, 2 * sizeof(unsigned long long)));
     LAB_CUDA_CHECK(cudaMemsetAsync(S.gcum.p, 0, ncum * esz));
     LAB_CUDA_CHECK(cudaMemsetAsync(S.gtrans.p, 0, (size_t)W * W * esz));
     LAB_CUDA_CHECK(cudaMemsetAsync(S.gdur.p, 0, (size_t)in.K * W * esz));
     LAB_CUDA_CHECK(cudaMemsetAsync(S.gps.p, 0, npos * esz));
     LAB_CUDA_CHECK(cudaMemsetAsync(S.gpe.p, 0, npos * esz));
     size_t nb = (size_t)in.B * (size_t)in.T;
-    if (det) {
-        LAB_CUDA_CHECK(cudaMemsetAsync(S.wse.p, 0, nb * (size_t)in.K * SG_PAD * 4));
-        LAB_CUDA_CHECK(cudaMemsetAsync(S.wsg.p, 0, nb * SG_PAD * SG_PAD * 4));
-    }
-    dim3 grid((unsigned)maxL, (unsigned)in.B);
+    /* Deterministic: every workspace slot is written by the marginal kernel (zeros where no segment
+     * starts or ends), so the workspaces need no clearing. The grid covers s < T for that reason. */
+    dim3 grid((unsigned)(det ? in.T : maxL), (unsigned)in.B);
     sg_marginals<<<grid, SG_THREADS>>>(in, cfg->guards, (int)cfg->layout, det, (const float *)S.alpha.p,
                                        (const float *)S.ain.p, (const float *)S.beta.p, (const float *)S.bout.p,
                                        (const float *)S.logz.p, g);
@@ -364,7 +373,10 @@ static lab_status sg_run(const lab_semicrf_problem *p, const lab_semicrf_config 
     const char *exact_env = getenv("LAB_SEMICRF_CUDA_EXACT");
     int exact = exact_env && *exact_env && strcmp(exact_env, "0") != 0;
     int padded = cfg->layout == LAB_SEMICRF_LAYOUT_PADDED;
-    int guarded = !padded && !exact; /* stray layouts: seeded neighbours and canaries, unless exact for memcheck */
+    /* Stray layouts: inputs between guard zones of the seed's neighbour contents (what a stray load reads),
+     * unless LAB_SEMICRF_CUDA_EXACT asks for exact allocations so memcheck also sees the stray loads.
+     * Gradient buffers are always exact: memcheck sees every stray atomic. */
+    int guarded = !padded && !exact;
     long W = padded ? SG_PAD : C;
     size_t esz = cfg->accum == LAB_SEMICRF_ACC_F64_ATOMIC ? 8 : 4;
     size_t ncum_in = (size_t)B * (T + 1) * C, npos_in = (size_t)B * T * C;
@@ -390,19 +402,24 @@ static lab_status sg_run(const lab_semicrf_problem *p, const lab_semicrf_config 
         LAB_CUDA_CHECK(cudaGetLastError());
     }
     if ((st = sg_alloc(&S.logz, (size_t)B * 4, 0)) != LAB_OK) return st;
-    if ((st = sg_alloc_grad(&S.gcum, ncum, esz, guarded)) != LAB_OK) return st;
-    if ((st = sg_alloc_grad(&S.gtrans, (size_t)W * W, esz, guarded)) != LAB_OK) return st;
-    if ((st = sg_alloc_grad(&S.gdur, (size_t)K * W, esz, guarded)) != LAB_OK) return st;
-    if ((st = sg_alloc_grad(&S.gps, npos, esz, guarded)) != LAB_OK) return st;
-    if ((st = sg_alloc_grad(&S.gpe, npos, esz, guarded)) != LAB_OK) return st;
+    /* the transition buffer (farthest strays, ~4 KB past it) first, so other allocations follow it */
+    if ((st = sg_alloc_grad(&S.gtrans, (size_t)W * W, esz)) != LAB_OK) return st;
+    if ((st = sg_alloc_grad(&S.gcum, ncum, esz)) != LAB_OK) return st;
+    if ((st = sg_alloc_grad(&S.gdur, (size_t)K * W, esz)) != LAB_OK) return st;
+    if ((st = sg_alloc_grad(&S.gps, npos, esz)) != LAB_OK) return st;
+    if ((st = sg_alloc_grad(&S.gpe, npos, esz)) != LAB_OK) return st;
+    if ((st = sg_alloc(&S.oob, 2 * sizeof(unsigned long long), 0)) != LAB_OK) return st;
     int det = cfg->accum == LAB_SEMICRF_ACC_DETERMINISTIC;
     if (det) {
         if ((st = sg_alloc(&S.wse, (size_t)B * T * K * SG_PAD * 4, 0)) != LAB_OK) return st;
         if ((st = sg_alloc(&S.wsg, (size_t)B * T * SG_PAD * SG_PAD * 4, 0)) != LAB_OK) return st;
     }
     sg_inputs in = {(const float *)S.cum.p, (const float *)S.trans.p, (const float *)S.dur.p, (const float *)S.ps.p,
-                    (const float *)S.pe.p, (const int *)S.len.p, B, T, K, C, p->use_proj};
-    sg_grads g = {S.gcum.p, S.gtrans.p, S.gdur.p, S.gps.p, S.gpe.p, esz == 8, (float *)S.wse.p, (float *)S.wsg.p, W};
+                    (const float *)S.pe.p, (const int *)S.len.p, B, T, K, C, p->use_proj,
+                    (long)ncum_in, (long)C * C, (long)K * C, (long)npos_in,
+                    (unsigned long long *)S.oob.p, !padded};
+    sg_grads g = {S.gcum.p, S.gtrans.p, S.gdur.p, S.gps.p, S.gpe.p, esz == 8, (float *)S.wse.p, (float *)S.wsg.p, W,
+                  (long)ncum, (long)W * W, (long)K * W, (long)npos};
 
     cudaEvent_t e0, e1, e2;
     LAB_CUDA_CHECK(cudaEventCreate(&e0));
@@ -436,10 +453,8 @@ static lab_status sg_run(const lab_semicrf_problem *p, const lab_semicrf_config 
 
     /* Copy back and slice to C. */
     memset(o, 0, sizeof *o);
-    size_t oob = 0;
-    sg_buf *grads[] = {&S.gcum, &S.gtrans, &S.gdur, &S.gps, &S.gpe};
-    for (sg_buf *b : grads)
-        if ((st = sg_count_canaries(b, &oob)) != LAB_OK) return st;
+    unsigned long long oob[2] = {0, 0};
+    LAB_CUDA_CHECK(cudaMemcpy(oob, S.oob.p, sizeof oob, cudaMemcpyDeviceToHost));
     std::vector<unsigned char> hc(ncum * esz), ht((size_t)W * W * esz), hd((size_t)K * W * esz), hps(npos * esz), hpe(npos * esz);
     std::vector<float> hz(B);
     LAB_CUDA_CHECK(cudaMemcpy(hc.data(), S.gcum.p, hc.size(), cudaMemcpyDeviceToHost));
@@ -498,7 +513,8 @@ static lab_status sg_run(const lab_semicrf_problem *p, const lab_semicrf_config 
             o->g_ps[r * C + c] = p->use_proj ? (float)get(hps, r * W + c) : 0.0f;
             o->g_pe[r * C + c] = p->use_proj ? (float)get(hpe, r * W + c) : 0.0f;
         }
-    o->oob_writes = oob; /* canary words changed: atomics that landed outside their buffer */
+    o->oob_reads = (size_t)oob[0]; /* loads and atomics outside their allocation, counted by the kernel */
+    o->oob_writes = (size_t)oob[1];
     return LAB_OK;
 }
 

@@ -233,16 +233,22 @@ lab_status lab_semicrf_golden_compare(const char *dir, uint64_t seed, const lab_
                                       const lab_semicrf_out *o, double *err);
 
 #ifdef LAB_HAVE_CUDA
-/* The CUDA kernels (lab_semicrf.cu): the same algorithm on the GPU with real atomicAdd: forward and
- * backward passes, then the marginal kernel on a (s, b) grid of C_PAD x 4 threads, layout and accumulation
- * as in cfg (guards as in cfg; guard_seed and schedule_seed unused: the GPU has its own memory and order).
- * Unpadded and clamped layouts allocate exactly C-sized gradient buffers, so their stray accesses are
- * real (compute-sanitizer memcheck sees them). Fills o (allocated here; oob counters 0). `reps` runs of
- * the backward (1 for a case); ms_backward gets the median time of the marginal kernel(s) over reps
- * (may be NULL). LAB_ERR_DEVICE with the CUDA error text. */
+/* The CUDA kernels (lab_semicrf.cu): the same algorithm on the GPU with real atomicAdd: one block of
+ * C_PAD threads per batch element for the forward and backward passes, then the marginal kernel on an
+ * (s, b) grid of 4 x C_PAD threads, layout, accumulation and guards as in cfg (schedule_seed unused: the
+ * GPU picks the order). Inputs are the host problem's (lab_rng) values. Unpadded and clamped layouts:
+ * every input sits between guard zones holding the seed's neighbour contents (what a stray load reads),
+ * unless LAB_SEMICRF_CUDA_EXACT=1 asks for exact allocations; gradient buffers are always exact-size
+ * cudaMallocs, so compute-sanitizer memcheck reports every stray atomic. The kernel counts loads and
+ * atomics outside their allocation (o->oob_reads, o->oob_writes, as the CPU emulation does) without
+ * preventing them. Fills o (allocated here); `reps`
+ * runs (1 for a case); *ms_backward (may be NULL) gets the median time of the accumulation stage (marginal
+ * kernel, atomics or workspaces and reductions). LAB_ERR_DEVICE with the CUDA error text; LAB_ERR_ARG for
+ * a bad config or length. */
 lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
                                 lab_semicrf_out *o, double *ms_backward);
-/* Benchmark: the marginal kernel of each accumulation at (B, T, K, C), in one process; writes lines to f. */
+/* Benchmark (f is a FILE *): the accumulation stage of each accumulation at (B, T, K, C) in one process,
+ * cudaEvent medians of 21 runs after 2 warm-up runs, the ratios, and the measured D2D copy bandwidth. */
 lab_status lab_semicrf_cuda_bench(void *f, int B, int T, int K, int C);
 #endif
 

@@ -273,3 +273,40 @@ Test(crf_oob, corrupted_golden_is_rejected)
     lab_semicrf_out_free(&o);
     lab_semicrf_problem_free(&p);
 }
+
+#ifdef LAB_HAVE_CUDA
+#include "lab_cuda.h"
+/* On a GPU: the CUDA fix agrees with the float64 reference; the unpadded layout strays exactly as often
+ * as the CPU emulation counts for the same seed; the clamp has no strays. */
+Test(crf_oob, cuda_fix_agrees_and_bug_strays_as_on_cpu, .timeout = 300)
+{
+    char why[240];
+    lab_status st = lab_cuda_ready(why, sizeof why);
+    if (st == LAB_ERR_UNSUPPORTED) cr_skip_test("no GPU: %s", why);
+    cr_assert_eq(st, LAB_OK, "%s", lab_err_msg());
+    const lab_variant *fix = lab_incident_variant(&crf_oob_incident, "fix");
+    const lab_variant *bug = lab_incident_variant(&crf_oob_incident, "bug-unpadded");
+    const lab_variant *clamp = lab_incident_variant(&crf_oob_incident, "clamp-first-fix");
+    for (uint64_t s = 1; s <= 3; ++s) {
+        lab_case cf = {&crf_oob_incident, fix, s, LAB_BACKEND_CUDA, "."}, cb = cf, cc = cf;
+        cb.variant = bug;
+        cc.variant = clamp;
+        lab_case_result rf, rb, rc;
+        memset(&rf, 0, sizeof rf);
+        memset(&rb, 0, sizeof rb);
+        memset(&rc, 0, sizeof rc);
+        cr_assert_eq(fix->run_cuda(&cf, &rf), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(bug->run_cuda(&cb, &rb), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(clamp->run_cuda(&cc, &rc), LAB_OK, "%s", lab_err_msg());
+        cr_expect_eq(rf.passed, 1, "seed %llu fix: %s", (unsigned long long)s, rf.detail);
+        cr_expect_eq(rc.passed, 1, "seed %llu clamp: %s", (unsigned long long)s, rc.detail);
+        cr_expect_eq(rb.passed, 0, "seed %llu bug: %s", (unsigned long long)s, rb.detail);
+        crf_oob_verdict cpu;
+        cr_assert_eq(crf_oob_run(s, LAB_SEMICRF_LAYOUT_UNPADDED, 0, NULL, NULL, &cpu), LAB_OK, "%s", lab_err_msg());
+        cr_expect_gt(lab_result_get(&rb, "oob_writes"), 0.0);
+        cr_expect_eq(lab_result_get(&rb, "oob_writes"), (double)cpu.oob_writes, "seed %llu", (unsigned long long)s);
+        cr_expect_eq(lab_result_get(&rb, "oob_reads"), (double)cpu.oob_reads, "seed %llu", (unsigned long long)s);
+        cr_expect_eq(lab_result_get(&rc, "oob_writes"), 0.0);
+    }
+}
+#endif

@@ -229,7 +229,7 @@ lab_status crf_drift_figures(const struct lab_figure_ctx *fx)
     lab_status st = lab_gnuplot_dat_close(f, dat);
     if (st != LAB_OK) return st;
     lab_gnuplot_spec spec = {dat, png, "run-to-run gradient difference, worst seed (deterministic: 0, not drawn)",
-                             "T", "max |grad_A - grad_B|", 0, 1, 1};
+                             "T", "max abs run-to-run difference (f64 fix: its accumulators)", 0, 1, 1};
     if ((st = lab_gnuplot_xy(fx->root, &spec)) != LAB_OK && st != LAB_ERR_UNSUPPORTED) return st;
 
     /* 2. training drift: two SGD runs per variant with different schedules */
@@ -293,6 +293,17 @@ static lab_status cd_run_cuda(const lab_case *c, lab_case_result *r, lab_semicrf
         if ((st = lab_semicrf_cuda_run(&p, &cfg, 1, &b, NULL)) == LAB_OK) {
             st = cd_judge(c->seed, accum, &p, &a, &b, &ref, dir, r, NULL);
             lab_semicrf_out_free(&b);
+        }
+        /* The GPU against the CPU emulation of the same variant on the same inputs (informative: expf,
+         * logf and the order differ, so agreement is within the tolerance, not bitwise). */
+        lab_semicrf_out cpu;
+        lab_semicrf_config cc = cfg;
+        cc.schedule_seed = crf_drift_schedule_seed(c->seed, 0);
+        if (st == LAB_OK && (st = lab_semicrf_emulate(&p, &cc, &cpu)) == LAB_OK) {
+            lab_semicrf_r2r d;
+            lab_semicrf_run_to_run(&p, &a, &cpu, &d);
+            lab_result_metric(r, "gpu_vs_cpu_max_abs", d.max);
+            lab_semicrf_out_free(&cpu);
         }
         lab_semicrf_out_free(&a);
     }

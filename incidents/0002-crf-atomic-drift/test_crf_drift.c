@@ -40,6 +40,9 @@ Test(crf_drift, registered)
     cr_expect_not_null(inc->bench);
 #ifndef LAB_HAVE_CUDA
     cr_expect_eq(inc->bench(stdout), LAB_ERR_UNSUPPORTED, "no CUDA in this build: the bench is a skip");
+#else
+    if (lab_cuda_ready(NULL, 0) == LAB_ERR_UNSUPPORTED)
+        cr_expect_eq(inc->bench(stdout), LAB_ERR_UNSUPPORTED, "no GPU: the bench is a skip");
 #endif
 }
 

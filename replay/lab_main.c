@@ -12,6 +12,7 @@
 #include "lab_golden.h"
 #include "lab_incident.h"
 #include "lab_isolate.h"
+#include "lab_mpi.h"
 #include "lab_plot.h"
 #include "lab_replay.h"
 #include "lab_results.h"
@@ -23,8 +24,10 @@ static const char *lab_usage =
     "  list                               incidents, their variants and roles\n"
     "  replay [--incident ID]... [--variant NAME] [--seeds N | --seed S] [--first-seed S0]\n"
     "         [--backend cpu|cuda] [-j JOBS] [--timeout SEC] [--out DIR] [--tap] [--no-plots] [--quiet]\n"
+    "         [--mpi]\n"
     "                                     run cases isolated on all cores; exit 1 if a fix fails or a bug\n"
-    "                                     is not detected (XPASS)\n"
+    "                                     is not detected (XPASS). --mpi: under mpirun, split the cases\n"
+    "                                     across ranks (one GPU each), rank 0 writes the merged report\n"
     "  explain ID [--seeds N] [--backend cpu|cuda]\n"
     "                                     the story in short, then bug and fix side by side, live\n"
     "  golden verify|bless [ID]           check goldens against their MANIFEST / regenerate them\n"
@@ -104,7 +107,7 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     size_t n_ids = 0;
     const char *variant = NULL, *out = "build/replay";
     uint64_t n_seeds = 256, one_seed = 0, first = 1, jobs = 0, timeout = 0;
-    int have_seed = 0, have_seeds = 0, tap = 0, plots = 1, quiet = 0;
+    int have_seed = 0, have_seeds = 0, tap = 0, plots = 1, quiet = 0, mpi = 0;
     lab_backend backend = LAB_BACKEND_CPU;
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -140,6 +143,7 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
             if (!strcmp(a, "--tap")) tap = 1;
             else if (!strcmp(a, "--no-plots")) plots = 0;
             else if (!strcmp(a, "--quiet")) quiet = 1;
+            else if (!strcmp(a, "--mpi")) mpi = 1;
             else return lab_usage_error("replay: unknown flag '%s'", a);
         }
         i += takes;
@@ -180,7 +184,11 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     int ok = 0;
     lab_case_record *recs;
     size_t nrec;
-    lab_status st = lab_replay_run(&o, stdout, &ok, &recs, &nrec);
+    lab_status st = mpi ? lab_mpi_replay(&o, stdout, &ok, &recs, &nrec) : lab_replay_run(&o, stdout, &ok, &recs, &nrec);
+    if (mpi && st == LAB_ERR_UNSUPPORTED) {
+        free(seeds);
+        return lab_usage_error("%s", lab_err_msg());
+    }
     if (st == LAB_OK && have_seed) {
         /* One case: show everything it reported. */
         for (size_t i = 0; i < nrec; ++i) {

@@ -86,14 +86,6 @@ static double lab_mpi_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The watchdog a case runs under, as lab_replay_execute and lab_isolate_run compute it. */
-static double lab_mpi_watchdog(const lab_replay_opts *opts, const lab_incident *inc)
-{
-    double t = inc->timeout_s > 0 ? inc->timeout_s : opts->timeout_s;
-    if (opts->timeout_s > 0 && opts->timeout_s < t) t = opts->timeout_s;
-    return t > 0 ? t : 60; /* lab_isolate_run's default */
-}
-
 /* Picks this rank's GPU by local rank without any CUDA call, and describes it into desc. A
  * CUDA_VISIBLE_DEVICES list already set (a scheduler's allocation) is split among the local ranks;
  * otherwise the GPUs the NVIDIA driver lists under /proc/driver/nvidia/gpus (PCI order, so
@@ -480,7 +472,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
             x.ranks[r].n_expected = x.n_all / (size_t)size + ((size_t)r < x.n_all % (size_t)size);
         }
         for (size_t i = 0; i < x.n_all; ++i) {
-            double w = lab_mpi_watchdog(&opts, x.all[i].incident);
+            double w = lab_replay_watchdog(&opts, x.all[i].incident);
             lab_mpi_rank *rk = &x.ranks[i % (size_t)size];
             if (w > rk->max_watchdog) rk->max_watchdog = w;
         }

@@ -69,6 +69,13 @@ static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
     if (ctx->on_done) ctx->on_done(ctx->on_done_ctx, ctx->offset + job, c);
 }
 
+double lab_replay_watchdog(const lab_replay_opts *opts, const lab_incident *inc)
+{
+    double timeout = inc->timeout_s > 0 ? inc->timeout_s : opts->timeout_s;
+    if (opts->timeout_s > 0 && opts->timeout_s < timeout) timeout = opts->timeout_s; /* --timeout caps */
+    return timeout > 0 ? timeout : 60; /* lab_isolate_run's own default */
+}
+
 /* Runs the cases an incident at a time (records are grouped by incident), each group under its
  * incident's watchdog. */
 static lab_status lab_replay_execute(lab_replay_ctx *ctx)
@@ -83,8 +90,7 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
         const lab_incident *inc = ctx->recs[start].incident;
         size_t end = start;
         while (end < ctx->n && ctx->recs[end].incident == inc) ++end;
-        double timeout = inc->timeout_s > 0 ? inc->timeout_s : opts->timeout_s;
-        if (opts->timeout_s > 0 && opts->timeout_s < timeout) timeout = opts->timeout_s; /* --timeout caps */
+        double timeout = lab_replay_watchdog(opts, inc);
         ctx->offset = start;
         st = lab_isolate_run(end - start, lab_replay_job, ctx, jobs, timeout, lab_replay_done, out + start);
         start = end;

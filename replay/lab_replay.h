@@ -49,6 +49,10 @@ typedef void (*lab_replay_done_fn)(void *ctx, size_t index, const lab_case_recor
 lab_status lab_replay_execute_records(const lab_replay_opts *opts, lab_case_record *recs, size_t n,
                                       lab_replay_done_fn done, void *done_ctx);
 
+/* The watchdog (seconds) a case of incident inc runs under: the incident's own timeout, else
+ * opts->timeout_s, capped by opts->timeout_s when that is set; 60 when neither is. */
+double lab_replay_watchdog(const lab_replay_opts *opts, const lab_incident *inc);
+
 /* Reports finished records as lab_replay_run does: the table and the failing cases to `report`, and
  * when opts->out_dir is set (it must exist) results.jsonl, summary.json (wall_s = wall), junit.xml,
  * results.tap and plots. st is the harness status of the execution (not LAB_OK makes the replay not ok).

@@ -49,6 +49,7 @@ endif
 test: $(TEST_BIN) $(LAB_BIN) $(XCHECK_BIN)
 	$(if $(XCHECK_BIN),$(XCHECK_BIN))
 	$(TEST_ENV) LAB_BIN=$(LAB_BIN) $(TEST_BIN) $(TEST_ARGS)
+	PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s replay -p 'test_*.py'
 
 SEEDS ?= 256
 BACKEND ?= cpu

@@ -88,8 +88,9 @@ static double lab_mpi_now(void)
 
 /* Picks this rank's GPU by local rank without any CUDA call, and describes it into desc. A
  * CUDA_VISIBLE_DEVICES list already set (a scheduler's allocation) is split among the local ranks;
- * otherwise the GPUs the NVIDIA driver lists under /proc/driver/nvidia/gpus (PCI order, so
- * CUDA_DEVICE_ORDER=PCI_BUS_ID unless set) are. Without a GPU nothing is set. */
+ * otherwise the GPUs the NVIDIA driver lists under /proc/driver/nvidia/gpus (or, where that is not
+ * mounted, `nvidia-smi -L`) are, in PCI order (CUDA_DEVICE_ORDER=PCI_BUS_ID unless already set).
+ * Without a GPU nothing is set and desc says why. */
 static void lab_mpi_pick_device(int local_rank, int local_size, char *desc, size_t len)
 {
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
@@ -120,7 +121,30 @@ static void lab_mpi_pick_device(int local_rank, int local_size, char *desc, size
         closedir(d);
     }
     if (n == 0) {
-        snprintf(desc, len, "none (no GPU listed in /proc/driver/nvidia/gpus)");
+        /* No /proc listing (some containers): ask nvidia-smi, a separate process, so still no CUDA here. */
+        char names[64][128];
+        int m = 0;
+        FILE *p = popen("nvidia-smi -L 2>/dev/null", "r");
+        if (p) {
+            char line[256];
+            while (m < 64 && fgets(line, sizeof line, p))
+                if (!strncmp(line, "GPU ", 4)) {
+                    line[strcspn(line, "\n")] = 0;
+                    snprintf(names[m++], sizeof names[0], "%s", line);
+                }
+            pclose(p);
+        }
+        if (m == 0) {
+            snprintf(desc, len, "none (no GPU in /proc/driver/nvidia/gpus or nvidia-smi -L)");
+            return;
+        }
+        int idx = local_rank % m;
+        char val[16];
+        snprintf(val, sizeof val, "%d", idx);
+        setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0); /* nvidia-smi lists in PCI order */
+        setenv("CUDA_VISIBLE_DEVICES", val, 1);
+        snprintf(desc, len, "cuda:%d (%s; %d GPU%s on host%s)", idx, names[idx], m, m > 1 ? "s" : "",
+                 local_size > m ? ", shared with other ranks" : "");
         return;
     }
     qsort(bus, (size_t)n, sizeof bus[0], (int (*)(const void *, const void *))strcmp);

@@ -149,6 +149,7 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
         i += takes;
     }
     if (have_seed && have_seeds) return lab_usage_error("--seed and --seeds exclude each other");
+    if (mpi && lab_mpi_check() != LAB_OK) return lab_usage_error("%s", lab_err_msg());
 
     size_t n_all;
     const lab_incident *const *all = lab_incident_all(&n_all);
@@ -185,10 +186,6 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     lab_case_record *recs;
     size_t nrec;
     lab_status st = mpi ? lab_mpi_replay(&o, stdout, &ok, &recs, &nrec) : lab_replay_run(&o, stdout, &ok, &recs, &nrec);
-    if (mpi && st == LAB_ERR_UNSUPPORTED) {
-        free(seeds);
-        return lab_usage_error("%s", lab_err_msg());
-    }
     if (st == LAB_OK && have_seed) {
         /* One case: show everything it reported. */
         for (size_t i = 0; i < nrec; ++i) {

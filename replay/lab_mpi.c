@@ -4,7 +4,11 @@
 
 #ifndef LAB_HAVE_MPI
 
-int lab_mpi_available(void) { return 0; }
+lab_status lab_mpi_check(void)
+{
+    return lab_err_set(LAB_ERR_UNSUPPORTED, "--mpi: this build of the lab has no MPI (built with MPI=0, or a "
+                                            "sanitizer build); rebuild with `make MPI=1`");
+}
 
 lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, int *ok, lab_case_record **recs, size_t *n_recs)
 {
@@ -13,8 +17,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, int *ok, la
     *ok = 0;
     *recs = NULL;
     *n_recs = 0;
-    return lab_err_set(LAB_ERR_UNSUPPORTED, "--mpi: this build of the lab has no MPI (built with MPI=0, or a "
-                                            "sanitizer build); rebuild with `make MPI=1`");
+    return lab_mpi_check();
 }
 
 #else
@@ -32,7 +35,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, int *ok, la
 
 #include "lab_fs.h"
 
-int lab_mpi_available(void) { return 1; }
+lab_status lab_mpi_check(void) { return LAB_OK; }
 
 enum { LAB_MPI_TAG_HELLO = 7101, LAB_MPI_TAG_CASE, LAB_MPI_TAG_DONE };
 

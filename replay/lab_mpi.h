@@ -12,8 +12,9 @@
  * hang: covers fork, reporting and MPI latency, never a case's own run time (the watchdog bounds that). */
 #define LAB_MPI_GRACE_S 10.0
 
-/* 1 when this build of the lab has MPI (built with MPI=1; sanitizer builds leave it out). */
-int lab_mpi_available(void);
+/* LAB_OK when this build of the lab has MPI (built with MPI=1; sanitizer builds leave it out), else
+ * LAB_ERR_UNSUPPORTED with a message that says how to get it. */
+lab_status lab_mpi_check(void);
 
 /* Runs a replay under mpirun, one call per rank (it calls MPI_Init and MPI_Finalize itself, so call it
  * once per process and use no MPI elsewhere). Every rank builds the same case list with

@@ -88,6 +88,41 @@ class Launch(unittest.TestCase):
         self.assertIn("--env NOVALUE: want NAME=VALUE", err)
 
 
+class LaunchLocal(unittest.TestCase):
+    """A real launch through mpirun on this machine (2 ranks, 2 cases), judged by its summary.json."""
+
+    def test_mpirun_launch_writes_a_merged_report(self):
+        import shutil
+        import subprocess
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        lab = os.environ.get("LAB_BIN") or os.path.join(root, "build", "lab")
+        if not shutil.which("mpirun"):
+            self.skipTest("mpirun not found (mk/deps.sh installs Open MPI)")
+        if not os.access(lab, os.X_OK):
+            self.skipTest("%s not built" % lab)
+        probe = subprocess.run([lab, "replay", "--mpi", "--variant", "none-such"], capture_output=True, text=True,
+                               cwd=root)
+        if "has no MPI" in probe.stderr:
+            self.skipTest("%s was built without MPI" % lab)
+        os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        with tempfile.TemporaryDirectory() as d:
+            cwd = os.getcwd()
+            os.chdir(root)
+            try:
+                st, out, err = run(["--lab", lab, "launch", "--launcher", "mpirun", "--np", "2",
+                                    "--mpirun-arg=--oversubscribe", "--out", d, "--",
+                                    "--incident", "0004", "--seed", "1", "--no-plots"])
+            finally:
+                os.chdir(cwd)
+            self.assertEqual(st, 0, out + err)
+            with open(os.path.join(d, "summary.json")) as f:
+                s = json.load(f)
+            self.assertTrue(s["ok"])
+            self.assertEqual([r["status"] for r in s["ranks"]], ["done", "done"])
+            self.assertEqual(s["cases"], 2)
+
+
 class Collect(unittest.TestCase):
     def test_dry_run_commands(self):
         st, out, _ = run(["--dry-run", "collect", "--into", "runs", "h200=gpu1:/lab/runs/h200",

@@ -290,3 +290,14 @@ Test(mpi, bad_fault_spec_is_named, .timeout = 120)
     free(out);
     rmrf(dir);
 }
+
+Test(mpi, flag_says_when_the_build_has_no_mpi)
+{
+    char cmd[2048], *out;
+    snprintf(cmd, sizeof cmd, "'%s' replay --mpi --variant none-such", lab_bin());
+    int st = sh(cmd, &out);
+    cr_expect_eq(st, 2, "exit %d:\n%s", st, out);
+    if (strstr(out, "has no MPI")) EXPECT_IN(out, "rebuild with `make MPI=1`"); /* MPI=0 or sanitizer build */
+    else EXPECT_IN(out, "unknown variant 'none-such'");                        /* parsed on, as without --mpi */
+    free(out);
+}

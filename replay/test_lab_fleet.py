@@ -107,15 +107,13 @@ class LaunchLocal(unittest.TestCase):
         os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         with tempfile.TemporaryDirectory() as d:
-            cwd = os.getcwd()
-            os.chdir(root)
-            try:
-                st, out, err = run(["--lab", lab, "launch", "--launcher", "mpirun", "--np", "2",
-                                    "--mpirun-arg=--oversubscribe", "--out", d, "--",
-                                    "--incident", "0004", "--seed", "1", "--no-plots"])
-            finally:
-                os.chdir(cwd)
-            self.assertEqual(st, 0, out + err)
+            # A subprocess, so that mpirun's own output is captured and kept out of the test log.
+            proc = subprocess.run([sys.executable, os.path.join(root, "replay", "lab_fleet.py"), "--lab", lab,
+                                   "launch", "--launcher", "mpirun", "--np", "2", "--mpirun-arg=--oversubscribe",
+                                   "--out", d, "--", "--incident", "0004", "--seed", "1", "--no-plots"],
+                                  cwd=root, capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            self.assertIn("summary.json: ok (2 cases)", proc.stdout)
             with open(os.path.join(d, "summary.json")) as f:
                 s = json.load(f)
             self.assertTrue(s["ok"])

@@ -158,6 +158,8 @@ lab_status lab_replay_execute_records(const lab_replay_opts *opts, lab_case_reco
 lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, lab_case_record **recs_out, size_t *n_recs)
 {
     *ok = 0;
+    *recs_out = NULL;
+    *n_recs = 0;
     lab_case_record *recs;
     size_t n;
     lab_status st = lab_replay_cases(opts, &recs, &n);

@@ -15,7 +15,8 @@ Exit status: 0 all well; 1 a regression (lab compare said so) or a replay that i
 
 Examples:
   replay/lab_fleet.py --dry-run launch --launcher mpirun --hostfile hosts --np 16 --out runs/h200 -- --seeds 1024
-  replay/lab_fleet.py launch --launcher slurm --nodes 2 --gpus-per-node 8 --partition gpu --out runs/b200
+  replay/lab_fleet.py launch --launcher slurm --nodes 2 --gpus-per-node 8 --partition gpu --out runs/b200 \
+      --lab-command report -- --backend cuda       # lab report --mpi: report.json, which compare reads
   replay/lab_fleet.py collect --into runs h200=gpu1:/lab/runs/h200 b200=gpu9:/lab/runs/b200
   replay/lab_fleet.py compare runs/h200 runs/b200
 """
@@ -58,11 +59,12 @@ class Runner:
 # ---------------------------------------------------------------------------------------------- launch
 
 def replay_argv(args):
-    """The lab replay command every rank runs."""
+    """The lab command every rank runs: `lab replay --mpi`, or `lab report --mpi` (the replay, then
+    report.json and index.html, which `lab compare` reads)."""
     extra = list(args.replay_args)
     if extra and extra[0] == "--":
         extra = extra[1:]
-    return [args.lab, "replay", "--mpi", "--out", args.out] + extra
+    return [args.lab, args.lab_command, "--mpi", "--out", args.out] + extra
 
 
 def mpirun_argv(args):
@@ -262,6 +264,9 @@ def run_compare(lab, base, other, runner):
         return "same", last
     if proc.returncode == 1:
         return "REGRESSION", last
+    missing = [d for d in (base, other) if not os.path.exists(os.path.join(d, "report.json"))]
+    if missing:  # a replay folder, not a report folder: say how to get one
+        last += " (no report.json in %s: launch with --lab-command report)" % ", ".join(missing)
     return "error", "exit %d: %s" % (proc.returncode, last)
 
 
@@ -346,6 +351,8 @@ def parser():
     la = sub.add_parser("launch", help="run a replay across ranks (mpirun or Slurm)")
     la.add_argument("--launcher", choices=["mpirun", "slurm"], required=True)
     la.add_argument("--out", required=True, help="report folder (written by rank 0)")
+    la.add_argument("--lab-command", choices=["replay", "report"], default="replay",
+                    help="lab replay (default), or lab report: the replay plus report.json for `compare`")
     la.add_argument("--hostfile", help="mpirun: Open MPI host file")
     la.add_argument("--np", type=int, help="mpirun: number of ranks")
     la.add_argument("--nodes", type=int, help="slurm: number of nodes")

@@ -2,6 +2,10 @@
  * local rank, results streamed to rank 0, and a rank that dies or hangs reported instead of lost. */
 #include "lab_mpi.h"
 
+static int lab_mpi_my_rank;
+
+int lab_mpi_rank(void) { return lab_mpi_my_rank; }
+
 #ifndef LAB_HAVE_MPI
 
 lab_status lab_mpi_check(void)
@@ -80,7 +84,7 @@ typedef struct {
     double max_watchdog;            /* longest watchdog among the rank's cases */
     double wall_s;                  /* the rank's own run time (from its DONE) */
     char why[240];                  /* crash / hang / error explanation */
-} lab_mpi_rank;
+} lab_mpi_peer;
 
 static double lab_mpi_now(void)
 {
@@ -217,7 +221,7 @@ typedef struct {
     size_t n_share, n_reported;
     lab_mpi_fault fault;
     /* rank 0 only */
-    lab_mpi_rank *ranks;
+    lab_mpi_peer *ranks;
     unsigned char *got;             /* per canonical case: its outcome is in */
 } lab_mpi_ctx;
 
@@ -246,7 +250,7 @@ static void lab_mpi_drain(lab_mpi_ctx *x)
         }
         if (MPI_Recv(&m, count, MPI_BYTE, src, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS) return;
         if (src <= 0 || src >= x->size) continue;
-        lab_mpi_rank *rk = &x->ranks[src];
+        lab_mpi_peer *rk = &x->ranks[src];
         rk->last_heard = lab_mpi_now();
         if ((size_t)count != want) {
             if (rk->status == LAB_RANK_RUNNING) {
@@ -327,7 +331,7 @@ static void lab_mpi_gather(lab_mpi_ctx *x, const char *my_host)
         int running = 0;
         double now = lab_mpi_now();
         for (int r = 1; r < x->size; ++r) {
-            lab_mpi_rank *rk = &x->ranks[r];
+            lab_mpi_peer *rk = &x->ranks[r];
             if (rk->status != LAB_RANK_RUNNING) continue;
             const char *host = rk->have_hello ? rk->hello.host : "?";
             long pid = rk->have_hello ? (long)rk->hello.pid : -1;
@@ -373,7 +377,7 @@ static lab_status lab_mpi_annotate_summary(const char *out_dir, const lab_mpi_ct
     cJSON_AddBoolToObject(mpi, "rank_failed", rank_failed);
     cJSON *arr = cJSON_AddArrayToObject(root, "ranks");
     for (int r = 0; r < x->size; ++r) {
-        const lab_mpi_rank *rk = &x->ranks[r];
+        const lab_mpi_peer *rk = &x->ranks[r];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "rank", r);
         if (rk->have_hello) {
@@ -424,6 +428,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
     int rank = 0, size = 1, local_rank = 0, local_size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    lab_mpi_my_rank = rank;
     MPI_Comm local;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
         MPI_Comm_rank(local, &local_rank);
@@ -500,7 +505,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
         }
         for (size_t i = 0; i < x.n_all; ++i) {
             double w = lab_replay_watchdog(&opts, x.all[i].incident);
-            lab_mpi_rank *rk = &x.ranks[i % (size_t)size];
+            lab_mpi_peer *rk = &x.ranks[i % (size_t)size];
             if (w > rk->max_watchdog) rk->max_watchdog = w;
         }
         x.ranks[0].hello = me;
@@ -539,13 +544,13 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
     /* Cases no one reported: the failed rank is named in each. */
     int rank_failed = 0, hung = 0;
     for (int r = 0; r < size; ++r) {
-        lab_mpi_rank *rk = &x.ranks[r];
+        lab_mpi_peer *rk = &x.ranks[r];
         rank_failed |= rk->status != LAB_RANK_DONE || rk->why[0];
         hung |= rk->status == LAB_RANK_HUNG;
     }
     for (size_t i = 0; i < x.n_all; ++i) {
         if (x.got[i]) continue;
-        lab_mpi_rank *rk = &x.ranks[i % (size_t)size];
+        lab_mpi_peer *rk = &x.ranks[i % (size_t)size];
         lab_job_outcome *o = &x.all[i].o;
         memset(o, 0, sizeof *o);
         o->outcome = rk->status == LAB_RANK_CRASHED ? LAB_OUT_CRASH : rk->status == LAB_RANK_HUNG ? LAB_OUT_HANG
@@ -570,7 +575,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
     fprintf(report, "%-5s %-20s %-8s %-5s %-4s %6s %8s %8s  %-8s %s\n", "rank", "host", "pid", "local", "jobs", "cases",
             "reported", "wall_s", "status", "device");
     for (int r = 0; r < size; ++r) {
-        const lab_mpi_rank *rk = &x.ranks[r];
+        const lab_mpi_peer *rk = &x.ranks[r];
         fprintf(report, "%-5d %-20s %-8lld %-5d %-4d %6zu %8zu %8.2f  %-8s %s\n", r, rk->have_hello ? rk->hello.host : "?",
                 rk->have_hello ? (long long)rk->hello.pid : -1LL, rk->have_hello ? rk->hello.local_rank : -1,
                 rk->have_hello ? rk->hello.jobs : -1, rk->n_expected, rk->n_got, rk->wall_s,

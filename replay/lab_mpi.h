@@ -16,6 +16,10 @@
  * LAB_ERR_UNSUPPORTED with a message that says how to get it. */
 lab_status lab_mpi_check(void);
 
+/* This process's rank in the last lab_mpi_replay (0 before one, and in a build without MPI). A command
+ * that follows a replay with more work on its files (a report) does that work on rank 0 only. */
+int lab_mpi_rank(void);
+
 /* Runs a replay under mpirun, one call per rank (it calls MPI_Init and MPI_Finalize itself, so call it
  * once per process and use no MPI elsewhere). Every rank builds the same case list with
  * lab_replay_cases; case i belongs to rank i % size (round-robin keeps the incident grouping and spreads

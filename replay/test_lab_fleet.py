@@ -45,6 +45,13 @@ class Launch(unittest.TestCase):
         self.assertEqual(out.strip(), "+ mpirun --enable-recovery --hostfile hosts --map-by ppr:2:node -np 4 "
                                       "-x LAB_ROOT=/lab build/lab replay --mpi --out runs/h200 --seeds 64 --backend cuda")
 
+    def test_report_command(self):
+        st, out, _ = run(["--dry-run", "launch", "--launcher", "mpirun", "--np", "8", "--lab-command", "report",
+                          "--out", "runs/h200", "--", "--backend", "cuda"])
+        self.assertEqual(st, 0)
+        self.assertEqual(out.strip(), "+ mpirun --enable-recovery -np 8 build/lab report --mpi --out runs/h200 "
+                                      "--backend cuda")
+
     def test_mpirun_without_recovery_and_own_lab(self):
         st, out, _ = run(["--dry-run", "--lab", "/opt/lab/bin/lab", "launch", "--launcher", "mpirun", "--np", "2",
                           "--no-recovery", "--out", "r"])
@@ -163,6 +170,8 @@ class Compare(unittest.TestCase):
             os.makedirs(p)
             with open(os.path.join(p, "summary.json"), "w") as f:
                 json.dump(s, f)
+            with open(os.path.join(p, "report.json"), "w") as f:
+                json.dump({"schema": "lab-report/1", "summary": s}, f)
             self.reports[name] = p
 
     def tearDown(self):
@@ -204,6 +213,13 @@ class Compare(unittest.TestCase):
         st, out, _ = run(["--lab", lab, "compare", self.reports["base"], self.reports["same"]])
         self.assertEqual(st, 2, out)
         self.assertIn("exit 2: compare: cannot read results.jsonl", out)
+
+    def test_replay_folder_without_report_json_gets_a_hint(self):
+        lab = self.fake_lab('echo "lab compare: $3/report.json: cannot read" >&2; exit 2')
+        os.remove(os.path.join(self.reports["same"], "report.json"))
+        st, out, _ = run(["--lab", lab, "compare", self.reports["base"], self.reports["same"]])
+        self.assertEqual(st, 2, out)
+        self.assertIn("launch with --lab-command report", out)
 
     def test_lab_without_compare_is_handled(self):
         lab = self.fake_lab("echo \"lab: unknown command '$1'\" >&2; exit 2")

@@ -9,7 +9,7 @@ include mk/incident.mk
 LAB_SRCS          := $(wildcard lab/*.c)
 KERNEL_C_SRCS     := $(wildcard kernels/*.c)
 KERNEL_CU_SRCS    := $(wildcard kernels/*.cu)
-REPLAY_SRCS       := $(filter-out replay/lab_main.c,$(wildcard replay/*.c))
+REPLAY_SRCS       := $(filter-out replay/lab_main.c replay/lab_mpi.c,$(wildcard replay/*.c))
 LAB_TEST_SRCS     := $(wildcard tests/test_*.c)
 LAB_INCIDENT_IDS  :=
 LAB_INC_C_SRCS    :=

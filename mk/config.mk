@@ -41,6 +41,16 @@ CUDA_LIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstd
 NVCCFLAGS   ?= -O3 -arch=$(CUDA_ARCH) -Ilab -Ikernels -I. -Xcompiler -fno-strict-aliasing
 endif
 
+# MPI (Open MPI, for `lab replay --mpi`): only build/lab links it, through replay/lab_mpi.c; the lab
+# library and the tests do not. Sanitizer builds leave it out (MPI=1 turns it on there too).
+ifeq ($(strip $(SANITIZE)),)
+MPI ?= 1
+else
+MPI ?= 0
+endif
+MPI_CFLAGS = $(if $(filter 1,$(MPI)),$(eval MPI_CFLAGS := $(shell pkg-config --cflags ompi-c) -DLAB_HAVE_MPI=1)$(MPI_CFLAGS))
+MPI_LIBS   = $(if $(filter 1,$(MPI)),$(eval MPI_LIBS := $(shell pkg-config --libs ompi-c))$(MPI_LIBS))
+
 CFLAGS  ?=
 CFLAGS  := $(CFLAGS_BASE) $(CUDA_DEFS) $(CFLAGS)
 LDLIBS  := -lm -lpthread

@@ -19,8 +19,14 @@ $(BUILD)/obj/%.cu.o: %.cu | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(CUDA_DEFS) -MMD -MP -c $< -o $@
 
-$(LAB_BIN): $(OBJS) $(BUILD)/obj/replay/lab_main.o
-	$(CC) $(LDFLAGS_SAN) -o $@ $^ $(PKG_LIBS) $(CUDA_LIBS) $(LDLIBS)
+# lab_mpi.o is built with MPI (or as a stub when MPI=0) and linked into build/lab only; the stamp rebuilds
+# it when MPI changes.
+$(BUILD)/obj/replay/lab_mpi.o: CFLAGS += $(MPI_CFLAGS)
+$(BUILD)/obj/replay/lab_mpi.o: $(BUILD)/.mpi-$(MPI)
+$(BUILD)/.mpi-$(MPI):
+	@mkdir -p $(@D) && rm -f $(BUILD)/.mpi-* && touch $@
+$(LAB_BIN): $(OBJS) $(BUILD)/obj/replay/lab_main.o $(BUILD)/obj/replay/lab_mpi.o
+	$(CC) $(LDFLAGS_SAN) -o $@ $^ $(PKG_LIBS) $(CUDA_LIBS) $(MPI_LIBS) $(LDLIBS)
 
 $(TEST_BIN): $(OBJS) $(TEST_OBJS)
 	$(CC) $(LDFLAGS_SAN) -o $@ $^ $(CRIT_LIBS) $(PKG_LIBS) $(CUDA_LIBS) $(LDLIBS)
@@ -43,6 +49,7 @@ endif
 test: $(TEST_BIN) $(LAB_BIN) $(XCHECK_BIN)
 	$(if $(XCHECK_BIN),$(XCHECK_BIN))
 	$(TEST_ENV) LAB_BIN=$(LAB_BIN) $(TEST_BIN) $(TEST_ARGS)
+	PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s replay -p 'test_*.py'
 
 # SEEDS empty: every incident's default (256, or fewer where an incident's cases are costly by nature).
 SEEDS ?=

@@ -14,6 +14,7 @@
 #include "lab_golden.h"
 #include "lab_incident.h"
 #include "lab_isolate.h"
+#include "lab_mpi.h"
 #include "lab_plot.h"
 #include "lab_sanitize.h"
 #include "lab_replay.h"
@@ -27,11 +28,12 @@ static const char *lab_usage =
     "  list                               incidents, their variants and roles\n"
     "  replay [--incident ID]... [--variant NAME] [--seeds N | --seed S] [--first-seed S0]\n"
     "         [--backend cpu|cuda|auto] [-j JOBS] [--timeout SEC] [--out DIR] [--tap] [--no-plots] [--quiet]\n"
-    "         [--sanitize memcheck|initcheck|racecheck]\n"
+    "         [--sanitize memcheck|initcheck|racecheck] [--mpi]\n"
     "                                     run cases isolated on all cores; exit 1 if a fix fails or a bug\n"
     "                                     is not detected (XPASS); --sanitize runs every CUDA case under\n"
-    "                                     compute-sanitizer, and its findings join the outcome\n"
-    "  explain ID [--seeds N] [--backend cpu|cuda]\n"
+    "                                     compute-sanitizer, and its findings join the outcome. --mpi: under\n"
+    "                                     mpirun, split the cases across ranks (one GPU each), rank 0 writes\n"
+    "                                     the merged report\n"    "  explain ID [--seeds N] [--backend cpu|cuda]\n"
     "                                     the story in short, then bug and fix side by side, live\n"
     "  golden verify|bless [ID]           check goldens against their MANIFEST / regenerate them\n"
     "  plots [--out DIR]                  redraw the plots of a replay from DIR/results.jsonl\n"
@@ -146,7 +148,7 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     size_t n_ids = 0;
     const char *variant = NULL, *out = "build/replay", *sanitize = NULL;
     uint64_t n_seeds = 256, one_seed = 0, first = 1, jobs = 0, timeout = 0;
-    int have_seed = 0, have_seeds = 0, tap = 0, plots = 1, quiet = 0;
+    int have_seed = 0, have_seeds = 0, tap = 0, plots = 1, quiet = 0, mpi = 0;
     lab_backend backend = LAB_BACKEND_CPU;
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -192,12 +194,14 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
             if (!strcmp(a, "--tap")) tap = 1;
             else if (!strcmp(a, "--no-plots")) plots = 0;
             else if (!strcmp(a, "--quiet")) quiet = 1;
+            else if (!strcmp(a, "--mpi")) mpi = 1;
             else return lab_usage_error("replay: unknown flag '%s'", a);
         }
         i += takes;
     }
     if (have_seed && have_seeds) return lab_usage_error("--seed and --seeds exclude each other");
     if (sanitize && backend != LAB_BACKEND_CUDA) return lab_usage_error("--sanitize needs --backend cuda");
+    if (mpi && lab_mpi_check() != LAB_OK) return lab_usage_error("%s", lab_err_msg());
 
     size_t n_all;
     const lab_incident *const *all = lab_incident_all(&n_all);
@@ -233,7 +237,7 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     int ok = 0;
     lab_case_record *recs;
     size_t nrec;
-    lab_status st = lab_replay_run(&o, stdout, &ok, &recs, &nrec);
+    lab_status st = mpi ? lab_mpi_replay(&o, stdout, &ok, &recs, &nrec) : lab_replay_run(&o, stdout, &ok, &recs, &nrec);
     if (st == LAB_OK && have_seed) {
         /* One case: show everything it reported. */
         for (size_t i = 0; i < nrec; ++i) {
@@ -477,7 +481,7 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
     time_t t0 = time(NULL);
     int rc = lab_cmd_replay(rn, rargv, lab_bin);
     free(rargv);
-    if (rc == LAB_EXIT_USAGE) return rc;
+    if (rc == LAB_EXIT_USAGE || lab_mpi_rank() != 0) return rc; /* under --mpi, rank 0 writes the report */
     lab_report_opts ro = {t0, command, 1};
     if (lab_report_write(out, &ro) != LAB_OK) {
         fprintf(stderr, "lab report: %s\n", lab_err_msg());

@@ -35,6 +35,8 @@ typedef struct {
     double t0;
     size_t bad;
     size_t offset;     /* first record of the group being run: job i is recs[offset + i] */
+    lab_replay_done_fn on_done;  /* optional: told of each finished case (scale-out streams it) */
+    void *on_done_ctx;
 } lab_replay_ctx;
 
 static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
@@ -70,6 +72,15 @@ static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
                 (unsigned long long)c->seed, lab_outcome_name(o->outcome));
         if (ctx->done == ctx->n) fprintf(stderr, "\n");
     }
+    if (ctx->on_done) ctx->on_done(ctx->on_done_ctx, ctx->offset + job, c);
+}
+
+double lab_replay_watchdog(const lab_replay_opts *opts, const lab_incident *inc)
+{
+    double timeout = inc->timeout_s > 0 ? inc->timeout_s : opts->timeout_s;
+    if (opts->timeout_s > 0 && opts->timeout_s < timeout) timeout = opts->timeout_s; /* --timeout caps */
+    if (timeout <= 0) timeout = 60; /* lab_isolate_run's own default */
+    return opts->sanitize ? 20 * timeout : timeout; /* instrumented kernels run far slower */
 }
 
 /* Cases per child process: 1 on the CPU (a fork is cheap and nothing is shared); on CUDA enough that
@@ -98,9 +109,7 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
         const lab_variant *var = ctx->recs[start].variant;
         size_t end = start;
         while (end < ctx->n && ctx->recs[end].variant == var) ++end;
-        double timeout = inc->timeout_s > 0 ? inc->timeout_s : opts->timeout_s;
-        if (opts->timeout_s > 0 && opts->timeout_s < timeout) timeout = opts->timeout_s; /* --timeout caps */
-        if (opts->sanitize) timeout = 20 * (timeout > 0 ? timeout : 60); /* instrumented kernels run far slower */
+        double timeout = lab_replay_watchdog(opts, inc);
         ctx->offset = start;
         st = lab_isolate_run_batched(end - start, lab_replay_job, ctx, jobs, lab_replay_batch(opts, var, end - start, jobs),
                                      timeout, lab_replay_done, out + start);
@@ -130,9 +139,8 @@ static size_t lab_replay_n_seeds(const lab_replay_opts *opts, const lab_incident
     return opts->n_seeds;
 }
 
-lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, lab_case_record **recs_out, size_t *n_recs)
+lab_status lab_replay_cases(const lab_replay_opts *opts, lab_case_record **recs_out, size_t *n_recs)
 {
-    *ok = 0;
     *recs_out = NULL;
     *n_recs = 0;
     size_t n = 0;
@@ -155,24 +163,49 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, la
                 k++;
             }
         }
+    *recs_out = recs;
+    *n_recs = n;
+    return LAB_OK;
+}
 
-    lab_status st = LAB_OK;
+lab_status lab_replay_execute_records(const lab_replay_opts *opts, lab_case_record *recs, size_t n,
+                                      lab_replay_done_fn done, void *done_ctx)
+{
+    lab_replay_ctx ctx = {opts, recs, n, 0, lab_replay_now(), 0, 0, done, done_ctx};
+    return lab_replay_execute(&ctx);
+}
+
+lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, lab_case_record **recs_out, size_t *n_recs)
+{
+    *ok = 0;
+    *recs_out = NULL;
+    *n_recs = 0;
+    lab_case_record *recs;
+    size_t n;
+    lab_status st = lab_replay_cases(opts, &recs, &n);
+    if (st != LAB_OK) return st;
     if (opts->out_dir && (st = lab_fs_mkdirs(opts->out_dir)) != LAB_OK) {
         free(recs);
         return st;
     }
-    lab_replay_ctx ctx = {opts, recs, n, 0, lab_replay_now(), 0, 0};
-    st = lab_replay_execute(&ctx);
-    double wall = lab_replay_now() - ctx.t0;
+    double t0 = lab_replay_now();
+    st = lab_replay_execute_records(opts, recs, n, NULL, NULL);
     if (st != LAB_OK) fprintf(report, "replay: %s (the cases not started are ERROR)\n", lab_err_msg());
+    lab_status st2 = lab_replay_report(opts, report, recs, n, lab_replay_now() - t0, st, ok);
+    *recs_out = recs;
+    *n_recs = n;
+    return st2 != LAB_OK ? st2 : st;
+}
+
+lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case_record *recs, size_t n, double wall,
+                             lab_status st, int *ok)
+{
+    *ok = 0;
 
     lab_variant_tally *t;
     size_t nt;
     lab_status st2 = lab_results_tally(recs, n, &t, &nt);
-    if (st2 != LAB_OK) {
-        free(recs);
-        return st2;
-    }
+    if (st2 != LAB_OK) return st2;
     int all_ok = st == LAB_OK;
     for (size_t j = 0; j < nt; ++j) all_ok &= t[j].ok;
     lab_replay_table(report, t, nt);
@@ -221,8 +254,6 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, la
         if (st2 == LAB_OK) fprintf(report, "wrote %s/{results.jsonl,summary.json,junit.xml%s}\n", opts->out_dir, opts->tap ? ",results.tap" : "");
     }
     free(t);
-    *recs_out = recs;
-    *n_recs = n;
     *ok = all_ok && bad == 0;
-    return st2 != LAB_OK ? st2 : st;
+    return st2;
 }

@@ -35,6 +35,34 @@ typedef struct {
  * caller frees) and *n_recs hold the case records. */
 lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, lab_case_record **recs, size_t *n_recs);
 
+/* The pieces of lab_replay_run, for scale-out (lab_mpi) that runs a share of the cases per rank. */
+
+/* Builds the case list of a replay in its canonical order (incident, variant, seed): *recs (malloc'ed,
+ * caller frees, outcomes zeroed) and *n. LAB_ERR_NOMEM on allocation failure. Deterministic: the same
+ * opts give the same list in every process. */
+lab_status lab_replay_cases(const lab_replay_opts *opts, lab_case_record **recs, size_t *n);
+
+/* Told in the parent of each case as it finishes; index is the record's position in recs. */
+typedef void (*lab_replay_done_fn)(void *ctx, size_t index, const lab_case_record *rec);
+
+/* Runs recs[0..n) (grouped by incident, as lab_replay_cases makes them) isolated, opts->jobs at once,
+ * filling each record's outcome and calling done (if not NULL) as each finishes. Prints nothing but the
+ * progress line when opts->progress. Returns LAB_ERR_IO if fork/pipe failed (cases not started are ERROR). */
+lab_status lab_replay_execute_records(const lab_replay_opts *opts, lab_case_record *recs, size_t n,
+                                      lab_replay_done_fn done, void *done_ctx);
+
+/* The watchdog (seconds) a case of incident inc runs under: the incident's own timeout, else
+ * opts->timeout_s, capped by opts->timeout_s when that is set; 60 when neither is. */
+double lab_replay_watchdog(const lab_replay_opts *opts, const lab_incident *inc);
+
+/* Reports finished records as lab_replay_run does: the table and the failing cases to `report`, and
+ * when opts->out_dir is set (it must exist) results.jsonl, summary.json (wall_s = wall), junit.xml,
+ * results.tap and plots. st is the harness status of the execution (not LAB_OK makes the replay not ok).
+ * *ok is 1 when every fix passed, every bug was detected and st is LAB_OK. Returns an error only when an
+ * output file could not be written (the error names it). */
+lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case_record *recs, size_t n, double wall,
+                             lab_status st, int *ok);
+
 /* Runs one case in the current process (no isolation), as a child of the replay does. Exposed for
  * `lab explain` tests and for debugging under gdb. */
 lab_status lab_replay_case(const lab_case *c, lab_case_result *r);

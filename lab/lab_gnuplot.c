@@ -1,6 +1,7 @@
 /* lab_gnuplot: renders a column data file into a PNG with gnuplot (plots/xy.gp). */
 #include "lab_gnuplot.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,16 +32,26 @@ lab_status lab_gnuplot_dat_close(FILE *f, const char *path)
     return LAB_OK;
 }
 
-/* Number of columns named in the data file's header line, or -1. */
-static int lab_gnuplot_columns(const char *dat)
+/* Number of columns named in the data file's header line, or -1; *points receives the finite values in
+ * the series columns (every column but the first) of the rows below it. */
+static int lab_gnuplot_columns(const char *dat, size_t *points)
 {
     FILE *f = fopen(dat, "r");
+    *points = 0;
     if (!f) return -1;
-    char line[4096];
+    char line[8192];
     int n = -1;
     if (fgets(line, sizeof line, f)) {
         n = 0;
         for (char *t = strtok(line, " \t\r\n"); t; t = strtok(NULL, " \t\r\n")) n++;
+    }
+    while (n > 0 && fgets(line, sizeof line, f)) {
+        int col = 0;
+        for (char *t = strtok(line, " \t\r\n"); t; t = strtok(NULL, " \t\r\n"), ++col) {
+            char *end;
+            double v = strtod(t, &end);
+            if (col > 0 && end != t && *end == '\0' && isfinite(v)) *points += 1;
+        }
     }
     fclose(f);
     return n;
@@ -56,8 +67,10 @@ static void lab_gnuplot_quote(char *dst, size_t len, const char *s)
 
 lab_status lab_gnuplot_xy(const char *root, const lab_gnuplot_spec *s)
 {
-    int cols = lab_gnuplot_columns(s->dat);
+    size_t points;
+    int cols = lab_gnuplot_columns(s->dat, &points);
     if (cols < 2) return lab_err_set(LAB_ERR_IO, "%s: cannot read the plot data's header", s->dat);
+    if (points == 0) return lab_err_set(LAB_ERR_UNSUPPORTED, "%s: no finite value to draw, %s not drawn", s->dat, s->png);
     if (!lab_gnuplot_available()) return lab_err_set(LAB_ERR_UNSUPPORTED, "gnuplot not found: %s not drawn", s->png);
     char title[512], xl[128], yl[128], cmd[12288];
     lab_gnuplot_quote(title, sizeof title, s->title);

@@ -33,7 +33,7 @@ FILE *lab_gnuplot_dat_open(const char *path, const char *x_name, const char *con
 lab_status lab_gnuplot_dat_close(FILE *f, const char *path);
 
 /* Renders spec->dat into spec->png with <root>/plots/xy.gp (the number of series is read from the
- * header). LAB_ERR_UNSUPPORTED when gnuplot is missing; LAB_ERR_IO with gnuplot's own message when it
+ * header). LAB_ERR_UNSUPPORTED when gnuplot is missing or the file holds no finite value to draw; LAB_ERR_IO with gnuplot's own message when it
  * fails; LAB_ERR_IO naming the data file when it cannot be read. */
 lab_status lab_gnuplot_xy(const char *root, const lab_gnuplot_spec *spec);
 

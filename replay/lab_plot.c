@@ -104,7 +104,7 @@ static int lab_plot_seed_cmp(const void *a, const void *b)
 
 /* Writes the .dat of one incident's k-th per-seed metric (seed, then one column per variant). */
 static lab_status lab_plot_write_dat(const char *path, const lab_incident *inc, const char *metric, int use_log,
-                                     const lab_plot_point *p, size_t n, size_t *n_hidden)
+                                     const lab_plot_point *p, size_t n, size_t *n_hidden, size_t *n_drawn)
 {
     uint64_t *seeds = malloc((n ? n : 1) * sizeof *seeds);
     const char *names[64];
@@ -128,6 +128,7 @@ static lab_status lab_plot_write_dat(const char *path, const lab_incident *inc, 
         return LAB_ERR_IO;
     }
     *n_hidden = 0;
+    *n_drawn = 0;
     for (size_t s = 0; s < u; ++s) {
         fprintf(f, "%llu", (unsigned long long)seeds[s]);
         for (int v = 0; v < nv; ++v) {
@@ -140,6 +141,7 @@ static lab_status lab_plot_write_dat(const char *path, const lab_incident *inc, 
                 *n_hidden += 1;
             } else {
                 fprintf(f, " %.9g", val);
+                *n_drawn += 1;
             }
         }
         fprintf(f, "\n");
@@ -236,11 +238,15 @@ lab_status lab_plot_results(const char *out_dir, const char *root, FILE *report,
             const char *metric = lab_plot_metric(inc, k, &use_log);
             if (!metric) continue;
             char dat[4096], png[4096], title[512];
-            size_t hidden = 0;
+            size_t hidden = 0, drawn = 0;
             const char *suffix = k == 0 ? "" : "-drift";
             snprintf(dat, sizeof dat, "%s/%s%s.dat", dir, inc->id, suffix);
             snprintf(png, sizeof png, "%s/%s%s.png", dir, inc->id, suffix);
-            if ((st = lab_plot_write_dat(dat, inc, metric, use_log, p, n, &hidden)) != LAB_OK || !have_gnuplot) continue;
+            if ((st = lab_plot_write_dat(dat, inc, metric, use_log, p, n, &hidden, &drawn)) != LAB_OK || !have_gnuplot) continue;
+            if (drawn == 0) { /* nothing finite to draw (every case skipped, or the metric never recorded) */
+                fprintf(report, "plots: %s: no finite %s on any case, no PNG\n", inc->id, metric);
+                continue;
+            }
             snprintf(title, sizeof title, "%s: %s%s", inc->id, metric,
                      hidden ? (use_log ? " (non-finite or <= 0 values not drawn)" : " (non-finite values not drawn)") : "");
             lab_gnuplot_spec spec = {dat, png, title, "seed", metric, 0, use_log, 0};

@@ -68,7 +68,11 @@ lab_status lab_sanitize_case(const lab_case *c, const char *tool, const char *la
     snprintf(cmd, sizeof cmd,
              "compute-sanitizer --tool %s --print-limit 4 --error-exitcode 86 '%s' case '%s' '%s' %llu --backend %s 2>&1",
              tool, lab_bin, c->incident->id, c->variant->name, (unsigned long long)c->seed, lab_backend_name(c->backend));
+    /* The case knows it runs under a tool (an incident may then allocate exactly, so that the tool sees
+     * every stray access instead of a guard zone absorbing it). */
+    setenv("LAB_SANITIZE_TOOL", tool, 1);
     FILE *p = popen(cmd, "r");
+    unsetenv("LAB_SANITIZE_TOOL");
     if (!p) return lab_err_set(LAB_ERR_IO, "cannot start: %s", cmd);
     char line[4096], first_err[160] = "", last[240] = "";
     long n_err = -1;

@@ -13,19 +13,14 @@
 #include "lab_compare.h"
 #include "lab_fs.h"
 #include "lab_report.h"
-
-static const char *lab_bin(void)
-{
-    const char *b = getenv("LAB_BIN");
-    return b && *b ? b : "build/lab";
-}
+#include "tests/lab_test_sh.h"
 
 /* Runs the lab with args (from the repository root); returns its exit status and its output. */
 static int lab(const char *args, char **out)
 {
     char cmd[4096];
-    char *abs = realpath(lab_bin(), NULL);
-    cr_assert_not_null(abs, "%s not built (make builds it)", lab_bin());
+    char *abs = realpath(lab_test_bin(), NULL);
+    cr_assert_not_null(abs, "%s not built (make builds it)", lab_test_bin());
     snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", abs, args);
     free(abs);
     FILE *p = popen(cmd, "r");

@@ -9,31 +9,7 @@
 #include <unistd.h>
 
 #include "lab_fs.h"
-
-static const char *lab_bin(void)
-{
-    const char *b = getenv("LAB_BIN");
-    return b && *b ? b : "build/lab";
-}
-
-/* Runs a shell command line with 2>&1, returns the exit status and the output (malloc'ed). */
-static int sh(const char *cmd, char **out)
-{
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0, r;
-    char *buf = malloc(cap);
-    while ((r = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += r;
-        if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
-    }
-    buf[n] = 0;
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
+#include "tests/lab_test_sh.h"
 
 /* A fresh temporary directory (malloc'ed path). */
 static char *tmpdir(void)
@@ -47,7 +23,7 @@ static char *tmpdir(void)
 static void need_mpi(void)
 {
     char *out;
-    if (sh("command -v mpirun", &out) != 0) {
+    if (lab_test_sh("command -v mpirun", &out) != 0) {
         free(out);
         cr_skip_test("mpirun not found: Open MPI is not installed (mk/deps.sh installs openmpi-bin)");
     }
@@ -60,20 +36,20 @@ static void need_mpi(void)
 static int mpi_replay(const char *env, const char *mpirun_flags, const char *args, const char *dir, char **out)
 {
     char cmd[2048];
-    cr_assert(access(lab_bin(), X_OK) == 0, "%s not built (make builds it)", lab_bin());
+    cr_assert(access(lab_test_bin(), X_OK) == 0, "%s not built (make builds it)", lab_test_bin());
     /* The same lab path as the single-process run: it is part of every case's replay command. */
     snprintf(cmd, sizeof cmd, "%s " MPIRUN " %s -np 2 '%s' replay --mpi %s --out '%s'", env ? env : "", mpirun_flags,
-             lab_bin(), args, dir);
-    int st = sh(cmd, out);
-    if (strstr(*out, "has no MPI")) cr_skip_test("this lab build has no MPI (MPI=0 or a sanitizer build): %s", lab_bin());
+             lab_test_bin(), args, dir);
+    int st = lab_test_sh(cmd, out);
+    if (strstr(*out, "has no MPI")) cr_skip_test("this lab build has no MPI (MPI=0 or a sanitizer build): %s", lab_test_bin());
     return st;
 }
 
 static int plain_replay(const char *args, const char *dir, char **out)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' replay %s --out '%s'", lab_bin(), args, dir);
-    return sh(cmd, out);
+    snprintf(cmd, sizeof cmd, "'%s' replay %s --out '%s'", lab_test_bin(), args, dir);
+    return lab_test_sh(cmd, out);
 }
 
 /* Reads DIR/results.jsonl into a cJSON array of its lines. */
@@ -154,7 +130,7 @@ static void rmrf(char *dir)
 {
     char cmd[4200], *o;
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    sh(cmd, &o);
+    lab_test_sh(cmd, &o);
     free(o);
     free(dir);
 }
@@ -207,7 +183,7 @@ Test(mpi, merged_report_equals_single_process_case_by_case, .timeout = 240)
     snprintf(cmd, sizeof cmd, "a=$(cd '%s/plots' && ls | sort) && b=$(cd '%s/plots' && ls | sort) && test -n \"$a\" && "
                               "test \"$a\" = \"$b\" || { echo \"single: $a\"; echo \"merged: $b\"; exit 1; }",
              one, two);
-    cr_expect_eq(sh(cmd, &o3), 0, "the plots differ (or none were drawn):\n%s", o3);
+    cr_expect_eq(lab_test_sh(cmd, &o3), 0, "the plots differ (or none were drawn):\n%s", o3);
     free(o3);
 
     cJSON_Delete(a);
@@ -295,8 +271,8 @@ Test(mpi, bad_fault_spec_is_named, .timeout = 120)
 Test(mpi, flag_says_when_the_build_has_no_mpi)
 {
     char cmd[2048], *out;
-    snprintf(cmd, sizeof cmd, "'%s' replay --mpi --variant none-such", lab_bin());
-    int st = sh(cmd, &out);
+    snprintf(cmd, sizeof cmd, "'%s' replay --mpi --variant none-such", lab_test_bin());
+    int st = lab_test_sh(cmd, &out);
     cr_expect_eq(st, 2, "exit %d:\n%s", st, out);
     if (strstr(out, "has no MPI")) EXPECT_IN(out, "rebuild with `make MPI=1`"); /* MPI=0 or sanitizer build */
     else EXPECT_IN(out, "unknown variant 'none-such'");                        /* parsed on, as without --mpi */

@@ -13,41 +13,17 @@
 #include "lab_fs.h"
 #include "lab_gnuplot.h"
 #include "lab_report.h"
+#include "tests/lab_test_sh.h"
 
-static const char *lab_bin(void)
-{
-    const char *b = getenv("LAB_BIN");
-    return b && *b ? b : "build/lab";
-}
-
-/* Runs a shell command line, returns its exit status and its output (stdout and stderr, malloc'ed). */
-static int sh(const char *cmd, char **out)
-{
-    char full[8192];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0, r;
-    char *buf = malloc(cap);
-    while ((r = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += r;
-        if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
-    }
-    buf[n] = 0;
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* Runs the lab with args; exit status and output as sh(). */
+/* Runs the lab with args; exit status and output as lab_test_sh(). */
 static int lab(const char *args, char **out)
 {
     char cmd[4096];
-    char *abs = realpath(lab_bin(), NULL);
-    cr_assert_not_null(abs, "%s not built (make builds it)", lab_bin());
+    char *abs = realpath(lab_test_bin(), NULL);
+    cr_assert_not_null(abs, "%s not built (make builds it)", lab_test_bin());
     snprintf(cmd, sizeof cmd, "'%s' %s", abs, args);
     free(abs);
-    return sh(cmd, out);
+    return lab_test_sh(cmd, out);
 }
 
 #define EXPECT_IN(out, s) cr_expect(strstr(out, s) != NULL, "expected \"%s\" in:\n%.3000s", s, out)
@@ -219,7 +195,7 @@ Test(report, html_in_headless_chromium, .init = mkdir_tmp, .fini = rm_tmp, .time
              "HOME=%s timeout 120 %s --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=%s/chrome "
              "--virtual-time-budget=5000 --dump-dom 'file://%s/index.html' 2>/dev/null",
              dir, browser, dir, dir);
-    st = sh(cmd, &out);
+    st = lab_test_sh(cmd, &out);
     cr_assert_eq(st, 0, "%s exited %d:\n%.2000s", browser, st, out);
     EXPECT_IN(out, "<table id=\"incidents\">");
     EXPECT_IN(out, "<tr class=\"ok\" data-incident=\"0004-pow-grad-nan\" data-variant=\"fix\">");

@@ -29,4 +29,4 @@ include mk/targets.mk
 include mk/fuzz.mk
 include mk/buildinfo.mk
 
--include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/obj/replay/lab_main.d $(BUILD)/obj/replay/lab_mpi.d

@@ -370,13 +370,12 @@ static lab_status sg_run(const lab_semicrf_problem *p, const lab_semicrf_config 
     for (int b = 0; b < B; ++b)
         if (p->len[b] < 1 || p->len[b] > T)
             return lab_err_set(LAB_ERR_ARG, "semicrf cuda: len[%d] = %d: need 1..T = %d", b, p->len[b], T);
-    /* Under compute-sanitizer (lab replay --sanitize sets LAB_SANITIZE_TOOL) exact allocations are the
-     * default: guard zones would absorb the stray loads the tool is there to see. */
-    const char *exact_env = getenv("LAB_SEMICRF_CUDA_EXACT");
-    int exact = exact_env ? *exact_env && strcmp(exact_env, "0") != 0 : getenv("LAB_SANITIZE_TOOL") != NULL;
+    /* Under a memory checker (the case says so: cfg->exact_alloc) allocations are exact: guard zones would
+     * absorb the stray loads the tool is there to see. */
+    int exact = cfg->exact_alloc;
     int padded = cfg->layout == LAB_SEMICRF_LAYOUT_PADDED;
     /* Stray layouts: inputs between guard zones of the seed's neighbour contents (what a stray load reads),
-     * unless LAB_SEMICRF_CUDA_EXACT asks for exact allocations so memcheck also sees the stray loads.
+     * unless cfg->exact_alloc asks for exact allocations so memcheck also sees the stray loads.
      * Gradient buffers are always exact: memcheck sees every stray atomic. */
     int guarded = !padded && !exact;
     long W = padded ? SG_PAD : C;

@@ -10,6 +10,7 @@ extern "C" {
 #endif
 
 #include "lab_err.h"
+#include "lab_incident.h"
 
 /* The incidents' shapes: 39 real classes on 64 lanes, durations 1..K, sequences up to T. */
 #define LAB_SEMICRF_C 39
@@ -125,6 +126,8 @@ typedef struct {
     unsigned guards;          /* LAB_SEMICRF_GUARD_* flags */
     uint64_t guard_seed;      /* seeds the guard-zone contents */
     uint64_t schedule_seed;   /* seeds the block order of the atomics */
+    int exact_alloc;          /* CUDA: stray layouts' inputs at their exact size, no guard zones (a memory
+                                 checker watches: lab_case.exact_alloc); 0: between guard zones */
 } lab_semicrf_config;
 
 /* The emulated backward's outputs, sliced back to C, and what the memory checker saw. */
@@ -190,6 +193,18 @@ int lab_semicrf_T_of_seed(uint64_t seed);
 /* Allocates and fills the problem of a case (lab_semicrf_problem_init + fill). Errors of init. */
 lab_status lab_semicrf_case_problem(lab_semicrf_problem *p, uint64_t seed);
 
+/* A seed's case group (lab_incident setup/teardown of 0001 and 0002): the case problem of the seed and its
+ * float64 reference, made once and shared read-only by every variant of the seed. */
+typedef struct {
+    lab_semicrf_problem p;
+    lab_semicrf_ref ref;
+} lab_semicrf_group;
+/* lab_setup_fn: *group receives a malloc'ed lab_semicrf_group for c->seed. LAB_ERR_NOMEM / the
+ * problem's or reference's error. */
+lab_status lab_semicrf_group_setup(const lab_case *c, void **group);
+/* lab_teardown_fn: frees a group made by lab_semicrf_group_setup (NULL is ignored). */
+void lab_semicrf_group_teardown(void *group);
+
 /* Tolerance of the float32 kernel's gradients against the float64 reference, normalised by the tensor's
  * largest value: LAB_SEMICRF_TOL_ULPS * 2^-24 * max_b |log Z_b|. Every log-marginal is a difference of
  * float32 quantities (alpha, beta, log Z) of magnitude up to |log Z|, each ending in a rounding there,
@@ -238,7 +253,7 @@ lab_status lab_semicrf_golden_compare(const char *dir, uint64_t seed, const lab_
  * (s, b) grid of 4 x C_PAD threads, layout, accumulation and guards as in cfg (schedule_seed unused: the
  * GPU picks the order). Inputs are the host problem's (lab_rng) values. Unpadded and clamped layouts:
  * every input sits between guard zones holding the seed's neighbour contents (what a stray load reads),
- * unless LAB_SEMICRF_CUDA_EXACT=1 asks for exact allocations; gradient buffers are always exact-size
+ * unless cfg->exact_alloc asks for exact allocations; gradient buffers are always exact-size
  * cudaMallocs, so compute-sanitizer memcheck reports every stray atomic. The kernel counts loads and
  * atomics outside their allocation (o->oob_reads, o->oob_writes, as the CPU emulation does) without
  * preventing them. Fills o (allocated here); `reps`

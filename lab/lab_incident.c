@@ -78,7 +78,11 @@ void lab_result_metric(lab_case_result *r, const char *name, double value)
             return;
         }
     }
-    if (r->n_metrics >= LAB_MAX_METRICS) return; /* bounded by design; incidents record a handful */
+    if (r->n_metrics >= LAB_MAX_METRICS) {
+        /* A programming error in an incident: say which metric, never drop it silently. */
+        fprintf(stderr, "lab_result_metric: more than %d metrics, '%s' has no room\n", LAB_MAX_METRICS, name);
+        abort();
+    }
     snprintf(r->metrics[r->n_metrics].name, LAB_METRIC_NAME, "%s", name);
     r->metrics[r->n_metrics].value = value;
     r->n_metrics++;
@@ -101,6 +105,86 @@ void lab_result_skip(lab_case_result *r, const char *fmt, ...)
     vsnprintf(r->detail, sizeof r->detail, fmt, ap);
     va_end(ap);
     r->skipped = 1;
+    r->skip_class = LAB_SKIP_MISSING;
+}
+
+void lab_result_skip_as(lab_case_result *r, lab_skip_class k, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->detail, sizeof r->detail, fmt, ap);
+    va_end(ap);
+    r->skipped = 1;
+    r->skip_class = (int)k;
+}
+
+const char *lab_skip_class_name(lab_skip_class k)
+{
+    switch (k) {
+    case LAB_SKIP_NEEDS_GPU: return "needs-gpu";
+    case LAB_SKIP_NEEDS_GPUS: return "needs-gpus";
+    case LAB_SKIP_NO_VERSION: return "no-version";
+    default: return "missing";
+    }
+}
+
+int lab_skip_expected(lab_skip_class k) { return k != LAB_SKIP_MISSING; }
+
+void lab_case_init(lab_case *c, const lab_incident *inc, const lab_variant *v, uint64_t seed, lab_backend backend,
+                   const char *root, char *gdir, size_t len)
+{
+    memset(c, 0, sizeof *c);
+    c->incident = inc;
+    c->variant = v;
+    c->seed = seed;
+    c->backend = backend;
+    c->root = root && *root ? root : ".";
+    snprintf(gdir, len, "%s/incidents/%s/golden", c->root, inc->id);
+    c->golden_dir = gdir;
+#if defined(__SANITIZE_ADDRESS__)
+    c->exact_alloc = 1; /* AddressSanitizer watches this build: exact sizes make any stray access its finding */
+#endif
+}
+
+/* This process's group: the state of the last (incident, seed, backend) set up. */
+static struct {
+    const lab_incident *inc;
+    uint64_t seed;
+    lab_backend backend;
+    void *group;
+} lab_case_cache;
+
+void lab_case_release(void)
+{
+    if (lab_case_cache.inc && lab_case_cache.group && lab_case_cache.inc->teardown)
+        lab_case_cache.inc->teardown(lab_case_cache.group);
+    memset(&lab_case_cache, 0, sizeof lab_case_cache);
+}
+
+lab_status lab_case_run(const lab_case *c, lab_case_result *r)
+{
+    const lab_incident *inc = c->incident;
+    lab_run_fn run = c->backend == LAB_BACKEND_CUDA ? inc->run_cuda : inc->run_cpu;
+    if (!run || (c->backend == LAB_BACKEND_CUDA && c->variant->cpu_only)) {
+        lab_result_skip_as(r, LAB_SKIP_NO_VERSION, "no %s version of %s/%s", lab_backend_name(c->backend), inc->id,
+                           c->variant->name);
+        return LAB_OK;
+    }
+    lab_case cc = *c;
+    if (inc->setup) {
+        if (lab_case_cache.inc != inc || lab_case_cache.seed != c->seed || lab_case_cache.backend != c->backend) {
+            lab_case_release();
+            void *g = NULL;
+            lab_status st = inc->setup(c, &g);
+            if (st != LAB_OK) return st;
+            lab_case_cache.inc = inc;
+            lab_case_cache.seed = c->seed;
+            lab_case_cache.backend = c->backend;
+            lab_case_cache.group = g;
+        }
+        cc.group = lab_case_cache.group;
+    }
+    return run(&cc, r);
 }
 
 double lab_result_get(const lab_case_result *r, const char *name)
@@ -108,4 +192,16 @@ double lab_result_get(const lab_case_result *r, const char *name)
     for (int i = 0; i < r->n_metrics; ++i)
         if (strcmp(r->metrics[i].name, name) == 0) return r->metrics[i].value;
     return NAN;
+}
+
+lab_status lab_case_run_named(const lab_incident *inc, const char *variant, uint64_t seed, lab_backend backend,
+                              const char *root, lab_case_result *r)
+{
+    memset(r, 0, sizeof *r);
+    const lab_variant *v = lab_incident_variant(inc, variant);
+    if (!v) return lab_err_set(LAB_ERR_ARG, "%s has no variant '%s'", inc->id, variant);
+    lab_case c;
+    char gdir[4096];
+    lab_case_init(&c, inc, v, seed, backend, root, gdir, sizeof gdir);
+    return lab_case_run(&c, r);
 }

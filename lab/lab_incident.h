@@ -19,14 +19,29 @@ const char *lab_role_name(lab_role r);       /* "fix" / "bug" */
 const char *lab_backend_name(lab_backend b); /* "cpu" / "cuda" */
 lab_status lab_backend_parse(const char *s, lab_backend *out); /* LAB_ERR_ARG naming s */
 
-#define LAB_MAX_METRICS 12
+#define LAB_MAX_METRICS 16
 #define LAB_METRIC_NAME 32
 
-/* What a variant's run function reports from inside its isolated process. */
+/* Why a case was skipped. The first three are expected where the machine lacks them; LAB_SKIP_MISSING
+ * (not built, a dependency missing) is an error: the replay is NOT OK and says what to install. */
+typedef enum {
+    LAB_SKIP_MISSING = 0,            /* not built / dependency missing (the default of lab_result_skip) */
+    LAB_SKIP_NEEDS_GPU,              /* no usable GPU here (the probe's reason in detail) */
+    LAB_SKIP_NEEDS_GPUS,             /* needs more GPUs than this host (or rank) has */
+    LAB_SKIP_NO_VERSION              /* the variant has no version for this backend */
+} lab_skip_class;
+const char *lab_skip_class_name(lab_skip_class k); /* "missing", "needs-gpu", "needs-gpus", "no-version" */
+/* 1 when a skip of this class is expected where the resource is absent; 0 when it is an error. */
+int lab_skip_expected(lab_skip_class k);
+
+/* What a case reports from inside its isolated process. */
 typedef struct {
     int verdict_set;                 /* the criterion ran */
     int passed;                      /* criterion verdict: 1 pass, 0 fail */
-    int skipped;                     /* backend/dependency missing: detail says why */
+    int skipped;                     /* not run: skip_class and detail say why */
+    int skip_class;                  /* lab_skip_class, when skipped */
+    int retire_worker;               /* this process must run no further case (a device error, state the
+                                        case may have corrupted): the runner gives the next case a fresh one */
     char detail[240];                /* one line: why it passed/failed/skipped */
     int n_metrics;
     struct { char name[LAB_METRIC_NAME]; double value; } metrics[LAB_MAX_METRICS];
@@ -36,32 +51,55 @@ struct lab_incident;
 struct lab_variant;
 struct lab_figure_ctx;
 
-/* One case: an (incident, variant, seed, backend). */
+/* One case: an (incident, variant, seed, backend), and what the runner knows about it. */
 typedef struct {
     const struct lab_incident *incident;
     const struct lab_variant *variant;
     uint64_t seed;
     lab_backend backend;
     const char *root;                /* repository root (for golden/ and plots) */
+    const char *golden_dir;          /* <root>/incidents/<id>/golden (lab_case_init fills it) */
+    const char *sanitizer;           /* the compute-sanitizer tool watching this process, or NULL */
+    int exact_alloc;                 /* buffers at their exact size: a memory checker watches (a sanitizer,
+                                        an AddressSanitizer build), so any stray access is its finding */
+    const void *group;               /* the seed's shared state made by incident->setup, read-only; NULL
+                                        when the incident has no setup */
 } lab_case;
 
-/* A variant's run: computes the kernel under test and the reference, applies the incident's
- * criterion, and records verdict and metrics in r. Returns LAB_OK when the case ran (whatever the
- * verdict) and an error status when the harness failed (becomes outcome ERROR with lab_err_msg()). */
-typedef lab_status (*lab_variant_fn)(const lab_case *c, lab_case_result *r);
+/* Outcomes that detect a bug variant (lab_variant.detect). */
+#define LAB_DETECT_FAIL  1u          /* its criterion failed */
+#define LAB_DETECT_CRASH 2u          /* the case died by a signal */
+#define LAB_DETECT_HANG  4u          /* the runner's watchdog killed it */
 
+/* A variant is data: the incident's run functions read `param` to pick the kernel, rule or layout. */
 typedef struct lab_variant {
     const char *name;                /* "fix", "bug-exp-log", ... */
     lab_role role;
     const char *what;                /* one line: what this variant is */
-    lab_variant_fn run_cpu;          /* required */
-    lab_variant_fn run_cuda;         /* NULL: no CUDA version (cases SKIP with that reason) */
-    double min_detect_rate;          /* bug only: 0 means 1.0 (every seed); else the stated rate
-                                        that the observed rate must not fall below (Wilson 95%) */
+    int param;                       /* the incident's own: which kernel/rule/layout this variant runs */
+    int cpu_only;                    /* 1: no CUDA version (CUDA cases SKIP as no-version) */
+    double min_detect_rate;          /* bug only: 0 means 1.0 (every seed); else the stated rate that the
+                                        observed rate is tested against (one-sided binomial, lab_results) */
     const char *sanitizer;           /* bug only: the compute-sanitizer tool that flags this variant's CUDA
                                         run ("memcheck", "initcheck", "racecheck"); NULL: none expected.
-                                        Fix variants must be clean under every tool. */
+                                        Fix variants must be clean under every tool. A variant with a
+                                        sanitizer is a memory bug: its worker runs no case after it. */
+    unsigned detect;                 /* bug only: the outcomes that detect it (LAB_DETECT_*); 0 means
+                                        LAB_DETECT_FAIL. Any other outcome is inconclusive (NOT OK). */
+    int gpus;                        /* GPUs a CUDA case needs, given to it alone; 0: one GPU, shared
+                                        with other cases' workers */
 } lab_variant;
+
+/* Makes the state every variant of one (seed, backend) shares: inputs, the float64 reference. The runner
+ * owns it (one per worker process, reused while consecutive cases have the same incident, seed and
+ * backend) and frees it with teardown. c->variant is the first variant of the group; the state must not
+ * depend on it. Returns LAB_OK, or an error status (every case of the group is then ERROR). */
+typedef lab_status (*lab_setup_fn)(const lab_case *c, void **group);
+typedef void (*lab_teardown_fn)(void *group);
+/* Runs c->variant (its param) on the group's inputs, applies the incident's one judge, and records
+ * verdict and metrics in r. Returns LAB_OK when the case ran (whatever the verdict) and an error status
+ * when the harness failed (outcome ERROR with lab_err_msg()). */
+typedef lab_status (*lab_run_fn)(const lab_case *c, lab_case_result *r);
 
 typedef struct lab_incident {
     const char *id;                  /* directory name, "0004-pow-grad-nan" */
@@ -69,6 +107,11 @@ typedef struct lab_incident {
     const char *summary;             /* a few sentences for `lab explain` */
     const lab_variant *variants;
     int n_variants;
+    lab_setup_fn setup;              /* optional: the per-seed shared state (NULL: c->group is NULL) */
+    lab_teardown_fn teardown;        /* frees what setup made (required with setup) */
+    lab_run_fn run_cpu;              /* required */
+    lab_run_fn run_cuda;             /* NULL: no CUDA version (CUDA cases SKIP as no-version). The runner
+                                        checks that a GPU is usable before calling it. */
     const char *plot_metric;         /* the metric that separates bug and fix, plotted per seed */
     int plot_log;                    /* plot it on a log scale */
     double timeout_s;                /* watchdog per case (0: runner default) */
@@ -122,10 +165,30 @@ const lab_incident *lab_incident_find(const char *id);
 /* Variant by name; NULL if none. */
 const lab_variant *lab_incident_variant(const lab_incident *inc, const char *name);
 
+/* Fills *c for one case (golden_dir from root and the incident id into gdir, of length len). */
+void lab_case_init(lab_case *c, const lab_incident *inc, const lab_variant *v, uint64_t seed, lab_backend backend,
+                   const char *root, char *gdir, size_t len);
+
+/* Runs one case in this process: the seed's group from this process's cache (made by incident->setup
+ * when the cache holds another incident, seed or backend; the old one torn down), then the backend's run
+ * function. No GPU readiness check (the runner's job). On CUDA with no run_cuda, or a cpu_only variant, the
+ * case SKIPs as no-version. Returns the run's status, or the setup's error. */
+lab_status lab_case_run(const lab_case *c, lab_case_result *r);
+/* lab_case_init + lab_case_run for the variant named `variant` (tests and tools): r zeroed first.
+ * LAB_ERR_ARG naming the variant when the incident has none of that name. */
+lab_status lab_case_run_named(const lab_incident *inc, const char *variant, uint64_t seed, lab_backend backend,
+                              const char *root, lab_case_result *r);
+/* Frees the cached group of this process, if any. */
+void lab_case_release(void);
+
 /* Result helpers for run functions. */
 void lab_result_metric(lab_case_result *r, const char *name, double value);
 void lab_result_verdict(lab_case_result *r, int passed, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A skip of class LAB_SKIP_MISSING (an error: not built or a dependency missing). */
 void lab_result_skip(lab_case_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void lab_result_skip_as(lab_case_result *r, lab_skip_class k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* lab_result_metric keeps at most LAB_MAX_METRICS metrics; one more is a programming error that aborts
+ * with its name (never silently dropped). */
 /* Value of a recorded metric, or NaN if absent. */
 double lab_result_get(const lab_case_result *r, const char *name);
 

@@ -35,6 +35,11 @@ typedef struct {
 
 #define LAB_ISOLATE_END ((size_t)-1)
 
+/* In a child: the slot it runs in; -1 in the parent. */
+static int lab_isolate_my_slot = -1;
+
+int lab_isolate_worker_slot(void) { return lab_isolate_my_slot; }
+
 typedef struct {
     pid_t pid;                 /* 0: slot free */
     int fd;
@@ -85,7 +90,7 @@ static void lab_isolate_child(int fd, lab_job_fn fn, void *ctx, size_t first, si
             snprintf(msg.error, sizeof msg.error, "%s: %s", lab_status_name(st),
                      lab_err_msg()[0] ? lab_err_msg() : "(no message)");
         lab_isolate_send(fd, &msg);
-        if (st != LAB_OK || !(msg.r.skipped || msg.r.verdict_set)) break;
+        if (st != LAB_OK || !(msg.r.skipped || msg.r.verdict_set) || msg.r.retire_worker) break;
     }
     memset(&msg, 0, sizeof msg);
     msg.job = LAB_ISOLATE_END;
@@ -227,6 +232,7 @@ lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs,
                 break;
             }
             if (pid == 0) {
+                lab_isolate_my_slot = i;
                 close(p[0]);
                 for (int k = 0; k < jobs; ++k)
                     if (slots[k].pid) close(slots[k].fd);

@@ -43,10 +43,14 @@ lab_status lab_isolate_run(size_t n, lab_job_fn fn, void *ctx, int jobs, double 
  * per-process set-up (a CUDA context) is paid once per batch. Each job is still judged alone: the
  * watchdog's clock restarts at every reported job; a child that dies or hangs gives that outcome to the
  * job it was running, and the rest of its batch is rerun in a fresh child. A job that returns an error
- * status, or reports neither a verdict nor a skip, ends its child's batch for the same reason. batch 1 is
- * lab_isolate_run. */
+ * status, reports neither a verdict nor a skip, or sets r.retire_worker ends its child's batch for the same
+ * reason (the next job starts in a fresh child). batch 1 is lab_isolate_run. */
 lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs, size_t batch, double timeout_s,
                                    lab_job_done_fn done, lab_job_outcome *out);
+
+/* In a child of lab_isolate_run(_batched): the slot (0 .. jobs-1) it runs in, so a worker can take the
+ * resources of its slot (a GPU); -1 in the parent. */
+int lab_isolate_worker_slot(void);
 
 /* Number of online CPUs (at least 1). */
 int lab_isolate_ncpu(void);

@@ -10,17 +10,24 @@
 
 #include "lab_fs.h"
 
-int lab_results_detected(lab_outcome o) { return o == LAB_OUT_FAIL || o == LAB_OUT_CRASH || o == LAB_OUT_HANG; }
+int lab_results_detected(const lab_variant *v, lab_outcome o)
+{
+    unsigned mask = v->detect ? v->detect : LAB_DETECT_FAIL;
+    return (o == LAB_OUT_FAIL && (mask & LAB_DETECT_FAIL)) || (o == LAB_OUT_CRASH && (mask & LAB_DETECT_CRASH)) ||
+           (o == LAB_OUT_HANG && (mask & LAB_DETECT_HANG));
+}
 
 int lab_results_case_ok(const lab_case_record *c)
 {
     lab_outcome o = c->o.outcome;
-    if (o == LAB_OUT_SKIP) return -1;
+    if (o == LAB_OUT_SKIP) return lab_skip_expected((lab_skip_class)c->o.r.skip_class) ? -1 : 0;
     if (o == LAB_OUT_ERROR) return 0;
     if (c->variant->role == LAB_ROLE_FIX) return o == LAB_OUT_PASS;
-    /* A bug with a stated detection rate below 1 may pass on some seeds; the tally judges the rate. */
-    if (c->variant->min_detect_rate > 0 && c->variant->min_detect_rate < 1) return 1;
-    return lab_results_detected(o);
+    if (lab_results_detected(c->variant, o)) return 1;
+    /* A bug with a stated detection rate below 1 may pass on some seeds; the tally judges the rate. Any
+     * other outcome than its own failure is inconclusive (a NaN bug killed by the watchdog proves nothing). */
+    if (o == LAB_OUT_PASS && c->variant->min_detect_rate > 0 && c->variant->min_detect_rate < 1) return 1;
+    return 0;
 }
 
 void lab_results_wilson(size_t k, size_t n, double *lo, double *hi)
@@ -43,7 +50,7 @@ static void lab_results_judge(lab_variant_tally *t)
 {
     size_t ran = t->seeds - t->counts[LAB_OUT_SKIP];
     size_t errors = t->counts[LAB_OUT_ERROR];
-    size_t judged = ran - errors; /* cases with a real outcome */
+    size_t judged = ran - errors - t->inconclusive; /* cases with a real outcome */
     t->detect_rate = judged ? (double)t->detected / (double)judged : NAN;
     lab_results_wilson(t->detected, judged, &t->detect_lo, &t->detect_hi);
     t->ok = 1;
@@ -68,9 +75,19 @@ static void lab_results_judge(lab_variant_tally *t)
                      t->detect_rate, t->detect_lo, t->detect_hi, want);
         }
     }
+    if (t->inconclusive) {
+        t->ok = 0;
+        snprintf(t->verdict, sizeof t->verdict, "INCONCLUSIVE on %zu of %zu seeds (not its own failure)",
+                 t->inconclusive, ran);
+    }
     if (errors) {
         t->ok = 0;
         snprintf(t->verdict, sizeof t->verdict, "ERROR on %zu of %zu seeds", errors, t->seeds);
+    }
+    if (t->skip_missing) {
+        t->ok = 0;
+        snprintf(t->verdict, sizeof t->verdict, "SKIP (not built / dependency missing) on %zu of %zu seeds",
+                 t->skip_missing, t->seeds);
     }
     if (t->ok && ran == 0) snprintf(t->verdict, sizeof t->verdict, "skipped");
 }
@@ -90,7 +107,12 @@ lab_status lab_results_tally(const lab_case_record *recs, size_t n, lab_variant_
         }
         t[k].seeds++;
         t[k].counts[recs[i].o.outcome]++;
-        if (lab_results_detected(recs[i].o.outcome)) t[k].detected++;
+        lab_outcome o = recs[i].o.outcome;
+        if (recs[i].variant->role == LAB_ROLE_BUG) {
+            if (lab_results_detected(recs[i].variant, o)) t[k].detected++;
+            else if (o == LAB_OUT_FAIL || o == LAB_OUT_CRASH || o == LAB_OUT_HANG) t[k].inconclusive++;
+        }
+        if (o == LAB_OUT_SKIP && !lab_skip_expected((lab_skip_class)recs[i].o.r.skip_class)) t[k].skip_missing++;
     }
     for (size_t k = 0; k < nt; ++k) lab_results_judge(&t[k]);
     *tallies = t;
@@ -137,6 +159,8 @@ static cJSON *lab_results_case_json(const lab_case_record *c, const char *lab_bi
     if (ok < 0) cJSON_AddNullToObject(o, "ok");
     else cJSON_AddBoolToObject(o, "ok", ok);
     if (c->o.outcome == LAB_OUT_CRASH) cJSON_AddNumberToObject(o, "signal", c->o.signal);
+    if (c->o.outcome == LAB_OUT_SKIP)
+        cJSON_AddStringToObject(o, "skip_class", lab_skip_class_name((lab_skip_class)c->o.r.skip_class));
     cJSON_AddNumberToObject(o, "wall_s", c->o.wall_s);
     cJSON_AddStringToObject(o, "detail", c->o.r.detail);
     if (c->o.error[0]) cJSON_AddStringToObject(o, "error", c->o.error);
@@ -271,7 +295,8 @@ static const char *lab_results_role_word(const lab_case_record *c)
     if (o == LAB_OUT_SKIP) return "SKIP";
     if (o == LAB_OUT_ERROR) return "ERROR";
     if (c->variant->role == LAB_ROLE_FIX) return o == LAB_OUT_PASS ? "fix holds" : "fix REGRESSED";
-    return lab_results_detected(o) ? "bug detected" : "XPASS (bug not detected)";
+    if (lab_results_detected(c->variant, o)) return "bug detected";
+    return o == LAB_OUT_PASS ? "XPASS (bug not detected)" : "INCONCLUSIVE (not the bug's own failure)";
 }
 
 lab_status lab_results_write_tap(const char *path, const lab_case_record *recs, size_t n, const char *lab_bin)

@@ -21,12 +21,14 @@ typedef struct {
     lab_job_outcome o;
 } lab_case_record;
 
-/* Whether one case meets its role: a fix must PASS; a bug must be detected (FAIL, CRASH or HANG).
- * SKIP is neither good nor bad (returns -1); ERROR is always bad; a bug that PASSes is an XPASS. */
+/* Whether one case meets its role: a fix must PASS; a bug must be detected by its own stated failure
+ * (lab_variant.detect: FAIL by default); any other failing outcome is inconclusive (0). A SKIP of an
+ * expected class (needs a GPU, needs N GPUs, no version) is neither good nor bad (-1); a SKIP because
+ * something is not built or missing is bad (0); ERROR is always bad; a bug that PASSes is an XPASS. */
 int lab_results_case_ok(const lab_case_record *c);
 
-/* 1 when the outcome counts as "detected" for a bug variant (FAIL, CRASH, HANG). */
-int lab_results_detected(lab_outcome o);
+/* 1 when outcome o detects bug variant v (one of the outcomes its `detect` mask names; FAIL by default). */
+int lab_results_detected(const lab_variant *v, lab_outcome o);
 
 /* Per-variant tally over a replay. */
 typedef struct {
@@ -34,7 +36,9 @@ typedef struct {
     const lab_variant *variant;
     size_t seeds;                     /* cases run */
     size_t counts[LAB_OUT_COUNT];
-    size_t detected;                  /* bug: FAIL + CRASH + HANG */
+    size_t detected;                  /* bug: cases its own stated failure detected */
+    size_t inconclusive;              /* bug: FAIL/CRASH/HANG that is not its stated failure */
+    size_t skip_missing;              /* SKIPs because something is not built or missing (an error) */
     double detect_rate;               /* detected / (seeds - skipped), NaN if none ran */
     double detect_lo, detect_hi;      /* Wilson 95% interval of the detection rate */
     int ok;                           /* the variant met its role */

@@ -29,7 +29,7 @@ LAB_BIN=build/lab build/lab-tests --verbose=0 2>&1 | grep -B12 -E "^\[FAIL\]" | 
 LAB_BIN=build/lab build/lab-tests 2>&1 | grep -E "Synthesis"
 keep
 echo "== compute-sanitizer: memcheck over 0001, initcheck over 0003 (1 seed)"
-LAB_SEMICRF_CUDA_EXACT=1 build/lab replay --backend cuda --sanitize memcheck --incident 0001 --seeds 1 --no-plots --quiet --out "$out/san-memcheck" | tail -n 12
+build/lab replay --backend cuda --sanitize memcheck --incident 0001 --seeds 1 --no-plots --quiet --out "$out/san-memcheck" | tail -n 12
 build/lab replay --backend cuda --sanitize initcheck --incident 0003 --seeds 1 --no-plots --quiet --out "$out/san-initcheck" | tail -n 12
 keep
 echo "== benchmarks"

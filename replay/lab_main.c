@@ -37,7 +37,9 @@ static const char *lab_usage =
     "                                     the story in short, then bug and fix side by side, live\n"
     "  golden verify|bless [ID]           check goldens against their MANIFEST / regenerate them\n"
     "  plots [--out DIR]                  redraw the plots of a replay from DIR/results.jsonl\n"
-    "  case ID VARIANT SEED [--backend B] one case in this process (for gdb, and what --sanitize runs)\n"
+    "  case ID VARIANT SEED [--backend B] [--sanitizer TOOL]\n"
+    "                                     one case in this process (for gdb, and what --sanitize runs; TOOL:\n"
+    "                                     the compute-sanitizer tool watching it, buffers then exact-size)\n"
     "  bench [ID]...                      the incidents' benchmarks (GPU kernels against device ceilings)\n"
     "  report [--out DIR] [replay flags]  replay (same flags as replay), then write a self-contained report\n"
     "                                     folder (default build/report): report.json, index.html (plots inline),\n"
@@ -109,7 +111,7 @@ static int lab_cmd_list(void)
         for (int v = 0; v < all[i]->n_variants; ++v) {
             const lab_variant *var = &all[i]->variants[v];
             printf("    %-18s %-3s %s%s\n", var->name, lab_role_name(var->role), var->what,
-                   var->run_cuda ? "  [cpu, cuda]" : "  [cpu]");
+                   all[i]->run_cuda && !var->cpu_only ? "  [cpu, cuda]" : "  [cpu]");
         }
     }
     return 0;
@@ -267,8 +269,10 @@ typedef struct {
 static lab_status lab_explain_job(void *vctx, size_t job, lab_case_result *r)
 {
     lab_explain_ctx *x = vctx;
-    lab_case c = {x->inc, &x->inc->variants[job % (size_t)x->inc->n_variants], 1 + job / (size_t)x->inc->n_variants,
-                  x->backend, lab_root()};
+    lab_case c;
+    char gdir[4096];
+    lab_case_init(&c, x->inc, &x->inc->variants[job % (size_t)x->inc->n_variants], 1 + job / (size_t)x->inc->n_variants,
+                  x->backend, lab_root(), gdir, sizeof gdir);
     return lab_replay_case(&c, r);
 }
 
@@ -403,14 +407,21 @@ static int lab_cmd_case(int argc, char **argv)
     uint64_t seed;
     if (lab_parse_u64("SEED", argv[2], &seed)) return LAB_EXIT_USAGE;
     lab_backend backend = LAB_BACKEND_CPU;
+    const char *sanitizer = NULL;
     for (int i = 3; i < argc; ++i) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
             if (lab_backend_parse(argv[++i], &backend) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+        } else if (!strcmp(argv[i], "--sanitizer") && i + 1 < argc) {
+            sanitizer = argv[++i]; /* the tool this process runs under (set by replay --sanitize) */
         } else {
             return lab_usage_error("case: unknown flag '%s'", argv[i]);
         }
     }
-    lab_case c = {inc, v, seed, backend, lab_root()};
+    lab_case c;
+    char gdir[4096];
+    lab_case_init(&c, inc, v, seed, backend, lab_root(), gdir, sizeof gdir);
+    c.sanitizer = sanitizer;
+    if (sanitizer) c.exact_alloc = 1;
     lab_case_result r;
     lab_status st = lab_replay_case(&c, &r);
     lab_sanitize_print_result(stdout, st, &r);

@@ -10,22 +10,35 @@
 #include "lab_fs.h"
 #include "lab_plot.h"
 #include "lab_sanitize.h"
+#include "lab_sched.h"
+
+#ifdef LAB_HAVE_CUDA
+#include "lab_cuda.h"
+#endif
 
 lab_status lab_replay_case(const lab_case *c, lab_case_result *r)
 {
     memset(r, 0, sizeof *r);
-    if (c->backend == LAB_BACKEND_CUDA) {
-        if (!c->variant->run_cuda) {
+    const lab_variant *v = c->variant;
+    if (c->backend == LAB_BACKEND_CUDA && c->incident->run_cuda && !v->cpu_only) {
 #ifdef LAB_HAVE_CUDA
-            lab_result_skip(r, "no CUDA version of %s/%s", c->incident->id, c->variant->name);
-#else
-            lab_result_skip(r, "this build has no CUDA (nvcc was not found at build time)");
-#endif
+        char why[240];
+        lab_status st = lab_cuda_ready(why, sizeof why);
+        if (st == LAB_ERR_UNSUPPORTED) {
+            lab_result_skip_as(r, LAB_SKIP_NEEDS_GPU, "%s", why);
             return LAB_OK;
         }
-        return c->variant->run_cuda(c, r);
+        if (st != LAB_OK) return st; /* a listed GPU that cannot be used is an error, not a skip */
+#else
+        lab_result_skip(r, "this build has no CUDA (nvcc was not found at build time)");
+        return LAB_OK;
+#endif
     }
-    return c->variant->run_cpu(c, r);
+    lab_status st = lab_case_run(c, r);
+    /* A device error may have taken the context down, and a memory bug may have written where nothing
+     * checks: either way this worker judges no further case. */
+    if (st == LAB_ERR_DEVICE || v->sanitizer || lab_result_get(r, "device_error") > 0) r->retire_worker = 1;
+    return st;
 }
 
 typedef struct {
@@ -34,16 +47,31 @@ typedef struct {
     size_t n, done;
     double t0;
     size_t bad;
-    size_t offset;     /* first record of the group being run: job i is recs[offset + i] */
-    lab_replay_done_fn on_done;  /* optional: told of each finished case (scale-out streams it) */
+    size_t *order;     /* execution order: job j of the incident being run is recs[order[offset + j]] */
+    size_t offset;
+    lab_sched_machine machine;
+    lab_sched_plan plan;        /* the plan of the incident being run */
+    int bound;                  /* in a worker: its GPUs are bound (the parent never sets it) */
+    lab_replay_done_fn on_done; /* optional: told of each finished case (scale-out streams it) */
     void *on_done_ctx;
 } lab_replay_ctx;
 
 static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
 {
     lab_replay_ctx *ctx = vctx;
-    lab_case_record *rec = &ctx->recs[ctx->offset + job];
-    lab_case c = {rec->incident, rec->variant, rec->seed, rec->backend, ctx->opts->root};
+    const lab_case_record *rec = &ctx->recs[ctx->order[ctx->offset + job]];
+    memset(r, 0, sizeof *r);
+    if (!ctx->bound) {
+        lab_sched_bind(&ctx->machine, &ctx->plan, lab_isolate_worker_slot());
+        ctx->bound = 1;
+    }
+    if (ctx->plan.gpus_missing) {
+        lab_result_skip_as(r, LAB_SKIP_NEEDS_GPUS, "%s", ctx->plan.why);
+        return LAB_OK;
+    }
+    lab_case c;
+    char gdir[4096];
+    lab_case_init(&c, rec->incident, rec->variant, rec->seed, rec->backend, ctx->opts->root, gdir, sizeof gdir);
     if (ctx->opts->sanitize) {
         lab_status st = lab_sanitize_case(&c, ctx->opts->sanitize, ctx->opts->lab_bin, r);
         if (st == LAB_ERR_UNSUPPORTED) lab_result_skip(r, "%s", lab_err_msg());
@@ -62,7 +90,8 @@ static double lab_replay_now(void)
 static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
 {
     lab_replay_ctx *ctx = vctx;
-    lab_case_record *c = &ctx->recs[ctx->offset + job];
+    size_t index = ctx->order[ctx->offset + job];
+    lab_case_record *c = &ctx->recs[index];
     c->o = *o;
     ctx->done++;
     if (lab_results_case_ok(c) == 0) ctx->bad++;
@@ -72,7 +101,7 @@ static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
                 (unsigned long long)c->seed, lab_outcome_name(o->outcome));
         if (ctx->done == ctx->n) fprintf(stderr, "\n");
     }
-    if (ctx->on_done) ctx->on_done(ctx->on_done_ctx, ctx->offset + job, c);
+    if (ctx->on_done) ctx->on_done(ctx->on_done_ctx, index, c);
 }
 
 double lab_replay_watchdog(const lab_replay_opts *opts, const lab_incident *inc)
@@ -83,39 +112,66 @@ double lab_replay_watchdog(const lab_replay_opts *opts, const lab_incident *inc)
     return opts->sanitize ? 20 * timeout : timeout; /* instrumented kernels run far slower */
 }
 
-/* Cases per child process: 1 on the CPU (a fork is cheap and nothing is shared); on CUDA enough that
- * every job slot gets one batch, up to 64, so a CUDA context is made once per batch instead of once per
- * case. A memory-bug variant (one a sanitizer flags) runs one case per process: a corrupted context must
- * not judge the next case. */
-static size_t lab_replay_batch(const lab_replay_opts *opts, const lab_variant *v, size_t n, int jobs)
+/* Execution order of recs[start, end) (one incident) into order[start, end): by seed (in first-seen
+ * order), then variant, memory bugs (a sanitizer flags them) last since their worker retires after them.
+ * So every seed's cases are consecutive and share the seed's inputs and reference. Returns the largest
+ * number of cases of one seed (the group size); out of memory, the canonical order and 1. */
+static size_t lab_replay_order(const lab_case_record *recs, size_t start, size_t end, size_t *order)
 {
-    if (opts->backend != LAB_BACKEND_CUDA || v->sanitizer || opts->sanitize) return 1;
-    size_t b = (n + (size_t)jobs - 1) / (size_t)jobs;
-    return b < 1 ? 1 : b > 64 ? 64 : b;
+    size_t k = start, gmax = 1;
+    unsigned char *taken = calloc(end - start ? end - start : 1, 1);
+    if (!taken) {
+        for (size_t i = start; i < end; ++i) order[i] = i;
+        return 1;
+    }
+    for (size_t i = start; i < end; ++i) {
+        if (taken[i - start]) continue;
+        size_t g = 0;
+        for (int memory_bug = 0; memory_bug < 2; ++memory_bug)
+            for (size_t j = i; j < end; ++j) {
+                if (taken[j - start] || recs[j].seed != recs[i].seed) continue;
+                if ((recs[j].variant->sanitizer != NULL) != memory_bug) continue;
+                taken[j - start] = 1;
+                order[k++] = j;
+                g++;
+            }
+        if (g > gmax) gmax = g;
+    }
+    free(taken);
+    return gmax;
 }
 
-/* Runs the cases a variant at a time (records are grouped by incident and variant), each group under its
- * incident's watchdog. */
+/* Runs the cases an incident at a time (records are grouped by incident), each under its incident's
+ * watchdog and the scheduler's plan. */
 static lab_status lab_replay_execute(lab_replay_ctx *ctx)
 {
     const lab_replay_opts *opts = ctx->opts;
-    int jobs = opts->jobs > 0 ? opts->jobs : lab_isolate_ncpu();
     lab_job_outcome *out = calloc(ctx->n ? ctx->n : 1, sizeof *out);
-    if (!out) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    ctx->order = calloc(ctx->n ? ctx->n : 1, sizeof *ctx->order);
+    if (!out || !ctx->order) {
+        free(out);
+        free(ctx->order);
+        return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    }
+    lab_sched_probe(&ctx->machine);
     size_t start = 0;
     lab_status st = LAB_OK;
     while (start < ctx->n && st == LAB_OK) {
         const lab_incident *inc = ctx->recs[start].incident;
-        const lab_variant *var = ctx->recs[start].variant;
         size_t end = start;
-        while (end < ctx->n && ctx->recs[end].variant == var) ++end;
-        double timeout = lab_replay_watchdog(opts, inc);
+        while (end < ctx->n && ctx->recs[end].incident == inc) ++end;
+        size_t group_size = lab_replay_order(ctx->recs, start, end, ctx->order);
+        size_t n_groups = (end - start + group_size - 1) / group_size;
+        ctx->plan = lab_sched_plan_incident(&ctx->machine, inc, opts->backend, n_groups, group_size, opts->jobs);
+        if (opts->sanitize) ctx->plan.batch = 1; /* each case is its own compute-sanitizer process anyway */
         ctx->offset = start;
-        st = lab_isolate_run_batched(end - start, lab_replay_job, ctx, jobs, lab_replay_batch(opts, var, end - start, jobs),
-                                     timeout, lab_replay_done, out + start);
+        st = lab_isolate_run_batched(end - start, lab_replay_job, ctx, ctx->plan.workers, ctx->plan.batch,
+                                     lab_replay_watchdog(opts, inc), lab_replay_done, out + start);
         start = end;
     }
     free(out);
+    free(ctx->order);
+    ctx->order = NULL;
     return st;
 }
 
@@ -171,7 +227,14 @@ lab_status lab_replay_cases(const lab_replay_opts *opts, lab_case_record **recs_
 lab_status lab_replay_execute_records(const lab_replay_opts *opts, lab_case_record *recs, size_t n,
                                       lab_replay_done_fn done, void *done_ctx)
 {
-    lab_replay_ctx ctx = {opts, recs, n, 0, lab_replay_now(), 0, 0, done, done_ctx};
+    lab_replay_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.opts = opts;
+    ctx.recs = recs;
+    ctx.n = n;
+    ctx.t0 = lab_replay_now();
+    ctx.on_done = done;
+    ctx.on_done_ctx = done_ctx;
     return lab_replay_execute(&ctx);
 }
 

@@ -25,6 +25,7 @@ void lab_sanitize_print_result(FILE *f, lab_status st, const lab_case_result *r)
     cJSON_AddBoolToObject(o, "verdict_set", r->verdict_set);
     cJSON_AddBoolToObject(o, "passed", r->passed);
     cJSON_AddBoolToObject(o, "skipped", r->skipped);
+    cJSON_AddNumberToObject(o, "skip_class", r->skip_class);
     cJSON_AddStringToObject(o, "detail", r->detail);
     for (int i = 0; i < r->n_metrics; ++i)
         if (isfinite(r->metrics[i].value)) cJSON_AddNumberToObject(m, r->metrics[i].name, r->metrics[i].value);
@@ -50,6 +51,8 @@ static int lab_sanitize_parse(const char *line, lab_case_result *r, int *st, cha
     r->verdict_set = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "verdict_set"));
     r->passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "passed"));
     r->skipped = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "skipped"));
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "skip_class");
+    r->skip_class = cJSON_IsNumber(k) ? k->valueint : LAB_SKIP_MISSING;
     snprintf(r->detail, sizeof r->detail, "%s", cJSON_IsString(d) ? d->valuestring : "");
     const cJSON *m;
     cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(o, "metrics"))
@@ -66,13 +69,12 @@ lab_status lab_sanitize_case(const lab_case *c, const char *tool, const char *la
         return lab_err_set(LAB_ERR_UNSUPPORTED, "compute-sanitizer not found on PATH");
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "compute-sanitizer --tool %s --print-limit 4 --error-exitcode 86 '%s' case '%s' '%s' %llu --backend %s 2>&1",
-             tool, lab_bin, c->incident->id, c->variant->name, (unsigned long long)c->seed, lab_backend_name(c->backend));
-    /* The case knows it runs under a tool (an incident may then allocate exactly, so that the tool sees
-     * every stray access instead of a guard zone absorbing it). */
-    setenv("LAB_SANITIZE_TOOL", tool, 1);
+             "compute-sanitizer --tool %s --print-limit 4 --error-exitcode 86 '%s' case '%s' '%s' %llu --backend %s "
+             "--sanitizer %s 2>&1",
+             tool, lab_bin, c->incident->id, c->variant->name, (unsigned long long)c->seed, lab_backend_name(c->backend), tool);
+    /* The case is told which tool watches it (--sanitizer): it then allocates exactly, so that the tool sees
+     * every stray access instead of a guard zone absorbing it. */
     FILE *p = popen(cmd, "r");
-    unsetenv("LAB_SANITIZE_TOOL");
     if (!p) return lab_err_set(LAB_ERR_IO, "cannot start: %s", cmd);
     char line[4096], first_err[160] = "", last[240] = "";
     long n_err = -1;

@@ -43,21 +43,40 @@ static lab_status run_half(const lab_case *c, lab_case_result *r)
     return LAB_OK;
 }
 
+/* The synthetic incidents' one run function: the variant's param picks the behaviour. */
+enum { P_PASS, P_FAIL, P_CRASH, P_HANG, P_HALF };
+static lab_status run_param(const lab_case *c, lab_case_result *r)
+{
+    switch (c->variant->param) {
+    case P_FAIL: return run_fail(c, r);
+    case P_CRASH: return run_crash(c, r);
+    case P_HANG: return run_hang(c, r);
+    case P_HALF: return run_half(c, r);
+    default: return run_pass(c, r);
+    }
+}
+
 static const lab_variant good_variants[] = {
-    {"fix", LAB_ROLE_FIX, "holds", run_pass, NULL, 0},
-    {"bug-fail", LAB_ROLE_BUG, "caught by the criterion", run_fail, NULL, 0},
-    {"bug-crash", LAB_ROLE_BUG, "crashes", run_crash, NULL, 0},
-    {"bug-hang", LAB_ROLE_BUG, "hangs", run_hang, NULL, 0},
-    {"bug-half", LAB_ROLE_BUG, "caught on about half the seeds", run_half, NULL, 0.4},
+    {.name = "fix", .role = LAB_ROLE_FIX, .what = "holds", .param = P_PASS},
+    {.name = "bug-fail", .role = LAB_ROLE_BUG, .what = "caught by the criterion", .param = P_FAIL},
+    {.name = "bug-crash", .role = LAB_ROLE_BUG, .what = "crashes", .param = P_CRASH, .detect = LAB_DETECT_CRASH},
+    {.name = "bug-hang", .role = LAB_ROLE_BUG, .what = "hangs", .param = P_HANG, .detect = LAB_DETECT_HANG},
+    {.name = "bug-half", .role = LAB_ROLE_BUG, .what = "caught on about half the seeds", .param = P_HALF,
+     .min_detect_rate = 0.4},
 };
-static const lab_incident good = {"9001-good", "all roles met", "synthetic", good_variants, 5, "err", 1, 0.5, NULL, "err", NULL, 0};
+static const lab_incident good = {.id = "9001-good", .title = "all roles met", .summary = "synthetic",
+                                  .variants = good_variants, .n_variants = 5, .run_cpu = run_param,
+                                  .plot_metric = "err", .plot_log = 1, .timeout_s = 0.5, .drift_metric = "err"};
 
 static const lab_variant bad_variants[] = {
-    {"fix", LAB_ROLE_FIX, "regressed", run_fail, NULL, 0},
-    {"bug-xpass", LAB_ROLE_BUG, "no longer caught", run_pass, NULL, 0},
-    {"bug-rare", LAB_ROLE_BUG, "caught on half, stated 0.95", run_half, NULL, 0.95},
+    {.name = "fix", .role = LAB_ROLE_FIX, .what = "regressed", .param = P_FAIL},
+    {.name = "bug-xpass", .role = LAB_ROLE_BUG, .what = "no longer caught", .param = P_PASS},
+    {.name = "bug-rare", .role = LAB_ROLE_BUG, .what = "caught on half, stated 0.95", .param = P_HALF,
+     .min_detect_rate = 0.95},
 };
-static const lab_incident bad = {"9002-bad", "roles not met", "synthetic", bad_variants, 3, "err", 1, 0.5, NULL, NULL, NULL, 0};
+static const lab_incident bad = {.id = "9002-bad", .title = "roles not met", .summary = "synthetic",
+                                 .variants = bad_variants, .n_variants = 3, .run_cpu = run_param,
+                                 .plot_metric = "err", .plot_log = 1, .timeout_s = 0.5};
 
 static char outdir[64];
 
@@ -218,13 +237,28 @@ Test(results, skip_is_neutral_and_error_is_bad)
 {
     lab_case_record r = {&good, &good_variants[0], 1, LAB_BACKEND_CPU, {0}};
     r.o.outcome = LAB_OUT_SKIP;
+    r.o.r.skipped = 1;
+    r.o.r.skip_class = LAB_SKIP_NEEDS_GPU; /* expected where absent: neutral */
     cr_expect_eq(lab_results_case_ok(&r), -1);
+    r.o.r.skip_class = LAB_SKIP_NEEDS_GPUS;
+    cr_expect_eq(lab_results_case_ok(&r), -1);
+    r.o.r.skip_class = LAB_SKIP_MISSING; /* not built / dependency missing: an error */
+    cr_expect_eq(lab_results_case_ok(&r), 0);
     r.o.outcome = LAB_OUT_ERROR;
     cr_expect_eq(lab_results_case_ok(&r), 0);
-    r.variant = &good_variants[1];
+    r.variant = &good_variants[1]; /* bug-fail: detected by its criterion's FAIL only */
+    r.o.outcome = LAB_OUT_FAIL;
+    cr_expect_eq(lab_results_case_ok(&r), 1);
+    r.o.outcome = LAB_OUT_HANG; /* killed by the watchdog: inconclusive, not detection */
+    cr_expect_eq(lab_results_case_ok(&r), 0);
+    r.o.outcome = LAB_OUT_CRASH;
+    cr_expect_eq(lab_results_case_ok(&r), 0);
+    r.o.outcome = LAB_OUT_PASS;
+    cr_expect_eq(lab_results_case_ok(&r), 0);
+    r.variant = &good_variants[3]; /* bug-hang: its stated failure is a HANG */
     r.o.outcome = LAB_OUT_HANG;
     cr_expect_eq(lab_results_case_ok(&r), 1);
-    r.o.outcome = LAB_OUT_PASS;
+    r.o.outcome = LAB_OUT_FAIL;
     cr_expect_eq(lab_results_case_ok(&r), 0);
 }
 
@@ -297,9 +331,11 @@ static lab_status fig_crash(const lab_figure_ctx *fx)
     raise(SIGSEGV);
     return LAB_OK;
 }
-static const lab_variant fig_variants[] = {{"fix", LAB_ROLE_FIX, "holds", run_pass, NULL, 0}};
-static const lab_incident fig_good = {"9003-figures", "figures", "synthetic", fig_variants, 1, NULL, 0, 0, NULL, NULL, fig_ok, 0};
-static const lab_incident fig_bad = {"9004-figures-crash", "figures", "synthetic", fig_variants, 1, NULL, 0, 0, NULL, NULL, fig_crash, 0};
+static const lab_variant fig_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "holds"}};
+static const lab_incident fig_good = {.id = "9003-figures", .title = "figures", .summary = "synthetic",
+                                      .variants = fig_variants, .n_variants = 1, .run_cpu = run_pass, .figures = fig_ok};
+static const lab_incident fig_bad = {.id = "9004-figures-crash", .title = "figures", .summary = "synthetic",
+                                     .variants = fig_variants, .n_variants = 1, .run_cpu = run_pass, .figures = fig_crash};
 LAB_INCIDENT_REGISTER(fig_good);
 LAB_INCIDENT_REGISTER(fig_bad);
 
@@ -332,25 +368,40 @@ Test(plot, incident_figures_isolated, .init = mkout, .fini = rmout)
     free(log);
 }
 
-/* The CUDA backend runs a variant's cases in batches (one process, so one CUDA context, for many seeds),
- * except a memory-bug variant (one a sanitizer flags), whose cases keep a process each. */
+/* Case groups: every variant of a seed runs in one worker process, after one setup of the seed's state; a
+ * memory-bug variant (one a sanitizer flags) runs last in its group, whatever its declared order, and its
+ * worker runs nothing after it. */
+static int setups_here; /* setups made in this process */
+static lab_status setup_count(const lab_case *c, void **group)
+{
+    setups_here++;
+    *group = &setups_here;
+    return LAB_OK;
+}
+static void teardown_none(void *group) { (void)group; }
 static lab_status run_pid(const lab_case *c, lab_case_result *r)
 {
     lab_result_metric(r, "pid", (double)getpid());
+    lab_result_metric(r, "setups", (double)setups_here);
+    lab_result_metric(r, "has_group", c->group == &setups_here);
     lab_result_verdict(r, c->variant->role == LAB_ROLE_FIX, "pid recorded");
     return LAB_OK;
 }
 static const lab_variant batch_variants[] = {
-    {"fix", LAB_ROLE_FIX, "batched", run_pid, run_pid, 0},
-    {"bug-oob", LAB_ROLE_BUG, "memory bug: one case per process", run_pid, run_pid, 0, "memcheck"},
+    {.name = "bug-oob", .role = LAB_ROLE_BUG, .what = "memory bug: its worker runs no case after it",
+     .sanitizer = "memcheck"},
+    {.name = "fix", .role = LAB_ROLE_FIX, .what = "shares the seed's group"},
+    {.name = "fix-2", .role = LAB_ROLE_FIX, .what = "shares the seed's group"},
 };
-static const lab_incident batch_inc = {"9005-batch", "batches", "synthetic", batch_variants, 2, "pid"};
+static const lab_incident batch_inc = {.id = "9005-batch", .title = "batches", .summary = "synthetic",
+                                       .variants = batch_variants, .n_variants = 3, .setup = setup_count,
+                                       .teardown = teardown_none, .run_cpu = run_pid, .plot_metric = "pid"};
 
-Test(replay, cuda_cases_batched_except_memory_bugs, .init = mkout, .fini = rmout)
+Test(replay, seed_groups_share_a_worker_and_memory_bugs_retire_it, .init = mkout, .fini = rmout)
 {
     const lab_incident *incs[] = {&batch_inc};
     uint64_t seeds[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 8, .backend = LAB_BACKEND_CUDA,
+    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 8, .backend = LAB_BACKEND_CPU,
                          .jobs = 2, .lab_bin = "build/lab", .root = "."};
     FILE *devnull = fopen("/dev/null", "w");
     int ok;
@@ -358,17 +409,24 @@ Test(replay, cuda_cases_batched_except_memory_bugs, .init = mkout, .fini = rmout
     size_t n;
     cr_assert_eq(lab_replay_run(&o, devnull, &ok, &recs, &n), LAB_OK);
     fclose(devnull);
-    cr_assert_eq(n, 16);
+    cr_assert_eq(n, 24);
     cr_expect(ok);
-    size_t shared_fix = 0, shared_bug = 0;
-    for (size_t i = 0; i < n; ++i)
+    for (size_t i = 0; i < n; ++i) {
+        cr_expect_eq(lab_result_get(&recs[i].o.r, "setups"), 1.0, "%s seed %llu: one setup per group",
+                     recs[i].variant->name, (unsigned long long)recs[i].seed);
+        cr_expect_eq(lab_result_get(&recs[i].o.r, "has_group"), 1.0);
         for (size_t j = i + 1; j < n; ++j) {
-            if (recs[i].variant != recs[j].variant) continue;
-            int same = lab_result_get(&recs[i].o.r, "pid") == lab_result_get(&recs[j].o.r, "pid");
-            if (recs[i].variant->sanitizer) shared_bug += same;
-            else shared_fix += same;
+            int same_pid = lab_result_get(&recs[i].o.r, "pid") == lab_result_get(&recs[j].o.r, "pid");
+            int same_seed = recs[i].seed == recs[j].seed;
+            cr_expect_eq(same_pid, same_seed, "%s/%llu and %s/%llu: one worker per seed group",
+                         recs[i].variant->name, (unsigned long long)recs[i].seed, recs[j].variant->name,
+                         (unsigned long long)recs[j].seed);
         }
-    cr_expect_gt(shared_fix, 0, "fix cases share processes in batches");
-    cr_expect_eq(shared_bug, 0, "each memory-bug case has its own process");
+    }
+    /* Records keep the canonical order (incident, variant, seed), whatever order they ran in. */
+    for (size_t i = 0; i < n; ++i) {
+        cr_expect_eq(recs[i].variant, &batch_variants[i / 8]);
+        cr_expect_eq(recs[i].seed, seeds[i % 8]);
+    }
     free(recs);
 }

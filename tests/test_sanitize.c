@@ -58,17 +58,20 @@ static void teardown(void)
 
 static lab_status run_none(const lab_case *c, lab_case_result *r) { return LAB_OK; }
 static const lab_variant vars[] = {
-    {"fix", LAB_ROLE_FIX, "clean", run_none, run_none, 0},
-    {"bug-oob", LAB_ROLE_BUG, "a memory bug memcheck must flag", run_none, run_none, 0, "memcheck"},
-    {"bug-nan", LAB_ROLE_BUG, "a numerical bug", run_none, run_none, 0},
+    {.name = "fix", .role = LAB_ROLE_FIX, .what = "clean"},
+    {.name = "bug-oob", .role = LAB_ROLE_BUG, .what = "a memory bug memcheck must flag", .sanitizer = "memcheck"},
+    {.name = "bug-nan", .role = LAB_ROLE_BUG, .what = "a numerical bug"},
 };
-static const lab_incident inc = {"9006-san", "sanitize", "synthetic", vars, 3, "err"};
+static const lab_incident inc = {.id = "9006-san", .title = "sanitize", .summary = "synthetic", .variants = vars,
+                                 .n_variants = 3, .run_cpu = run_none, .run_cuda = run_none, .plot_metric = "err"};
 
 static lab_case_result run(int variant, const char *errors, const char *passed)
 {
     setenv("FAKE_SAN_ERRORS", errors, 1);
     setenv("FAKE_LAB_PASSED", passed, 1);
-    lab_case c = {&inc, &vars[variant], 7, LAB_BACKEND_CUDA, "."};
+    lab_case c;
+    char gdir[4096];
+    lab_case_init(&c, &inc, &vars[variant], 7, LAB_BACKEND_CUDA, ".", gdir, sizeof gdir);
     lab_case_result r;
     lab_status st = lab_sanitize_case(&c, "memcheck", fake_lab, &r);
     cr_assert_eq(st, LAB_OK, "%s", lab_err_msg());

@@ -103,102 +103,69 @@ lab_status crf_oob_run(uint64_t seed, lab_semicrf_layout layout, unsigned guards
     return st;
 }
 
-/* The frozen bug variants predate the guards added during the hunt; the fix ships with them. */
-#define CO_GUARDS_FROZEN 0u
-#define CO_GUARDS_FIX LAB_SEMICRF_GUARDS_ALL
-
-static lab_status co_run_cpu(const lab_case *c, lab_case_result *r, lab_semicrf_layout layout, unsigned guards)
+/* A variant's parameter: the layout, and whether the guards added during the hunt are on. The frozen bug
+ * variants predate the guards; the fix ships with them. */
+#define CO_GUARDED 0x100
+#define CO_PARAM(layout, guarded) ((int)(layout) | ((guarded) ? CO_GUARDED : 0))
+static lab_semicrf_config co_config(const lab_case *c)
 {
-    char dir[4096];
-    crf_oob_golden_dir(c->root, dir, sizeof dir);
-    return crf_oob_run(c->seed, layout, guards, dir, r, NULL);
+    int param = c->variant->param;
+    lab_semicrf_config cfg = {(lab_semicrf_layout)(param & 0xff), LAB_SEMICRF_ACC_F32_ATOMIC,
+                              (param & CO_GUARDED) ? LAB_SEMICRF_GUARDS_ALL : 0u, c->seed, c->seed, c->exact_alloc};
+    return cfg;
 }
 
-lab_status crf_oob_run_cpu_fix(const lab_case *c, lab_case_result *r)
+static lab_status co_run_cpu(const lab_case *c, lab_case_result *r)
 {
-    return co_run_cpu(c, r, LAB_SEMICRF_LAYOUT_PADDED, CO_GUARDS_FIX);
-}
-lab_status crf_oob_run_cpu_bug_unpadded(const lab_case *c, lab_case_result *r)
-{
-    return co_run_cpu(c, r, LAB_SEMICRF_LAYOUT_UNPADDED, CO_GUARDS_FROZEN);
-}
-lab_status crf_oob_run_cpu_clamp(const lab_case *c, lab_case_result *r)
-{
-    return co_run_cpu(c, r, LAB_SEMICRF_LAYOUT_CLAMPED, CO_GUARDS_FROZEN);
+    const lab_semicrf_group *g = c->group;
+    lab_semicrf_config cfg = co_config(c);
+    lab_semicrf_out o;
+    lab_status st = lab_semicrf_emulate(&g->p, &cfg, &o);
+    if (st != LAB_OK) return st;
+    st = co_judge(c->seed, &g->p, &o, &g->ref, c->golden_dir, r, NULL);
+    lab_semicrf_out_free(&o);
+    return st;
 }
 
 #ifdef LAB_HAVE_CUDA
-static lab_status co_run_cuda(const lab_case *c, lab_case_result *r, lab_semicrf_layout layout, unsigned guards)
+static lab_status co_run_cuda(const lab_case *c, lab_case_result *r)
 {
-    char why[240];
-    lab_status st = lab_cuda_ready(why, sizeof why);
-    if (st == LAB_ERR_UNSUPPORTED) {
-        lab_result_skip(r, "%s", why);
-        return LAB_OK;
-    }
-    if (st != LAB_OK) return st;
-    lab_semicrf_problem p;
-    lab_semicrf_ref ref;
+    const lab_semicrf_group *g = c->group;
+    lab_semicrf_config cfg = co_config(c);
     lab_semicrf_out o;
-    if ((st = lab_semicrf_case_problem(&p, c->seed)) != LAB_OK) return st;
-    if ((st = lab_semicrf_reference(&p, &ref)) != LAB_OK) {
-        lab_semicrf_problem_free(&p);
-        return st;
-    }
-    lab_semicrf_config cfg = {layout, LAB_SEMICRF_ACC_F32_ATOMIC, guards, c->seed, c->seed};
-    char dir[4096];
-    crf_oob_golden_dir(c->root, dir, sizeof dir);
-    if ((st = lab_semicrf_cuda_run(&p, &cfg, 1, &o, NULL)) == LAB_OK) {
-        st = co_judge(c->seed, &p, &o, &ref, dir, r, NULL);
+    lab_status st = lab_semicrf_cuda_run(&g->p, &cfg, 1, &o, NULL);
+    if (st == LAB_OK) {
+        st = co_judge(c->seed, &g->p, &o, &g->ref, c->golden_dir, r, NULL);
         lab_semicrf_out_free(&o);
-    } else if (st == LAB_ERR_DEVICE && layout != LAB_SEMICRF_LAYOUT_PADDED) {
+    } else if (st == LAB_ERR_DEVICE && cfg.layout != LAB_SEMICRF_LAYOUT_PADDED) {
         /* A layout that strays past its buffers can take the context down: a fault on an unmapped
          * address, or compute-sanitizer memcheck destroying the context at its first finding. That is
-         * the bug showing itself, a failed case, not a harness error. */
+         * the bug showing itself, a failed case, not a harness error (and its worker retires). */
         lab_result_metric(r, "device_error", 1.0);
         lab_result_verdict(r, 0, "CUDA error in a kernel that accesses memory outside its buffers: %s", lab_err_msg());
+        r->retire_worker = 1;
         st = LAB_OK;
     }
-    lab_semicrf_ref_free(&ref);
-    lab_semicrf_problem_free(&p);
     return st;
 }
-static lab_status co_cuda_fix(const lab_case *c, lab_case_result *r)
-{
-    return co_run_cuda(c, r, LAB_SEMICRF_LAYOUT_PADDED, CO_GUARDS_FIX);
-}
-static lab_status co_cuda_bug(const lab_case *c, lab_case_result *r)
-{
-    return co_run_cuda(c, r, LAB_SEMICRF_LAYOUT_UNPADDED, CO_GUARDS_FROZEN);
-}
-static lab_status co_cuda_clamp(const lab_case *c, lab_case_result *r)
-{
-    return co_run_cuda(c, r, LAB_SEMICRF_LAYOUT_CLAMPED, CO_GUARDS_FROZEN);
-}
-#define CO_CUDA_FIX co_cuda_fix
-#define CO_CUDA_BUG co_cuda_bug
-#define CO_CUDA_CLAMP co_cuda_clamp
+#define CO_RUN_CUDA co_run_cuda
 #else
-#define CO_CUDA_FIX NULL
-#define CO_CUDA_BUG NULL
-#define CO_CUDA_CLAMP NULL
+#define CO_RUN_CUDA NULL
 #endif
 
 static const lab_variant crf_oob_variants[] = {
-    {"fix", LAB_ROLE_FIX,
-     "gradient buffers padded to C_PAD, unclamped writes into the padding, clamped reads of unpadded inputs, masking "
-     "by selection, slice back to C (guards on)",
-     crf_oob_run_cpu_fix, CO_CUDA_FIX, 0.0, NULL},
-    {"bug-unpadded", LAB_ROLE_BUG,
-     "gradient buffers sized C while C_PAD lanes index them raw: padding lanes read neighbours, mask by multiplying "
-     "(inf*0 = NaN) and atomically add past rows and past the allocation",
-     crf_oob_run_cpu_bug_unpadded, CO_CUDA_BUG, 0.0, "memcheck"},
+    {.name = "fix", .role = LAB_ROLE_FIX, .param = CO_PARAM(LAB_SEMICRF_LAYOUT_PADDED, 1),
+     .what = "gradient buffers padded to C_PAD, unclamped writes into the padding, clamped reads of unpadded inputs, "
+             "masking by selection, slice back to C (guards on)"},
+    {.name = "bug-unpadded", .role = LAB_ROLE_BUG, .param = CO_PARAM(LAB_SEMICRF_LAYOUT_UNPADDED, 0),
+     .sanitizer = "memcheck", .detect = LAB_DETECT_FAIL,
+     .what = "gradient buffers sized C while C_PAD lanes index them raw: padding lanes read neighbours, mask by "
+             "multiplying (inf*0 = NaN) and atomically add past rows and past the allocation"},
     /* The write-up's first fix. It was believed insufficient because 25 lanes then hit one address; the lab
      * finds the contention harmless (the lanes add exact zeros) and the clamp sufficient against the OOB. */
-    {"clamp-first-fix", LAB_ROLE_FIX,
-     "the first fix: every index clamped to C-1, so the 25 padding lanes read class C-1 and atomically add "
-     "their masked zeros to one address",
-     crf_oob_run_cpu_clamp, CO_CUDA_CLAMP, 0.0, NULL},
+    {.name = "clamp-first-fix", .role = LAB_ROLE_FIX, .param = CO_PARAM(LAB_SEMICRF_LAYOUT_CLAMPED, 0),
+     .what = "the first fix: every index clamped to C-1, so the 25 padding lanes read class C-1 and atomically add "
+             "their masked zeros to one address"},
 };
 
 const lab_incident crf_oob_incident = {
@@ -215,6 +182,10 @@ const lab_incident crf_oob_incident = {
         "seeded contents and counts every access outside an allocation.",
     .variants = crf_oob_variants,
     .n_variants = (int)(sizeof crf_oob_variants / sizeof crf_oob_variants[0]),
+    .setup = lab_semicrf_group_setup,
+    .teardown = lab_semicrf_group_teardown,
+    .run_cpu = co_run_cpu,
+    .run_cuda = CO_RUN_CUDA,
     .plot_metric = "nonfinite_frac",
     .plot_log = 0,
     .timeout_s = 60,

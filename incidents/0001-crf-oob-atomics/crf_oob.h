@@ -41,10 +41,6 @@ lab_status crf_oob_run(uint64_t seed, lab_semicrf_layout layout, unsigned guards
 void crf_oob_golden_dir(const char *root, char *out, size_t len);
 lab_status crf_oob_golden_bless(const char *dir);
 
-lab_status crf_oob_run_cpu_fix(const lab_case *c, lab_case_result *r);
-lab_status crf_oob_run_cpu_bug_unpadded(const lab_case *c, lab_case_result *r);
-lab_status crf_oob_run_cpu_clamp(const lab_case *c, lab_case_result *r);
-
 extern const lab_incident crf_oob_incident;
 
 #ifdef __cplusplus

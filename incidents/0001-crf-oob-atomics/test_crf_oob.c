@@ -18,10 +18,12 @@ static lab_case_result run_case(const char *variant, uint64_t seed)
 {
     const lab_variant *v = lab_incident_variant(&crf_oob_incident, variant);
     cr_assert_not_null(v, "variant %s", variant);
-    lab_case c = {&crf_oob_incident, v, seed, LAB_BACKEND_CPU, "."};
+    lab_case c;
+    char c_gdir[4096];
+    lab_case_init(&c, &crf_oob_incident, v, seed, LAB_BACKEND_CPU, ".", c_gdir, sizeof c_gdir);
     lab_case_result r;
     memset(&r, 0, sizeof r);
-    lab_status st = v->run_cpu(&c, &r);
+    lab_status st = lab_case_run(&c, &r);
     cr_assert_eq(st, LAB_OK, "%s seed %llu: %s", variant, (unsigned long long)seed, lab_err_msg());
     cr_assert(r.verdict_set, "%s seed %llu: no verdict", variant, (unsigned long long)seed);
     return r;
@@ -288,16 +290,19 @@ Test(crf_oob, cuda_fix_agrees_and_bug_strays_as_on_cpu, .timeout = 300)
     const lab_variant *bug = lab_incident_variant(&crf_oob_incident, "bug-unpadded");
     const lab_variant *clamp = lab_incident_variant(&crf_oob_incident, "clamp-first-fix");
     for (uint64_t s = 1; s <= 3; ++s) {
-        lab_case cf = {&crf_oob_incident, fix, s, LAB_BACKEND_CUDA, "."}, cb = cf, cc = cf;
+        lab_case cf;
+        char cf_gdir[4096];
+        lab_case_init(&cf, &crf_oob_incident, fix, s, LAB_BACKEND_CUDA, ".", cf_gdir, sizeof cf_gdir);
+        lab_case cb = cf, cc = cf;
         cb.variant = bug;
         cc.variant = clamp;
         lab_case_result rf, rb, rc;
         memset(&rf, 0, sizeof rf);
         memset(&rb, 0, sizeof rb);
         memset(&rc, 0, sizeof rc);
-        cr_assert_eq(fix->run_cuda(&cf, &rf), LAB_OK, "%s", lab_err_msg());
-        cr_assert_eq(bug->run_cuda(&cb, &rb), LAB_OK, "%s", lab_err_msg());
-        cr_assert_eq(clamp->run_cuda(&cc, &rc), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(lab_case_run(&cf, &rf), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(lab_case_run(&cb, &rb), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(lab_case_run(&cc, &rc), LAB_OK, "%s", lab_err_msg());
         cr_expect_eq(rf.passed, 1, "seed %llu fix: %s", (unsigned long long)s, rf.detail);
         cr_expect_eq(rc.passed, 1, "seed %llu clamp: %s", (unsigned long long)s, rc.detail);
         cr_expect_eq(rb.passed, 0, "seed %llu bug: %s", (unsigned long long)s, rb.detail);

@@ -119,21 +119,25 @@ lab_status crf_drift_run(uint64_t seed, lab_semicrf_accum accum, const char *gol
     return st;
 }
 
-static lab_status cd_run_cpu(const lab_case *c, lab_case_result *r, lab_semicrf_accum accum)
+/* Two emulated runs of the variant (param: its accumulation) under the seed's two schedules, judged. */
+static lab_status cd_run_cpu(const lab_case *c, lab_case_result *r)
 {
-    char dir[4096];
-    crf_drift_golden_dir(c->root, dir, sizeof dir);
-    return crf_drift_run(c->seed, accum, dir, r, NULL);
+    const lab_semicrf_group *g = c->group;
+    lab_semicrf_accum accum = (lab_semicrf_accum)c->variant->param;
+    lab_semicrf_config ca = {LAB_SEMICRF_LAYOUT_PADDED, accum, LAB_SEMICRF_GUARDS_ALL, c->seed,
+                             crf_drift_schedule_seed(c->seed, 0), c->exact_alloc};
+    lab_semicrf_config cb = ca;
+    cb.schedule_seed = crf_drift_schedule_seed(c->seed, 1);
+    lab_semicrf_out a, b;
+    lab_status st = lab_semicrf_emulate(&g->p, &ca, &a);
+    if (st != LAB_OK) return st;
+    if ((st = lab_semicrf_emulate(&g->p, &cb, &b)) == LAB_OK) {
+        st = cd_judge(c->seed, accum, &g->p, &a, &b, &g->ref, c->golden_dir, r, NULL);
+        lab_semicrf_out_free(&b);
+    }
+    lab_semicrf_out_free(&a);
+    return st;
 }
-
-lab_status crf_drift_run_cpu_bug(const lab_case *c, lab_case_result *r) { return cd_run_cpu(c, r, LAB_SEMICRF_ACC_F32_ATOMIC); }
-lab_status crf_drift_run_cpu_f64(const lab_case *c, lab_case_result *r) { return cd_run_cpu(c, r, LAB_SEMICRF_ACC_F64_ATOMIC); }
-lab_status crf_drift_run_cpu_det(const lab_case *c, lab_case_result *r)
-{
-    return cd_run_cpu(c, r, LAB_SEMICRF_ACC_DETERMINISTIC);
-}
-
-/* ---- training drift ------------------------------------------------------------------------------ */
 
 lab_status crf_drift_train(uint64_t seed, int T, lab_semicrf_accum accum, int steps, float lr, double *sep,
                            double *nll_a, int *nan_step)
@@ -268,52 +272,33 @@ lab_status crf_drift_figures(const struct lab_figure_ctx *fx)
 /* ---- CUDA ------------------------------------------------------------------------------------------ */
 
 #ifdef LAB_HAVE_CUDA
-static lab_status cd_run_cuda(const lab_case *c, lab_case_result *r, lab_semicrf_accum accum)
+static lab_status cd_run_cuda(const lab_case *c, lab_case_result *r)
 {
-    char why[240];
-    lab_status st = lab_cuda_ready(why, sizeof why);
-    if (st == LAB_ERR_UNSUPPORTED) {
-        lab_result_skip(r, "%s", why);
-        return LAB_OK;
-    }
-    if (st != LAB_OK) return st;
-    lab_semicrf_problem p;
-    lab_semicrf_ref ref;
-    lab_semicrf_out a, b;
-    if ((st = lab_semicrf_case_problem(&p, c->seed)) != LAB_OK) return st;
-    if ((st = lab_semicrf_reference(&p, &ref)) != LAB_OK) {
-        lab_semicrf_problem_free(&p);
-        return st;
-    }
+    const lab_semicrf_group *g = c->group;
+    lab_semicrf_accum accum = (lab_semicrf_accum)c->variant->param;
     /* Two real runs on the GPU: the hardware picks the order of the atomics. */
-    lab_semicrf_config cfg = {LAB_SEMICRF_LAYOUT_PADDED, accum, LAB_SEMICRF_GUARDS_ALL, c->seed, 0};
-    char dir[4096];
-    crf_drift_golden_dir(c->root, dir, sizeof dir);
-    if ((st = lab_semicrf_cuda_run(&p, &cfg, 1, &a, NULL)) == LAB_OK) {
-        if ((st = lab_semicrf_cuda_run(&p, &cfg, 1, &b, NULL)) == LAB_OK) {
-            st = cd_judge(c->seed, accum, &p, &a, &b, &ref, dir, r, NULL);
-            lab_semicrf_out_free(&b);
-        }
-        /* The GPU against the CPU emulation of the same variant on the same inputs (informative: expf,
-         * logf and the order differ, so agreement is within the tolerance, not bitwise). */
-        lab_semicrf_out cpu;
-        lab_semicrf_config cc = cfg;
-        cc.schedule_seed = crf_drift_schedule_seed(c->seed, 0);
-        if (st == LAB_OK && (st = lab_semicrf_emulate(&p, &cc, &cpu)) == LAB_OK) {
-            lab_semicrf_r2r d;
-            lab_semicrf_run_to_run(&p, &a, &cpu, &d);
-            lab_result_metric(r, "gpu_vs_cpu_max_abs", d.max);
-            lab_semicrf_out_free(&cpu);
-        }
-        lab_semicrf_out_free(&a);
+    lab_semicrf_config cfg = {LAB_SEMICRF_LAYOUT_PADDED, accum, LAB_SEMICRF_GUARDS_ALL, c->seed, 0, c->exact_alloc};
+    lab_semicrf_out a, b;
+    lab_status st = lab_semicrf_cuda_run(&g->p, &cfg, 1, &a, NULL);
+    if (st != LAB_OK) return st;
+    if ((st = lab_semicrf_cuda_run(&g->p, &cfg, 1, &b, NULL)) == LAB_OK) {
+        st = cd_judge(c->seed, accum, &g->p, &a, &b, &g->ref, c->golden_dir, r, NULL);
+        lab_semicrf_out_free(&b);
     }
-    lab_semicrf_ref_free(&ref);
-    lab_semicrf_problem_free(&p);
+    /* The GPU against the CPU emulation of the same variant on the same inputs (informative: expf, logf and
+     * the order differ, so agreement is within the tolerance, not bitwise). */
+    lab_semicrf_out cpu;
+    lab_semicrf_config cc = cfg;
+    cc.schedule_seed = crf_drift_schedule_seed(c->seed, 0);
+    if (st == LAB_OK && (st = lab_semicrf_emulate(&g->p, &cc, &cpu)) == LAB_OK) {
+        lab_semicrf_r2r d;
+        lab_semicrf_run_to_run(&g->p, &a, &cpu, &d);
+        lab_result_metric(r, "gpu_vs_cpu_max_abs", d.max);
+        lab_semicrf_out_free(&cpu);
+    }
+    lab_semicrf_out_free(&a);
     return st;
 }
-static lab_status cd_cuda_bug(const lab_case *c, lab_case_result *r) { return cd_run_cuda(c, r, LAB_SEMICRF_ACC_F32_ATOMIC); }
-static lab_status cd_cuda_f64(const lab_case *c, lab_case_result *r) { return cd_run_cuda(c, r, LAB_SEMICRF_ACC_F64_ATOMIC); }
-static lab_status cd_cuda_det(const lab_case *c, lab_case_result *r) { return cd_run_cuda(c, r, LAB_SEMICRF_ACC_DETERMINISTIC); }
 static lab_status cd_bench(FILE *out)
 {
     char why[240];
@@ -321,9 +306,7 @@ static lab_status cd_bench(FILE *out)
     if (st != LAB_OK) return st == LAB_ERR_UNSUPPORTED ? lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why) : st;
     return lab_semicrf_cuda_bench(out, 32, 500, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C);
 }
-#define CD_CUDA_BUG cd_cuda_bug
-#define CD_CUDA_F64 cd_cuda_f64
-#define CD_CUDA_DET cd_cuda_det
+#define CD_RUN_CUDA cd_run_cuda
 #define CD_BENCH cd_bench
 #else
 static lab_status cd_bench(FILE *out)
@@ -331,23 +314,22 @@ static lab_status cd_bench(FILE *out)
     (void)out;
     return lab_err_set(LAB_ERR_UNSUPPORTED, "0002 bench: this build has no CUDA (nvcc missing or CUDA=0)");
 }
-#define CD_CUDA_BUG NULL
-#define CD_CUDA_F64 NULL
-#define CD_CUDA_DET NULL
+#define CD_RUN_CUDA NULL
 #define CD_BENCH cd_bench
 #endif
 
 /* The bug on the GPU is detected on at least 95% of seeds: two runs can, rarely, meet the same order. On
  * the CPU the two schedules are two seeded permutations and differ on every seed. */
 static const lab_variant crf_drift_variants[] = {
-    {"bug-f32-atomic", LAB_ROLE_BUG,
-     "gradients accumulated with float32 atomics in the order the blocks reach them (a seeded schedule on the CPU)",
-     crf_drift_run_cpu_bug, CD_CUDA_BUG, 0.95, NULL},
-    {"fix-f64-atomic", LAB_ROLE_FIX, "the write-up's fix: float64 atomics, rounded to float32 once at the end",
-     crf_drift_run_cpu_f64, CD_CUDA_F64, 0.0, NULL},
-    {"fix-deterministic", LAB_ROLE_FIX,
-     "per-block float32 workspaces (no atomics), then reductions in one fixed order (a pairwise tree over blocks)",
-     crf_drift_run_cpu_det, CD_CUDA_DET, 0.0, NULL},
+    {.name = "bug-f32-atomic", .role = LAB_ROLE_BUG, .param = LAB_SEMICRF_ACC_F32_ATOMIC, .min_detect_rate = 0.95,
+     .detect = LAB_DETECT_FAIL,
+     .what = "gradients accumulated with float32 atomics in the order the blocks reach them (a seeded schedule on "
+             "the CPU)"},
+    {.name = "fix-f64-atomic", .role = LAB_ROLE_FIX, .param = LAB_SEMICRF_ACC_F64_ATOMIC,
+     .what = "the write-up's fix: float64 atomics, rounded to float32 once at the end"},
+    {.name = "fix-deterministic", .role = LAB_ROLE_FIX, .param = LAB_SEMICRF_ACC_DETERMINISTIC,
+     .what = "per-block float32 workspaces (no atomics), then reductions in one fixed order (a pairwise tree over "
+             "blocks)"},
 };
 
 const lab_incident crf_drift_incident = {
@@ -362,6 +344,10 @@ const lab_incident crf_drift_incident = {
         "Each case runs the kernel twice under two schedules and compares.",
     .variants = crf_drift_variants,
     .n_variants = (int)(sizeof crf_drift_variants / sizeof crf_drift_variants[0]),
+    .setup = lab_semicrf_group_setup,
+    .teardown = lab_semicrf_group_teardown,
+    .run_cpu = cd_run_cpu,
+    .run_cuda = CD_RUN_CUDA,
     .plot_metric = "r2r",
     .plot_log = 1,
     .timeout_s = 60,

@@ -50,9 +50,6 @@ void crf_drift_golden_dir(const char *root, char *out, size_t len);
 lab_status crf_drift_golden_bless(const char *dir);
 lab_status crf_drift_figures(const struct lab_figure_ctx *fx);
 
-lab_status crf_drift_run_cpu_bug(const lab_case *c, lab_case_result *r);
-lab_status crf_drift_run_cpu_f64(const lab_case *c, lab_case_result *r);
-lab_status crf_drift_run_cpu_det(const lab_case *c, lab_case_result *r);
 
 extern const lab_incident crf_drift_incident;
 

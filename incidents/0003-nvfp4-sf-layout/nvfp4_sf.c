@@ -251,8 +251,74 @@ static const struct { int shape; nvfp4_sf_data data; } nv_workloads[] = {
 static double nv_min(double acc, double v) { return isnan(acc) || isnan(v) ? NAN : (v < acc ? v : acc); }
 static double nv_max(double acc, double v) { return isnan(acc) || isnan(v) ? NAN : (v > acc ? v : acc); }
 
+/* The seed's group: every workload's inputs and float64 reference, shared by the three variants. */
+typedef struct {
+    nvfp4_sf_work w[NV_NWORK];
+    double *ref[NV_NWORK], *abs[NV_NWORK];
+    size_t made;                 /* workloads initialised */
+} nv_group;
+
+static void nv_teardown(void *vg)
+{
+    nv_group *g = vg;
+    if (!g) return;
+    for (size_t wi = 0; wi < g->made; ++wi) {
+        nvfp4_sf_work_free(&g->w[wi]);
+        free(g->ref[wi]);
+        free(g->abs[wi]);
+    }
+    free(g);
+}
+
+static lab_status nv_group_make(uint64_t seed, nv_group **out)
+{
+    nv_group *g = calloc(1, sizeof *g);
+    if (!g) return lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for the group of seed %llu",
+                               (unsigned long long)seed);
+    lab_status st = LAB_OK;
+    for (size_t wi = 0; wi < NV_NWORK && st == LAB_OK; ++wi) {
+        nvfp4_sf_work *w = &g->w[wi];
+        if ((st = nvfp4_sf_work_init(w, nv_workloads[wi].shape, NULL, nv_workloads[wi].data, seed)) != LAB_OK) break;
+        g->made++;
+        size_t mn = w->shape.m * w->shape.n;
+        g->ref[wi] = malloc(mn * sizeof(double));
+        g->abs[wi] = malloc(mn * sizeof(double));
+        if (!g->ref[wi] || !g->abs[wi]) st = lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for %s", w->shape.name);
+        else st = nvfp4_sf_reference(w, g->ref[wi], g->abs[wi]);
+    }
+    if (st != LAB_OK) {
+        nv_teardown(g);
+        return st;
+    }
+    *out = g;
+    return LAB_OK;
+}
+
+static lab_status nv_setup(const lab_case *c, void **group)
+{
+    nv_group *g;
+    lab_status st = nv_group_make(c->seed, &g);
+    if (st == LAB_OK) *group = g;
+    return st;
+}
+
+static lab_status nv_case_group(const nv_group *g, uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm_fn gemm,
+                                nvfp4_sf_gemm_fn cpu_check, const char *golden_dir, lab_case_result *r);
+
 lab_status nvfp4_sf_case(uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm_fn gemm, nvfp4_sf_gemm_fn cpu_check,
                          const char *golden_dir, lab_case_result *r)
+{
+    nv_group *g;
+    lab_status st = nv_group_make(seed, &g);
+    if (st != LAB_OK) return st;
+    st = nv_case_group(g, seed, kind, gemm, cpu_check, golden_dir, r);
+    nv_teardown(g);
+    return st;
+}
+
+/* One variant (kind) over the group's workloads: the kernel, then the judge against the shared reference. */
+static lab_status nv_case_group(const nv_group *g, uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm_fn gemm,
+                                nvfp4_sf_gemm_fn cpu_check, const char *golden_dir, lab_case_result *r)
 {
     lab_status st = LAB_OK;
     double cos_random = 1.0, cos_ones = 1.0, rel_l2_random = 0.0, eob = 0.0, golden_eob = 0.0;
@@ -265,20 +331,18 @@ lab_status nvfp4_sf_case(uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm
     for (size_t wi = 0; wi < NV_NWORK && st == LAB_OK; ++wi) {
         int s = nv_workloads[wi].shape;
         nvfp4_sf_data data = nv_workloads[wi].data;
-        nvfp4_sf_work w;
-        if ((st = nvfp4_sf_work_init(&w, s, NULL, data, seed)) != LAB_OK) break;
+        const nvfp4_sf_work w = g->w[wi];
+        const double *ref = g->ref[wi], *abs = g->abs[wi];
         size_t mn = w.shape.m * w.shape.n;
         float *out = malloc(mn * sizeof *out), *chk = cpu_check ? malloc(mn * sizeof *chk) : NULL;
-        double *ref = malloc(mn * sizeof *ref), *abs = malloc(mn * sizeof *abs);
         lab_tensor golden = {0};
-        if (!out || !ref || !abs || (cpu_check && !chk)) {
+        if (!out || (cpu_check && !chk)) {
             st = lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for %s", w.shape.name);
             goto next;
         }
         int use_golden = golden_dir && seed == NVFP4_SF_GOLDEN_SEED && data == NVFP4_SF_RANDOM;
         if (use_golden && (st = nv_golden_load(golden_dir, s, &w, &golden)) != LAB_OK) goto next;
         if ((st = gemm(&w, kind, out)) != LAB_OK) goto next;
-        if ((st = nvfp4_sf_reference(&w, ref, abs)) != LAB_OK) goto next;
         if (cpu_check) {
             if ((st = cpu_check(&w, kind, chk)) != LAB_OK) goto next;
             /* Bit for bit, except that any NaN equals any NaN: the GPU's arithmetic returns its canonical NaN
@@ -313,9 +377,8 @@ lab_status nvfp4_sf_case(uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm
             }
         }
     next:
-        free(out), free(chk), free(ref), free(abs);
+        free(out), free(chk);
         lab_tensor_free(&golden);
-        nvfp4_sf_work_free(&w);
     }
     if (st != LAB_OK) return st;
     lab_result_metric(r, "cos_random", cos_random);
@@ -351,35 +414,21 @@ lab_status nvfp4_sf_case(uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm
 /* ---------------------------------------------------------------------------------------------- */
 /* Variants                                                                                        */
 
-static lab_status nv_run_cpu(const lab_case *c, lab_case_result *r, lab_nvfp4_remap_kind kind)
+static lab_status nv_run_cpu(const lab_case *c, lab_case_result *r)
 {
-    char dir[4096];
-    nvfp4_sf_golden_dir(c->root, dir, sizeof dir);
-    return nvfp4_sf_case(c->seed, kind, nvfp4_sf_run_cpu, NULL, dir, r);
+    return nv_case_group(c->group, c->seed, (lab_nvfp4_remap_kind)c->variant->param, nvfp4_sf_run_cpu, NULL,
+                         c->golden_dir, r);
 }
-static lab_status nv_cpu_fix(const lab_case *c, lab_case_result *r) { return nv_run_cpu(c, r, LAB_NVFP4_REMAP_FIX); }
-static lab_status nv_cpu_size(const lab_case *c, lab_case_result *r)
-{
-    return nv_run_cpu(c, r, LAB_NVFP4_REMAP_SIZE_NOT_COSIZE);
-}
-static lab_status nv_cpu_mk(const lab_case *c, lab_case_result *r) { return nv_run_cpu(c, r, LAB_NVFP4_REMAP_MK_SWAP); }
 
 #ifdef LAB_HAVE_CUDA
-static lab_status nv_run_cuda(const lab_case *c, lab_case_result *r, lab_nvfp4_remap_kind kind)
+static lab_status nv_run_cuda(const lab_case *c, lab_case_result *r)
 {
-    char why[240];
-    lab_status st = lab_cuda_ready(why, sizeof why);
-    if (st == LAB_ERR_UNSUPPORTED) {
-        lab_result_skip(r, "%s", why);
-        return LAB_OK;
-    }
-    if (st != LAB_OK) return st;
     lab_cuda_info info;
-    if ((st = lab_cuda_device_info(0, &info)) != LAB_OK) return st;
-    char dir[4096];
-    nvfp4_sf_golden_dir(c->root, dir, sizeof dir);
+    lab_status st = lab_cuda_device_info(0, &info);
+    if (st != LAB_OK) return st;
     nvfp4_sf_cuda_stale_reused = nvfp4_sf_cuda_stale_buffers = 0;
-    st = nvfp4_sf_case(c->seed, kind, nvfp4_sf_run_cuda, nvfp4_sf_run_cpu, dir, r);
+    st = nv_case_group(c->group, c->seed, (lab_nvfp4_remap_kind)c->variant->param, nvfp4_sf_run_cuda, nvfp4_sf_run_cpu,
+                       c->golden_dir, r);
     if (st != LAB_OK) return st;
     char detail[sizeof r->detail];
     snprintf(detail, sizeof detail, "%s", r->detail);
@@ -387,20 +436,10 @@ static lab_status nv_run_cuda(const lab_case *c, lab_case_result *r, lab_nvfp4_r
                        info.cc_minor, nvfp4_sf_cuda_stale_reused, nvfp4_sf_cuda_stale_buffers);
     return LAB_OK;
 }
-static lab_status nv_cuda_fix(const lab_case *c, lab_case_result *r) { return nv_run_cuda(c, r, LAB_NVFP4_REMAP_FIX); }
-static lab_status nv_cuda_size(const lab_case *c, lab_case_result *r)
-{
-    return nv_run_cuda(c, r, LAB_NVFP4_REMAP_SIZE_NOT_COSIZE);
-}
-static lab_status nv_cuda_mk(const lab_case *c, lab_case_result *r) { return nv_run_cuda(c, r, LAB_NVFP4_REMAP_MK_SWAP); }
-#define NV_CUDA_FIX nv_cuda_fix
-#define NV_CUDA_SIZE nv_cuda_size
-#define NV_CUDA_MK nv_cuda_mk
+#define NV_RUN_CUDA nv_run_cuda
 #define NV_BENCH nvfp4_sf_bench
 #else
-#define NV_CUDA_FIX NULL
-#define NV_CUDA_SIZE NULL
-#define NV_CUDA_MK NULL
+#define NV_RUN_CUDA NULL
 #define NV_BENCH NULL
 #endif
 
@@ -455,16 +494,15 @@ static lab_status nv_figures(const lab_figure_ctx *fx)
 }
 
 static const lab_variant nvfp4_sf_variants[] = {
-    {"fix", LAB_ROLE_FIX, "remap over every physical byte (cosize), coordinates (m, k) the right way round, padding written",
-     nv_cpu_fix, NV_CUDA_FIX, 0.0, NULL},
-    {"bug-size-not-cosize", LAB_ROLE_BUG,
-     "remap loop bounded by the layout's logical size: real scales placed, tile padding left stale (E4M3 NaN codes "
-     "read by the GEMM as 0 * NaN)",
-     nv_cpu_size, NV_CUDA_SIZE, 0.99, "initcheck"},
-    {"bug-mk-swap", LAB_ROLE_BUG,
-     "remap over cosize with M and K swapped in the source coordinate: src[k*M + m] instead of src[m*K_sf + k] (the "
-     "code after the first fix)",
-     nv_cpu_mk, NV_CUDA_MK, 0.0, NULL},
+    {.name = "fix", .role = LAB_ROLE_FIX, .param = LAB_NVFP4_REMAP_FIX,
+     .what = "remap over every physical byte (cosize), coordinates (m, k) the right way round, padding written"},
+    {.name = "bug-size-not-cosize", .role = LAB_ROLE_BUG, .param = LAB_NVFP4_REMAP_SIZE_NOT_COSIZE,
+     .min_detect_rate = 0.99, .sanitizer = "initcheck", .detect = LAB_DETECT_FAIL,
+     .what = "remap loop bounded by the layout's logical size: real scales placed, tile padding left stale (E4M3 "
+             "NaN codes read by the GEMM as 0 * NaN)"},
+    {.name = "bug-mk-swap", .role = LAB_ROLE_BUG, .param = LAB_NVFP4_REMAP_MK_SWAP, .detect = LAB_DETECT_FAIL,
+     .what = "remap over cosize with M and K swapped in the source coordinate: src[k*M + m] instead of "
+             "src[m*K_sf + k] (the code after the first fix)"},
 };
 
 const lab_incident nvfp4_sf_incident = {
@@ -480,6 +518,10 @@ const lab_incident nvfp4_sf_incident = {
         "data with block magnitudes over 7 binades, and names the layout fault behind a failing output.",
     .variants = nvfp4_sf_variants,
     .n_variants = (int)(sizeof nvfp4_sf_variants / sizeof nvfp4_sf_variants[0]),
+    .setup = nv_setup,
+    .teardown = nv_teardown,
+    .run_cpu = nv_run_cpu,
+    .run_cuda = NV_RUN_CUDA,
     .plot_metric = "cos_random",
     .plot_log = 0,
     .timeout_s = 60,

@@ -210,6 +210,12 @@ static lab_status pg_golden_load(const char *dir, const lab_golden_manifest *m, 
 lab_status pow_grad_check(const pow_grad_case *pc, uint64_t seed, const char *golden_dir, lab_case_result *r,
                           pow_grad_verdict *vout)
 {
+    return pow_grad_check_ref(pc, NULL, NULL, seed, golden_dir, r, vout);
+}
+
+lab_status pow_grad_check_ref(const pow_grad_case *pc, const double *full_sq, const double *full_rms, uint64_t seed,
+                              const char *golden_dir, lab_case_result *r, pow_grad_verdict *vout)
+{
     pow_grad_verdict v;
     memset(&v, 0, sizeof v);
     size_t rows = pc->rows, cols = pc->cols, n = rows * cols;
@@ -243,17 +249,24 @@ lab_status pow_grad_check(const pow_grad_case *pc, uint64_t seed, const char *go
     v.nonfinite_frac = (double)(v.nonfinite_sq + v.nonfinite_rms) / (2.0 * (double)n);
     for (size_t i = 0; i < n; ++i) v.negative += pc->x[i] < 0.0f;
 
-    double *ref = malloc(2 * PG_REF_ROWS * cols * sizeof *ref);
-    if (!ref) {
+    double *ref = full_sq ? NULL : malloc(2 * PG_REF_ROWS * cols * sizeof *ref);
+    if (!full_sq && !ref) {
         lab_tensor_free(&gsq);
         lab_tensor_free(&grms);
         return lab_err_set(LAB_ERR_NOMEM, "pow_grad: out of memory for the reference");
     }
-    double *ref_sq = ref, *ref_rms = ref + PG_REF_ROWS * cols;
     for (size_t i = 0; i < rows; i += PG_REF_ROWS) {
         size_t nr = rows - i < PG_REF_ROWS ? rows - i : PG_REF_ROWS, off = i * cols, m = nr * cols;
-        pow_grad_reference(pc->x + off, pc->w + off, pc->c + i, nr, cols, (double)pc->e, (double)pc->eps, ref_sq,
-                           ref_rms);
+        const double *ref_sq, *ref_rms;
+        if (full_sq) {
+            ref_sq = full_sq + off;
+            ref_rms = full_rms + off;
+        } else {
+            pow_grad_reference(pc->x + off, pc->w + off, pc->c + i, nr, cols, (double)pc->e, (double)pc->eps, ref,
+                               ref + PG_REF_ROWS * cols);
+            ref_sq = ref;
+            ref_rms = ref + PG_REF_ROWS * cols;
+        }
         v.max_rel_err_square = pg_max(v.max_rel_err_square,
                                       lab_metric_max_rel_err(pc->dx_sq + off, ref_sq, m, POW_GRAD_REL_FLOOR));
         v.max_rel_err_rms = pg_max(v.max_rel_err_rms,
@@ -362,28 +375,69 @@ done:
 }
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Variants                                                                                        */
+/* The seed's group: inputs, forward and float64 reference, shared by both variants                */
 
-static lab_status pg_run_cpu(const lab_case *c, lab_case_result *r, pow_grad_rule rule)
+typedef struct {
+    pow_grad_case in;      /* inputs and forward on the CPU (dx buffers unused) */
+    double *ref_sq, *ref_rms;
+} pow_grad_group;
+
+static void pg_teardown(void *vg)
 {
-    pow_grad_case pc;
-    lab_status st = pow_grad_case_init(&pc, POW_GRAD_ROWS, POW_GRAD_COLS);
-    if (st != LAB_OK) return st;
-    pow_grad_inputs(&pc, c->seed);
-    pow_grad_forward(&pc);
-    pow_grad_backward(&pc, rule);
-    char dir[4096];
-    pow_grad_golden_dir(c->root, dir, sizeof dir);
-    st = pow_grad_check(&pc, c->seed, dir, r, NULL);
-    pow_grad_case_free(&pc);
-    return st;
+    pow_grad_group *g = vg;
+    if (!g) return;
+    pow_grad_case_free(&g->in);
+    free(g->ref_sq);
+    free(g->ref_rms);
+    free(g);
 }
 
-lab_status pow_grad_run_cpu_fix(const lab_case *c, lab_case_result *r) { return pg_run_cpu(c, r, POW_GRAD_RULE_FIX); }
-
-lab_status pow_grad_run_cpu_bug(const lab_case *c, lab_case_result *r)
+/* Inputs from the lab RNG, the forward pass, and the float64 reference of both workloads (the reference
+ * needs only the inputs: the same on both backends). */
+static lab_status pg_setup(const lab_case *c, void **out)
 {
-    return pg_run_cpu(c, r, POW_GRAD_RULE_BUG_EXP_LOG);
+    pow_grad_group *g = calloc(1, sizeof *g);
+    if (!g) return lab_err_set(LAB_ERR_NOMEM, "pow_grad: out of memory for a seed group");
+    lab_status st = pow_grad_case_init(&g->in, POW_GRAD_ROWS, POW_GRAD_COLS);
+    size_t n = (size_t)POW_GRAD_ROWS * POW_GRAD_COLS;
+    if (st == LAB_OK && (!(g->ref_sq = malloc(n * sizeof(double))) || !(g->ref_rms = malloc(n * sizeof(double)))))
+        st = lab_err_set(LAB_ERR_NOMEM, "pow_grad: out of memory for the reference");
+    if (st != LAB_OK) {
+        pg_teardown(g);
+        return st;
+    }
+    pow_grad_inputs(&g->in, c->seed);
+    pow_grad_forward(&g->in);
+    pow_grad_reference(g->in.x, g->in.w, g->in.c, g->in.rows, g->in.cols, (double)g->in.e, (double)g->in.eps,
+                       g->ref_sq, g->ref_rms);
+    *out = g;
+    return LAB_OK;
+}
+
+/* A case over the group's inputs with its own gradient buffers (the shared ones are not written). */
+static lab_status pg_case_over(const pow_grad_group *g, pow_grad_case *pc)
+{
+    *pc = g->in;
+    size_t n = pc->rows * pc->cols;
+    pc->dx_sq = malloc(n * sizeof(float));
+    pc->dx_rms = malloc(n * sizeof(float));
+    if (pc->dx_sq && pc->dx_rms) return LAB_OK;
+    free(pc->dx_sq);
+    free(pc->dx_rms);
+    return lab_err_set(LAB_ERR_NOMEM, "pow_grad: out of memory for the gradients");
+}
+
+static lab_status pg_run_cpu(const lab_case *c, lab_case_result *r)
+{
+    const pow_grad_group *g = c->group;
+    pow_grad_case pc;
+    lab_status st = pg_case_over(g, &pc);
+    if (st != LAB_OK) return st;
+    pow_grad_backward(&pc, (pow_grad_rule)c->variant->param);
+    st = pow_grad_check_ref(&pc, g->ref_sq, g->ref_rms, c->seed, c->golden_dir, r, NULL);
+    free(pc.dx_sq);
+    free(pc.dx_rms);
+    return st;
 }
 
 #ifdef LAB_HAVE_CUDA
@@ -413,27 +467,22 @@ static double pg_cross_diff(const float *gpu, const float *cpu, size_t n, size_t
     return m;
 }
 
-static lab_status pg_run_cuda(const lab_case *c, lab_case_result *r, pow_grad_rule rule)
+static lab_status pg_run_cuda(const lab_case *c, lab_case_result *r)
 {
-    char why[240];
-    lab_status st = lab_cuda_ready(why, sizeof why);
-    if (st == LAB_ERR_UNSUPPORTED) {
-        lab_result_skip(r, "%s", why);
-        return LAB_OK;
-    }
-    if (st != LAB_OK) return st;
+    const pow_grad_group *g = c->group;
+    pow_grad_rule rule = (pow_grad_rule)c->variant->param;
     lab_cuda_info info;
-    if ((st = lab_cuda_device_info(0, &info)) != LAB_OK) return st;
+    lab_status st = lab_cuda_device_info(0, &info);
+    if (st != LAB_OK) return st;
 
     pow_grad_case gpu, cpu;
     if ((st = pow_grad_case_init(&gpu, POW_GRAD_ROWS, POW_GRAD_COLS)) != LAB_OK) return st;
-    if ((st = pow_grad_case_init(&cpu, POW_GRAD_ROWS, POW_GRAD_COLS)) != LAB_OK) {
+    if ((st = pg_case_over(g, &cpu)) != LAB_OK) {
         pow_grad_case_free(&gpu);
         return st;
     }
     if ((st = pow_grad_cuda_case(&gpu, c->seed, rule)) != LAB_OK) goto done;
-    /* The GPU made its inputs with the lab's RNG: they must be the CPU's, bit for bit. */
-    pow_grad_inputs(&cpu, c->seed);
+    /* The GPU made its inputs with the lab's RNG: they must be the CPU's (the group's), bit for bit. */
     size_t n = gpu.rows * gpu.cols;
     size_t mismatch = pg_count_mismatch(gpu.x, cpu.x, n) + pg_count_mismatch(gpu.w, cpu.w, n) +
                       pg_count_mismatch(gpu.c, cpu.c, gpu.rows);
@@ -441,15 +490,13 @@ static lab_status pg_run_cuda(const lab_case *c, lab_case_result *r, pow_grad_ru
     memcpy(gpu.x, cpu.x, n * sizeof(float));
     memcpy(gpu.w, cpu.w, n * sizeof(float));
     memcpy(gpu.c, cpu.c, gpu.rows * sizeof(float));
-    char dir[4096];
-    pow_grad_golden_dir(c->root, dir, sizeof dir);
-    st = pow_grad_check(&gpu, c->seed, dir, r, NULL);
+    st = pow_grad_check_ref(&gpu, g->ref_sq, g->ref_rms, c->seed, c->golden_dir, r, NULL);
     lab_result_metric(r, "input_mismatch", (double)mismatch);
     if (st == LAB_OK && mismatch > 0)
         lab_result_verdict(r, 0, "%zu GPU-generated inputs differ from the CPU's (x, w, c): RNG not shared on %s",
                            mismatch, info.name);
-    /* The CPU kernel on the same inputs: the fix must agree across backends within its tolerance. */
-    pow_grad_forward(&cpu);
+    /* The CPU kernel on the same inputs (the group's forward): the fix must agree across backends within
+     * its tolerance. */
     pow_grad_backward(&cpu, rule);
     size_t w_sq = 0, w_rms = 0, cls = 0;
     double d_sq = pg_cross_diff(gpu.dx_sq, cpu.dx_sq, n, &w_sq, &cls);
@@ -470,32 +517,20 @@ static lab_status pg_run_cuda(const lab_case *c, lab_case_result *r, pow_grad_ru
     }
 done:
     pow_grad_case_free(&gpu);
-    pow_grad_case_free(&cpu);
+    free(cpu.dx_sq);
+    free(cpu.dx_rms);
     return st;
 }
-
-lab_status pow_grad_run_cuda_fix(const lab_case *c, lab_case_result *r)
-{
-    return pg_run_cuda(c, r, POW_GRAD_RULE_FIX);
-}
-
-lab_status pow_grad_run_cuda_bug(const lab_case *c, lab_case_result *r)
-{
-    return pg_run_cuda(c, r, POW_GRAD_RULE_BUG_EXP_LOG);
-}
-#define PG_CUDA_FIX pow_grad_run_cuda_fix
-#define PG_CUDA_BUG pow_grad_run_cuda_bug
+#define PG_RUN_CUDA pg_run_cuda
 #else
-#define PG_CUDA_FIX NULL
-#define PG_CUDA_BUG NULL
+#define PG_RUN_CUDA NULL
 #endif
 
 static const lab_variant pow_grad_variants[] = {
-    {"fix", LAB_ROLE_FIX, "d/dbase = g * e * (y / base), y/base selected as 0 where base == 0", pow_grad_run_cpu_fix,
-     PG_CUDA_FIX, 0.0},
-    {"bug-exp-log", LAB_ROLE_BUG,
-     "d/dbase = g * e * pow(base, e - 1), pow with a runtime exponent lowered as exp((e - 1) * log(base))",
-     pow_grad_run_cpu_bug, PG_CUDA_BUG, 0.0},
+    {.name = "fix", .role = LAB_ROLE_FIX, .param = POW_GRAD_RULE_FIX,
+     .what = "d/dbase = g * e * (y / base), y/base selected as 0 where base == 0"},
+    {.name = "bug-exp-log", .role = LAB_ROLE_BUG, .param = POW_GRAD_RULE_BUG_EXP_LOG, .detect = LAB_DETECT_FAIL,
+     .what = "d/dbase = g * e * pow(base, e - 1), pow with a runtime exponent lowered as exp((e - 1) * log(base))"},
 };
 
 const lab_incident pow_grad_incident = {
@@ -510,6 +545,10 @@ const lab_incident pow_grad_incident = {
         "sum of squares and an RMS-norm-like mean of squares; the bug makes about half the gradients NaN.",
     .variants = pow_grad_variants,
     .n_variants = (int)(sizeof pow_grad_variants / sizeof pow_grad_variants[0]),
+    .setup = pg_setup,
+    .teardown = pg_teardown,
+    .run_cpu = pg_run_cpu,
+    .run_cuda = PG_RUN_CUDA,
     .plot_metric = "nonfinite_frac",
     .plot_log = 0,
     .timeout_s = 60,

@@ -164,6 +164,10 @@ typedef struct {
  * v may be NULL. */
 lab_status pow_grad_check(const pow_grad_case *pc, uint64_t seed, const char *golden_dir, lab_case_result *r,
                           pow_grad_verdict *v);
+/* pow_grad_check against a float64 reference already computed for the whole case (ref_sq, ref_rms of
+ * rows x cols, from pow_grad_reference); NULL computes it here, a block of rows at a time. */
+lab_status pow_grad_check_ref(const pow_grad_case *pc, const double *ref_sq, const double *ref_rms, uint64_t seed,
+                              const char *golden_dir, lab_case_result *r, pow_grad_verdict *v);
 
 /* Directory of the goldens under the repository root: "<root>/incidents/0004-pow-grad-nan/golden". */
 void pow_grad_golden_dir(const char *root, char *out, size_t len);
@@ -171,10 +175,6 @@ void pow_grad_golden_dir(const char *root, char *out, size_t len);
 void pow_grad_golden_names(uint64_t seed, char *sq, char *rms, size_t len);
 /* Regenerates the goldens of both golden seeds into dir from the float64 reference only. */
 lab_status pow_grad_golden_bless(const char *dir);
-
-/* Run functions of the variants on the CPU. */
-lab_status pow_grad_run_cpu_fix(const lab_case *c, lab_case_result *r);
-lab_status pow_grad_run_cpu_bug(const lab_case *c, lab_case_result *r);
 
 /* The incident descriptor (registered in pow_grad.c). */
 extern const lab_incident pow_grad_incident;
@@ -185,9 +185,6 @@ extern const lab_incident pow_grad_incident;
  * x, w, c, y, r, g, dx_sq and dx_rms are copied back into pc (allocated by the caller). Every CUDA call
  * is checked: LAB_ERR_DEVICE with "file:line: cudaXxx: <error>". */
 lab_status pow_grad_cuda_case(pow_grad_case *pc, uint64_t seed, pow_grad_rule rule);
-/* Run functions of the variants on CUDA: skip with the reason when no device is usable. */
-lab_status pow_grad_run_cuda_fix(const lab_case *c, lab_case_result *r);
-lab_status pow_grad_run_cuda_bug(const lab_case *c, lab_case_result *r);
 #endif
 
 #ifdef __cplusplus

@@ -290,17 +290,11 @@ static lab_status bfcrf_ew_check(uint64_t seed, size_t *mism, size_t *total)
 
 /* Runs the probe: the GPU's bf16 forward against the CPU emulation (mismatching values of alpha and logZ), and
  * the GPU's forward of precision p (bf16 for the bug, float32 for the fix) against the float64 reference. */
-static lab_status bfcrf_run_cuda(const lab_case *c, lab_case_result *r, bfcrf_prec p)
+static lab_status bfcrf_run_cuda_prec(const lab_case *c, lab_case_result *r, bfcrf_prec p)
 {
-    char why[240];
-    lab_status st = lab_cuda_ready(why, sizeof why);
-    if (st == LAB_ERR_UNSUPPORTED) {
-        lab_result_skip(r, "%s", why);
-        return LAB_OK;
-    }
-    if (st != LAB_OK) return st;
     lab_cuda_info info;
-    if ((st = lab_cuda_device_info(0, &info)) != LAB_OK) return st;
+    lab_status st = lab_cuda_device_info(0, &info);
+    if (st != LAB_OK) return st;
     const int B = BFCRF_PROBE_BATCH;
     const size_t n = (size_t)B * BFCRF_TMAX * NT;
     bfcrf_params P;
@@ -357,8 +351,11 @@ done:
     return st;
 }
 
-extern "C" lab_status bfcrf_run_cuda_fix(const lab_case *c, lab_case_result *r) { return bfcrf_run_cuda(c, r, BFCRF_PREC_F32); }
-extern "C" lab_status bfcrf_run_cuda_bug(const lab_case *c, lab_case_result *r) { return bfcrf_run_cuda(c, r, BFCRF_PREC_BF16); }
+/* The variant's run on the GPU (param: the CRF's precision). The runner has checked that a GPU is usable. */
+extern "C" lab_status bfcrf_run_cuda(const lab_case *c, lab_case_result *r)
+{
+    return bfcrf_run_cuda_prec(c, r, (bfcrf_prec)c->variant->param);
+}
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Benchmark                                                                                       */

@@ -194,8 +194,6 @@ lab_status bfcrf_golden_bless(const char *dir);
 extern const lab_incident bfcrf_incident;
 
 /* Run functions on the CPU. */
-lab_status bfcrf_run_cpu_fix(const lab_case *c, lab_case_result *r);
-lab_status bfcrf_run_cpu_bug(const lab_case *c, lab_case_result *r);
 
 /* Probe inputs (CUDA check, goldens, tests): `batch` sequences of length BFCRF_TMAX with emissions
  * scale * normal(BFCRF_STREAM_PROBE) rounded to bf16 and a transition table of normal/2 values, the
@@ -217,8 +215,8 @@ lab_status bfcrf_cuda_forward_f32(const bfcrf_params *P, const float *emis, int 
 /* `lab bench 0005`: bf16 and float32 CRF forward kernels timed in one run, their ratio, and the device's
  * device-to-device copy bandwidth. LAB_ERR_UNSUPPORTED without a device. */
 lab_status bfcrf_bench(FILE *out);
-lab_status bfcrf_run_cuda_fix(const lab_case *c, lab_case_result *r);
-lab_status bfcrf_run_cuda_bug(const lab_case *c, lab_case_result *r);
+/* The variants' run on the GPU (lab_run_fn; param: the CRF's precision). */
+lab_status bfcrf_run_cuda(const lab_case *c, lab_case_result *r);
 #endif
 
 #ifdef __cplusplus

@@ -194,24 +194,22 @@ void bfcrf_criterion(const bfcrf_train_cfg *cfg, const bfcrf_train_stats *s, dou
                            s->max_marg_sum_err, s->max_abs_score, probe_logz_err, probe_marg_err, g);
 }
 
-static lab_status bfcrf_run_cpu(const lab_case *c, lab_case_result *r, bfcrf_prec p)
+/* The variant's run on the CPU (param: the CRF's precision): the training run, the probe, the judge. */
+static lab_status bfcrf_run_cpu(const lab_case *c, lab_case_result *r)
 {
+    bfcrf_prec p = (bfcrf_prec)c->variant->param;
     bfcrf_train_cfg cfg = bfcrf_case_cfg(c->seed, p);
     bfcrf_train_stats s;
     memset(&s, 0, sizeof s);
     lab_status st = bfcrf_train(c->seed, &cfg, &s);
     if (st != LAB_OK) return st;
-    char dir[4096];
-    bfcrf_golden_dir(c->root, dir, sizeof dir);
     double le = NAN, me = NAN;
     int golden = 0;
-    if ((st = bfcrf_probe_check(c->seed, p, dir, &le, &me, &golden)) != LAB_OK) return st;
+    if ((st = bfcrf_probe_check(c->seed, p, c->golden_dir, &le, &me, &golden)) != LAB_OK) return st;
     bfcrf_criterion(&cfg, &s, le, me, golden, r);
     return LAB_OK;
 }
 
-lab_status bfcrf_run_cpu_fix(const lab_case *c, lab_case_result *r) { return bfcrf_run_cpu(c, r, BFCRF_PREC_F32); }
-lab_status bfcrf_run_cpu_bug(const lab_case *c, lab_case_result *r) { return bfcrf_run_cpu(c, r, BFCRF_PREC_BF16); }
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Goldens                                                                                         */
@@ -332,21 +330,19 @@ static lab_status bfcrf_figures(const lab_figure_ctx *fx)
 /* Registration                                                                                    */
 
 #ifdef LAB_HAVE_CUDA
-#define BFCRF_CUDA_FIX bfcrf_run_cuda_fix
-#define BFCRF_CUDA_BUG bfcrf_run_cuda_bug
+#define BFCRF_RUN_CUDA bfcrf_run_cuda
 #define BFCRF_BENCH bfcrf_bench
 #else
-#define BFCRF_CUDA_FIX NULL
-#define BFCRF_CUDA_BUG NULL
+#define BFCRF_RUN_CUDA NULL
 #define BFCRF_BENCH NULL
 #endif
 
 static const lab_variant bfcrf_variants[] = {
-    {"fix", LAB_ROLE_FIX, "the CRF in float32 from upcast bf16 emissions; the tagger otherwise bf16", bfcrf_run_cpu_fix,
-     BFCRF_CUDA_FIX, 0.0, NULL},
-    {"bug-bf16-crf", LAB_ROLE_BUG,
-     "the CRF in bf16: every elementwise result rounded to bf16, reductions in float32 rounded to bf16",
-     bfcrf_run_cpu_bug, BFCRF_CUDA_BUG, 0.9, NULL},
+    {.name = "fix", .role = LAB_ROLE_FIX, .param = BFCRF_PREC_F32,
+     .what = "the CRF in float32 from upcast bf16 emissions; the tagger otherwise bf16"},
+    {.name = "bug-bf16-crf", .role = LAB_ROLE_BUG, .param = BFCRF_PREC_BF16, .min_detect_rate = 0.9,
+     .detect = LAB_DETECT_FAIL,
+     .what = "the CRF in bf16: every elementwise result rounded to bf16, reductions in float32 rounded to bf16"},
 };
 
 const lab_incident bfcrf_incident = {
@@ -362,6 +358,8 @@ const lab_incident bfcrf_incident = {
         "to every parameter. The -inf entries never start it. The fix runs the CRF in float32 from upcast emissions.",
     .variants = bfcrf_variants,
     .n_variants = (int)(sizeof bfcrf_variants / sizeof bfcrf_variants[0]),
+    .run_cpu = bfcrf_run_cpu,
+    .run_cuda = BFCRF_RUN_CUDA,
     .plot_metric = "max_marg_sum_err",
     .plot_log = 1,
     .timeout_s = 120,

@@ -23,10 +23,12 @@ static lab_case_result run_case(const char *variant, uint64_t seed)
 {
     const lab_variant *v = lab_incident_variant(&bfcrf_incident, variant);
     cr_assert_not_null(v, "variant %s", variant);
-    lab_case c = {&bfcrf_incident, v, seed, LAB_BACKEND_CPU, "."};
+    lab_case c;
+    char c_gdir[4096];
+    lab_case_init(&c, &bfcrf_incident, v, seed, LAB_BACKEND_CPU, ".", c_gdir, sizeof c_gdir);
     lab_case_result r;
     memset(&r, 0, sizeof r);
-    lab_status st = v->run_cpu(&c, &r);
+    lab_status st = lab_case_run(&c, &r);
     cr_assert_eq(st, LAB_OK, "%s seed %llu: %s", variant, (unsigned long long)seed, lab_err_msg());
     cr_assert(r.verdict_set, "%s seed %llu: no verdict", variant, (unsigned long long)seed);
     return r;
@@ -49,10 +51,10 @@ Test(bfcrf, registered_with_fix_and_bug_variants)
     cr_expect_eq(bug->role, LAB_ROLE_BUG);
     cr_expect_eq(bug->min_detect_rate, 0.9);
 #ifdef LAB_HAVE_CUDA
-    cr_expect_not_null(fix->run_cuda);
+    cr_expect_not_null(bfcrf_incident.run_cuda);
     cr_expect_not_null(inc->bench);
 #else
-    cr_expect_null(fix->run_cuda);
+    cr_expect_null(bfcrf_incident.run_cuda);
     cr_expect_null(inc->bench);
 #endif
 }

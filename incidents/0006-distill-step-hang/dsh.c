@@ -418,7 +418,8 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
         char why[200] = "";
         int gpus = dsh_cuda_gpus(why, sizeof why);
         if (gpus < 2) {
-            lab_result_skip(r, "the NCCL job needs 2 GPUs, found %d%s%s", gpus, why[0] ? ": " : "", why);
+            lab_result_skip_as(r, LAB_SKIP_NEEDS_GPUS, "the NCCL job needs 2 GPUs, found %d%s%s", gpus, why[0] ? ": " : "",
+                               why);
             return LAB_OK;
         }
         if (p.trainers > gpus - 1) p.trainers = gpus - 1;
@@ -503,11 +504,11 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
                 a.first_step_seq < 0 && a.empty_shape_seq < 0 && empty == 0 && outputs_bad == 0 && !(golden_bad > 0);
     char what[160];
     if (jr.hung)
-        snprintf(what, sizeof what, "HANG (%s at %.2f s, killed)", jr.why, jr.end_s);
+        snprintf(what, sizeof what, "HANG (%s, killed)", jr.why); /* the times are metrics: details repeat */
     else if (!jr.exited || jr.exit_code != 0)
         snprintf(what, sizeof what, "mpirun exited with status %d (%s)", jr.exit_code, jr.log_tail);
     else
-        snprintf(what, sizeof what, "completed %d steps in %.2f s%s%s", p.steps, jr.end_s,
+        snprintf(what, sizeof what, "completed %d steps%s%s", p.steps,
                  outputs_bad ? ", teacher outputs mismatched" : "", finished && steps_ok ? "" : ", steps incomplete");
     if (golden_bad > 0)
         snprintf(what + strlen(what), sizeof what - strlen(what), ", %.0f records off the golden schedule", golden_bad);
@@ -522,35 +523,29 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
 
 static const dsh_watch dsh_default_watch = {DSH_STALL_S, DSH_DEADLINE_S};
 
-static lab_status dsh_fix(const lab_case *c, lab_case_result *r)
+/* The variant's run (param: DSH_VAR_*), on Open MPI for the CPU backend and NCCL for CUDA. */
+static lab_status dsh_run(const lab_case *c, lab_case_result *r)
 {
-    return dsh_run_case(c, r, DSH_VAR_FIX, &dsh_default_watch);
-}
-static lab_status dsh_bug(const lab_case *c, lab_case_result *r)
-{
-    return dsh_run_case(c, r, DSH_VAR_BUG, &dsh_default_watch);
-}
-static lab_status dsh_old_g1(const lab_case *c, lab_case_result *r)
-{
-    return dsh_run_case(c, r, DSH_VAR_OLD_G1, &dsh_default_watch);
+    return dsh_run_case(c, r, c->variant->param, &dsh_default_watch);
 }
 
 #ifdef LAB_HAVE_CUDA
-#define DSH_CUDA_FN(f) f
+#define DSH_RUN_CUDA dsh_run
 #else
-#define DSH_CUDA_FN(f) NULL
+#define DSH_RUN_CUDA NULL
 #endif
 
+/* On CUDA every case is an NCCL job over two GPUs (trainer and distiller), given to it alone. */
 static const lab_variant dsh_variants[] = {
-    {"fix", LAB_ROLE_FIX, "trainers exchange once per accumulation cycle (first micro-step, G micro-batches at once); "
-                          "the G-aware distiller steps once per cycle (G 1..4)",
-     dsh_fix, DSH_CUDA_FN(dsh_fix), 0, NULL},
-    {"bug-step-counter", LAB_ROLE_BUG, "as it was: trainers exchange every micro-step and count a step per G, the "
-                                       "distiller counts a step per exchange (G 2..4): it finishes early, the job hangs",
-     dsh_bug, DSH_CUDA_FN(dsh_bug), 0, NULL},
-    {"old-counters-g1", LAB_ROLE_FIX, "the old counters without accumulation (G = 1): both sides count the same, so "
-                                      "the job completes (the bug needs G > 1)",
-     dsh_old_g1, DSH_CUDA_FN(dsh_old_g1), 0, NULL},
+    {.name = "fix", .role = LAB_ROLE_FIX, .param = DSH_VAR_FIX, .gpus = 2,
+     .what = "trainers exchange once per accumulation cycle (first micro-step, G micro-batches at once); the G-aware "
+             "distiller steps once per cycle (G 1..4)"},
+    {.name = "bug-step-counter", .role = LAB_ROLE_BUG, .param = DSH_VAR_BUG, .gpus = 2, .detect = LAB_DETECT_FAIL,
+     .what = "as it was: trainers exchange every micro-step and count a step per G, the distiller counts a step per "
+             "exchange (G 2..4): it finishes early, the job hangs"},
+    {.name = "old-counters-g1", .role = LAB_ROLE_FIX, .param = DSH_VAR_OLD_G1, .gpus = 2,
+     .what = "the old counters without accumulation (G = 1): both sides count the same, so the job completes (the "
+             "bug needs G > 1)"},
 };
 
 const lab_incident dsh_incident = {
@@ -562,7 +557,9 @@ const lab_incident dsh_incident = {
                "the exchanges and the trainers hung in the next broadcast. Real ranks on Open MPI; a watchdog kills "
                "the job, and the ranks' collective traces name the distiller's step counter.",
     .variants = dsh_variants,
-    .n_variants = 3,
+    .n_variants = (int)(sizeof dsh_variants / sizeof dsh_variants[0]),
+    .run_cpu = dsh_run,
+    .run_cuda = DSH_RUN_CUDA,
     .plot_metric = "time_to_detect_s",
     .plot_log = 0,
     .timeout_s = 20,

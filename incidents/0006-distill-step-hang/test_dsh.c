@@ -214,10 +214,12 @@ static lab_case_result run_case(const char *variant, uint64_t seed)
 {
     const lab_variant *v = lab_incident_variant(&dsh_incident, variant);
     cr_assert_not_null(v, "variant %s", variant);
-    lab_case c = {&dsh_incident, v, seed, LAB_BACKEND_CPU, "."};
+    lab_case c;
+    char c_gdir[4096];
+    lab_case_init(&c, &dsh_incident, v, seed, LAB_BACKEND_CPU, ".", c_gdir, sizeof c_gdir);
     lab_case_result r;
     memset(&r, 0, sizeof r);
-    lab_status st = v->run_cpu(&c, &r);
+    lab_status st = lab_case_run(&c, &r);
     cr_assert_eq(st, LAB_OK, "%s seed %llu: %s", variant, (unsigned long long)seed, lab_err_msg());
     cr_assert(r.verdict_set && !r.skipped, "%s seed %llu: %s", variant, (unsigned long long)seed, r.detail);
     return r;
@@ -370,14 +372,16 @@ Test(dsh_job, nccl_backend_skips_or_runs, .timeout = 120)
     for (int i = 0; i < 3; ++i) {
         const lab_variant *v = lab_incident_variant(&dsh_incident, names[i]);
         cr_assert_not_null(v);
-        if (!v->run_cuda) {
+        if (!dsh_incident.run_cuda) {
             cr_log_info("%s: built without CUDA, no NCCL job", names[i]);
             continue;
         }
-        lab_case c = {&dsh_incident, v, 1, LAB_BACKEND_CUDA, "."};
+        lab_case c;
+        char c_gdir[4096];
+        lab_case_init(&c, &dsh_incident, v, 1, LAB_BACKEND_CUDA, ".", c_gdir, sizeof c_gdir);
         lab_case_result r;
         memset(&r, 0, sizeof r);
-        cr_assert_eq(v->run_cuda(&c, &r), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(lab_case_run(&c, &r), LAB_OK, "%s", lab_err_msg());
         if (r.skipped) {
             cr_assert(strstr(r.detail, "GPU") || strstr(r.detail, "mpirun") || strstr(r.detail, "distill_nccl"),
                       "a skip says why: %s", r.detail);

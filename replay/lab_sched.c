@@ -1,0 +1,113 @@
+/* lab_sched: the scheduler's model of the machine (cores, GPUs) and of what an incident's cases need, and the plan that fills them. */
+#include "lab_sched.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lab_isolate.h"
+
+static int lab_sched_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+void lab_sched_probe(lab_sched_machine *m)
+{
+    memset(m, 0, sizeof *m);
+    m->ncpu = lab_isolate_ncpu();
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (vis) {
+        char list[1024], *save = NULL;
+        snprintf(list, sizeof list, "%s", vis);
+        for (char *t = strtok_r(list, ",", &save); t && m->ngpu < LAB_SCHED_MAX_GPUS; t = strtok_r(NULL, ",", &save)) {
+            while (*t == ' ') ++t;
+            if (!*t || !strcmp(t, "-1")) break; /* CUDA stops at the first invalid entry */
+            snprintf(m->gpu[m->ngpu++], sizeof m->gpu[0], "%s", t);
+        }
+        snprintf(m->source, sizeof m->source, "CUDA_VISIBLE_DEVICES='%.64s'", vis);
+        return;
+    }
+    char bus[LAB_SCHED_MAX_GPUS][32];
+    int n = 0;
+    DIR *d = opendir("/proc/driver/nvidia/gpus");
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) && n < LAB_SCHED_MAX_GPUS)
+            if (e->d_name[0] != '.') snprintf(bus[n++], sizeof bus[0], "%s", e->d_name);
+        closedir(d);
+    }
+    qsort(bus, (size_t)n, sizeof bus[0], lab_sched_cmp);
+    for (int i = 0; i < n; ++i) snprintf(m->gpu[i], sizeof m->gpu[0], "%d", i); /* PCI order, as the driver lists */
+    m->ngpu = n;
+    snprintf(m->source, sizeof m->source, "%s", n ? "/proc/driver/nvidia/gpus" : "no GPU listed by the driver");
+}
+
+/* GPUs one CUDA case of the incident needs: the largest of its variants' (0 counts as 1). */
+static int lab_sched_gpus_needed(const lab_incident *inc)
+{
+    int need = 1;
+    for (int v = 0; v < inc->n_variants; ++v)
+        if (inc->variants[v].gpus > need) need = inc->variants[v].gpus;
+    return need;
+}
+
+lab_sched_plan lab_sched_plan_incident(const lab_sched_machine *m, const lab_incident *inc, lab_backend b,
+                                       size_t n_groups, size_t group_size, int jobs_cap)
+{
+    lab_sched_plan p;
+    memset(&p, 0, sizeof p);
+    if (group_size < 1) group_size = 1;
+    int cap = jobs_cap > 0 ? jobs_cap : m->ncpu;
+    if (b != LAB_BACKEND_CUDA) {
+        p.workers = cap;
+        p.batch = group_size;
+        snprintf(p.why, sizeof p.why, "cpu: %d workers, one seed group (%zu cases) each", p.workers, group_size);
+        return p;
+    }
+    int need = lab_sched_gpus_needed(inc);
+    if (m->ngpu > 0 && need > m->ngpu) {
+        /* Run anyway, one at a time: the cases themselves SKIP as needs-gpus with the count. */
+        p.gpus_missing = 1;
+        p.workers = 1;
+        p.batch = group_size;
+        snprintf(p.why, sizeof p.why, "cuda: cases need %d GPUs, %d visible (%s)", need, m->ngpu, m->source);
+        return p;
+    }
+    if (need > 1) {
+        p.workers = m->ngpu / need;
+        if (p.workers > cap) p.workers = cap;
+        if (p.workers < 1) p.workers = 1;
+        p.batch = group_size;
+        p.gpus_per_worker = need;
+        p.exclusive = 1;
+        snprintf(p.why, sizeof p.why, "cuda: %d workers, %d GPUs each alone", p.workers, need);
+        return p;
+    }
+    /* Single-GPU cases: one context per worker; enough groups per worker that each pays its context start
+     * once, at most 64 cases so a crash reruns little. */
+    p.workers = cap;
+    if ((size_t)p.workers > n_groups && n_groups > 0) p.workers = (int)n_groups;
+    if (p.workers < 1) p.workers = 1;
+    size_t groups = (n_groups + (size_t)p.workers - 1) / (size_t)p.workers;
+    size_t max_groups = 64 / group_size > 0 ? 64 / group_size : 1;
+    if (groups > max_groups) groups = max_groups;
+    if (groups < 1) groups = 1;
+    p.batch = groups * group_size;
+    p.gpus_per_worker = m->ngpu > 0 ? 1 : 0;
+    snprintf(p.why, sizeof p.why, "cuda: %d workers over %d GPU%s, %zu cases per worker run", p.workers, m->ngpu,
+             m->ngpu == 1 ? "" : "s", p.batch);
+    return p;
+}
+
+void lab_sched_bind(const lab_sched_machine *m, const lab_sched_plan *p, int slot)
+{
+    if (p->gpus_per_worker <= 0 || m->ngpu <= 0 || slot < 0) return;
+    char val[LAB_SCHED_MAX_GPUS * 33] = "";
+    size_t len = 0;
+    int sets = m->ngpu / p->gpus_per_worker;
+    int first = p->exclusive ? (slot % (sets > 0 ? sets : 1)) * p->gpus_per_worker : slot % m->ngpu;
+    for (int k = 0; k < p->gpus_per_worker && first + k < m->ngpu; ++k)
+        len += (size_t)snprintf(val + len, sizeof val - len, "%s%s", k ? "," : "", m->gpu[first + k]);
+    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0); /* the driver's listing is in PCI order */
+    setenv("CUDA_VISIBLE_DEVICES", val, 1);
+}

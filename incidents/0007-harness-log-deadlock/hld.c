@@ -112,7 +112,11 @@ lab_status hld_pipe_default_capacity(size_t *cap)
 /* Payload byte i of seed: byte i % 4 of Philox word i / 4. */
 static void hld_payload(uint64_t seed, size_t p, unsigned char *out)
 {
-    for (size_t i = 0; i < p; ++i) out[i] = (unsigned char)(lab_rng_u32(seed, HLD_STREAM_PAYLOAD, i / 4) >> (8 * (i % 4)));
+    uint32_t w = 0;
+    for (size_t i = 0; i < p; ++i) {
+        if (i % 4 == 0) w = lab_rng_u32(seed, HLD_STREAM_PAYLOAD, i / 4);
+        out[i] = (unsigned char)(w >> (8 * (i % 4)));
+    }
 }
 
 lab_status hld_ref_message(uint64_t seed, size_t p, char **out, size_t *len)

@@ -125,8 +125,12 @@ int main(int argc, char **argv)
     size_t b64_len = 4 * ((payload + 2) / 3);
     char *b64 = malloc(b64_len + 1);
     if (!bytes || !b64) hw_die(HLD_WORKER_EXIT_SYS, "malloc payload");
-    for (size_t i = 0; i < payload; ++i)
-        bytes[i] = (unsigned char)(lab_rng_u32(seed, HLD_STREAM_PAYLOAD, i / 4) >> (8 * (i % 4)));
+    /* Byte i is byte i % 4 of lab_rng_u32(seed, stream, i / 4): one Philox call gives words 4b .. 4b+3. */
+    lab_philox_key key = {{(uint32_t)seed, (uint32_t)(seed >> 32)}};
+    for (size_t b = 0; 16 * b < payload; ++b) {
+        lab_philox_ctr r = lab_rng_philox((lab_philox_ctr){{(uint32_t)b, (uint32_t)((uint64_t)b >> 32), HLD_STREAM_PAYLOAD, 0u}}, key);
+        for (size_t i = 16 * b; i < 16 * b + 16 && i < payload; ++i) bytes[i] = (unsigned char)(r.v[(i / 4) & 3] >> (8 * (i % 4)));
+    }
     hw_base64(bytes, payload, b64);
     int mlen = snprintf(NULL, 0, HLD_MSG_FMT, seed, (size_t)payload, b64);
     char *msg = mlen >= 0 ? malloc((size_t)mlen + 1) : NULL;

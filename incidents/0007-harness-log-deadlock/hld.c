@@ -705,20 +705,39 @@ lab_status hld_judge(const hld_case *cs, hld_variant v, const hld_obs *o, lab_ca
     return LAB_OK;
 }
 
-lab_status hld_run_case(const lab_case *c, lab_case_result *r, hld_variant v)
+/* The seed's group: payload size, reference message and goldens, shared by the four variants. */
+static lab_status hld_group_setup(const lab_case *c, void **group)
 {
-    char gdir[4096], bin[4096];
-    snprintf(gdir, sizeof gdir, "%s/incidents/" HLD_ID "/golden", c->root && c->root[0] ? c->root : ".");
+    hld_case *cs = malloc(sizeof *cs);
+    if (!cs) return lab_err_set(LAB_ERR_NOMEM, HLD_ID ": out of memory for the group of seed %llu",
+                                (unsigned long long)c->seed);
+    lab_status st = hld_setup(c->seed, c->golden_dir, cs);
+    if (st != LAB_OK) {
+        free(cs);
+        return st;
+    }
+    *group = cs;
+    return LAB_OK;
+}
+
+static void hld_group_teardown(void *group)
+{
+    if (!group) return;
+    hld_case_free(group);
+    free(group);
+}
+
+lab_status hld_run_case(const lab_case *c, lab_case_result *r)
+{
+    const hld_case *cs = c->group;
+    hld_variant v = (hld_variant)c->variant->param;
+    char bin[4096];
     hld_worker_path(c->root, bin, sizeof bin);
-    hld_case cs;
-    lab_status st = hld_setup(c->seed, gdir, &cs);
-    if (st != LAB_OK) return st;
     static const hld_watch w = {HLD_STALL_S, HLD_DEADLINE_S};
     hld_obs o;
-    st = hld_run(&cs, v, &w, bin, &o);
-    if (st == LAB_OK) st = hld_judge(&cs, v, &o, r);
+    lab_status st = hld_run(cs, v, &w, bin, &o);
+    if (st == LAB_OK) st = hld_judge(cs, v, &o, r);
     hld_obs_free(&o);
-    hld_case_free(&cs);
     return st;
 }
 
@@ -877,20 +896,18 @@ static lab_status hld_figures(const lab_figure_ctx *fx)
 /* ---------------------------------------------------------------------------------------------- */
 /* Registration                                                                                    */
 
-static lab_status hld_bug_full_log(const lab_case *c, lab_case_result *r) { return hld_run_case(c, r, HLD_BUG_FULL_LOG); }
-static lab_status hld_bug_preview_verbose(const lab_case *c, lab_case_result *r) { return hld_run_case(c, r, HLD_BUG_PREVIEW_VERBOSE); }
-static lab_status hld_fix_bounded_preview(const lab_case *c, lab_case_result *r) { return hld_run_case(c, r, HLD_FIX_BOUNDED_PREVIEW); }
-static lab_status hld_fix_drain(const lab_case *c, lab_case_result *r) { return hld_run_case(c, r, HLD_FIX_DRAIN); }
-
 static const lab_variant hld_variants[] = {
-    {"bug-full-log", LAB_ROLE_BUG, "as it was: the worker logs the whole message to stdout, the parent waits for the reply "
-                                   "on the socket before reading stdout", hld_bug_full_log, NULL, 0, NULL},
-    {"bug-preview-verbose", LAB_ROLE_BUG, "the historical fix with verbose logging on: the whole message is logged "
-                                          "again and the same parent deadlocks", hld_bug_preview_verbose, NULL, 0, NULL},
-    {"fix-bounded-preview", LAB_ROLE_FIX, "the historical fix: a 200-character preview unless verbose (verbose off); "
-                                          "same parent", hld_fix_bounded_preview, NULL, 0, NULL},
-    {"fix-drain", LAB_ROLE_FIX, "the structural fix: the parent polls the socket and stdout together and drains stdout "
-                                "while it waits; verbose full log, up to 16x the pipe", hld_fix_drain, NULL, 0, NULL},
+    {.name = "bug-full-log", .role = LAB_ROLE_BUG, .param = HLD_BUG_FULL_LOG, .detect = LAB_DETECT_FAIL,
+     .what = "as it was: the worker logs the whole message to stdout, the parent waits for the reply on the socket "
+             "before reading stdout"},
+    {.name = "bug-preview-verbose", .role = LAB_ROLE_BUG, .param = HLD_BUG_PREVIEW_VERBOSE, .detect = LAB_DETECT_FAIL,
+     .what = "the historical fix with verbose logging on: the whole message is logged again and the same parent "
+             "deadlocks"},
+    {.name = "fix-bounded-preview", .role = LAB_ROLE_FIX, .param = HLD_FIX_BOUNDED_PREVIEW,
+     .what = "the historical fix: a 200-character preview unless verbose (verbose off); same parent"},
+    {.name = "fix-drain", .role = LAB_ROLE_FIX, .param = HLD_FIX_DRAIN,
+     .what = "the structural fix: the parent polls the socket and stdout together and drains stdout while it waits; "
+             "verbose full log, up to 16x the pipe"},
 };
 
 const lab_incident hld_incident = {
@@ -903,6 +920,9 @@ const lab_incident hld_incident = {
                "worker blocks (/proc/PID/syscall, wchan) and kills it.",
     .variants = hld_variants,
     .n_variants = (int)(sizeof hld_variants / sizeof hld_variants[0]),
+    .setup = hld_group_setup,
+    .teardown = hld_group_teardown,
+    .run_cpu = hld_run_case,
     .plot_metric = "exchange_s",
     .plot_log = 1,
     .timeout_s = 10,

@@ -133,8 +133,9 @@ void hld_obs_free(hld_obs *obs);
  * behind (the case is an ERROR), else LAB_OK. */
 lab_status hld_judge(const hld_case *cs, hld_variant v, const hld_obs *obs, lab_case_result *r);
 
-/* A whole case of variant v: setup, run, judge. Errors of those pass through. */
-lab_status hld_run_case(const lab_case *c, lab_case_result *r, hld_variant v);
+/* lab_run_fn: the variant (param) over the seed's group (hld_setup made once per seed): run, judge. Errors
+ * of those pass through. */
+lab_status hld_run_case(const lab_case *c, lab_case_result *r);
 
 /* The worker's path under root (the build's hld_worker). */
 void hld_worker_path(const char *root, char *buf, size_t cap);

@@ -62,10 +62,12 @@ static lab_case_result run_variant(const char *name, uint64_t seed)
 {
     const lab_variant *v = lab_incident_variant(&hld_incident, name);
     cr_assert_not_null(v, "variant %s", name);
-    lab_case c = {&hld_incident, v, seed, LAB_BACKEND_CPU, "."};
+    lab_case c;
+    char c_gdir[4096];
+    lab_case_init(&c, &hld_incident, v, seed, LAB_BACKEND_CPU, ".", c_gdir, sizeof c_gdir);
     lab_case_result r;
     memset(&r, 0, sizeof r);
-    cr_assert_eq(v->run_cpu(&c, &r), LAB_OK, "%s seed %llu: %s", name, (unsigned long long)seed, lab_err_msg());
+    cr_assert_eq(lab_case_run(&c, &r), LAB_OK, "%s seed %llu: %s", name, (unsigned long long)seed, lab_err_msg());
     cr_assert(r.verdict_set, "%s seed %llu: no verdict", name, (unsigned long long)seed);
     return r;
 }
@@ -451,10 +453,12 @@ Test(hld, corrupted_golden_is_rejected, .timeout = 60)
     cr_expect(strstr(lab_err_msg(), "digests_seed1.npy") && strstr(lab_err_msg(), "sha256 mismatch"), "%s", lab_err_msg());
     lab_golden_manifest_free(&m);
     const lab_variant *fix = lab_incident_variant(&hld_incident, "fix-drain");
-    lab_case c = {&hld_incident, fix, HLD_GOLDEN_SEED, LAB_BACKEND_CPU, root};
+    lab_case c;
+    char c_gdir[4096];
+    lab_case_init(&c, &hld_incident, fix, HLD_GOLDEN_SEED, LAB_BACKEND_CPU, root, c_gdir, sizeof c_gdir);
     lab_case_result r;
     memset(&r, 0, sizeof r);
-    cr_expect_eq(fix->run_cpu(&c, &r), LAB_ERR_MISMATCH);
+    cr_expect_eq(lab_case_run(&c, &r), LAB_ERR_MISMATCH);
     cr_expect(strstr(lab_err_msg(), "digests_seed1.npy") && strstr(lab_err_msg(), "sha256 mismatch"), "%s", lab_err_msg());
     hld_case cs;
     cr_expect_eq(hld_setup(2, dir, &cs), LAB_OK, "seed 2 reads no golden: %s", lab_err_msg());

@@ -33,6 +33,7 @@ void dsh_params_from_seed(uint64_t seed, int variant, dsh_params *p)
 {
     uint32_t u0 = lab_rng_u32(seed, DSH_STREAM_PARAMS, 0), u1 = lab_rng_u32(seed, DSH_STREAM_PARAMS, 1),
              u2 = lab_rng_u32(seed, DSH_STREAM_PARAMS, 2);
+    memset(p, 0, sizeof *p);
     p->variant = variant;
     p->trainers = 2 + (int)(u0 % 3u);
     p->g = variant == DSH_VAR_BUG ? 2 + (int)(u1 % 3u) : variant == DSH_VAR_FIX ? 1 + (int)(u1 % 4u) : 1;
@@ -184,14 +185,15 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
     jr->exit_code = -1;
     if (!dsh_on_path("mpirun")) return lab_err_set(LAB_ERR_UNSUPPORTED, "mpirun not found on PATH (Open MPI)");
     if (access(job_bin, X_OK) != 0)
-        return lab_err_set(LAB_ERR_UNSUPPORTED, "%s: %s (built by make where mpicc exists)", job_bin, strerror(errno));
+        return lab_err_set(LAB_ERR_UNSUPPORTED, "%s: %s (not built: run make, which installs Open MPI and builds it)", job_bin, strerror(errno));
     int world = p->trainers + 1;
     char np[16], g[16], steps[16], sd[32], t0s[64], dl[32], log[1100];
     snprintf(np, sizeof np, "%d", world);
     snprintf(g, sizeof g, "%d", p->g);
     snprintf(steps, sizeof steps, "%d", p->steps);
     snprintf(sd, sizeof sd, "%llu", (unsigned long long)seed);
-    snprintf(dl, sizeof dl, "%.3f", w->deadline_s);
+    /* The ranks' own last-resort alarm: start-up and the run together. */
+    snprintf(dl, sizeof dl, "%.3f", w->startup_s + w->deadline_s);
     snprintf(log, sizeof log, "%s/mpirun.log", dir);
     const char *variant = p->variant == DSH_VAR_FIX ? "fix" : "bug";
     double t0 = dsh_real(), m0 = dsh_mono();
@@ -225,6 +227,12 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
     argv[k++] = t0s;
     argv[k++] = "--deadline";
     argv[k++] = dl;
+    char delay[32];
+    if (p->startup_delay_s > 0) {
+        snprintf(delay, sizeof delay, "%.3f", p->startup_delay_s);
+        argv[k++] = "--startup-delay";
+        argv[k++] = delay;
+    }
     argv[k] = NULL;
     fflush(NULL);
     pid_t pid = fork();
@@ -248,7 +256,8 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
     }
     jr->sid = pid;
     uint64_t last = 0;
-    double last_change = dsh_mono();
+    double last_change = dsh_mono(), started = NAN;
+    jr->startup_s = NAN;
     int status = 0;
     for (;;) {
         pid_t r = waitpid(pid, &status, WNOHANG);
@@ -267,9 +276,17 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
             if (prog != last) last = prog;
             last_change = now;
         }
-        const char *why = now - m0 > w->deadline_s ? "deadline" : now - last_change > w->stall_s ? "stall" : NULL;
+        if (all_present && isnan(started)) {
+            started = now;
+            jr->startup_s = now - m0;
+        }
+        const char *why = NULL;
+        if (isnan(started)) why = now - m0 > w->startup_s ? "startup" : NULL;
+        else if (now - started > w->deadline_s) why = "deadline";
+        else if (now - last_change > w->stall_s) why = "stall";
         if (why) {
-            jr->hung = 1;
+            jr->never_started = isnan(started);
+            jr->hung = !jr->never_started;
             jr->why = why;
             jr->end_s = dsh_real() - t0;
             kill(-pid, SIGKILL);
@@ -444,6 +461,11 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
         dsh_rmdir(dir);
         return st;
     }
+    if (jr.never_started) {
+        dsh_rmdir(dir);
+        return lab_err_set(LAB_ERR_IO, "0006: the job did not start within %.0f s (not every rank traced): a harness "
+                           "failure, not a hang", w->startup_s);
+    }
     int world = p.trainers + 1;
     dsh_rank_trace *tr = calloc((size_t)world, sizeof *tr);
     if (!tr) {
@@ -492,6 +514,7 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
     lab_result_metric(r, "hung", jr.hung);
     lab_result_metric(r, "time_to_detect_s", jr.hung ? jr.end_s : NAN);
     lab_result_metric(r, "job_s", jr.end_s);
+    lab_result_metric(r, "startup_s", jr.startup_s);
     lab_result_metric(r, "first_bad_seq", (double)a.first_bad_seq);
     lab_result_metric(r, "first_step_seq", (double)a.first_step_seq);
     lab_result_metric(r, "collectives_matched", (double)a.n_matched);
@@ -521,7 +544,7 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
     return LAB_OK;
 }
 
-static const dsh_watch dsh_default_watch = {DSH_STALL_S, DSH_DEADLINE_S};
+static const dsh_watch dsh_default_watch = {DSH_STALL_S, DSH_DEADLINE_S, DSH_STARTUP_S};
 
 /* The variant's run (param: DSH_VAR_*), on Open MPI for the CPU backend and NCCL for CUDA. */
 static lab_status dsh_run(const lab_case *c, lab_case_result *r)
@@ -562,7 +585,7 @@ const lab_incident dsh_incident = {
     .run_cuda = DSH_RUN_CUDA,
     .plot_metric = "time_to_detect_s",
     .plot_log = 0,
-    .timeout_s = 20,
+    .timeout_s = 90, /* the runner's watchdog: above start-up (60 s) plus the run's deadline (8 s) */
     .golden_bless = dsh_golden_bless,
     .drift_metric = NULL,
     .figures = NULL,

@@ -21,23 +21,31 @@ typedef struct {
     int trainers;     /* training ranks, 2..4 (plus one distiller) */
     int g;            /* gradient-accumulation micro-steps: bug 2..4, fix 1..4, old-g1 1 */
     int steps;        /* optimizer steps, 3..6 */
+    double startup_delay_s; /* tests: every rank sleeps this long before its first trace (a slow NCCL init);
+                               0 in replays (dsh_params_from_seed) */
 } dsh_params;
 
 /* Draws a case's parameters from Philox (seed, DSH_STREAM_PARAMS). Never fails. */
 void dsh_params_from_seed(uint64_t seed, int variant, dsh_params *p);
 
-/* The watchdog: a job is declared hung when no rank's trace advanced for stall_s seconds while some
- * rank is still outside finalize, or at deadline_s after launch, whichever comes first. */
-typedef struct { double stall_s, deadline_s; } dsh_watch;
+/* The watchdog. A hang is no progress, never a slow start: start-up (launch until every rank has written
+ * its trace: mpirun, MPI or NCCL init, a CUDA context) is measured apart and bounded by startup_s only;
+ * a job that never starts is a harness error (the case is ERROR), not a hang. Once every rank traces,
+ * the job is hung when no rank's trace advanced for stall_s seconds while some rank is still outside
+ * finalize, or when it runs deadline_s past its start-up. The figures are in the README. */
+typedef struct { double stall_s, deadline_s, startup_s; } dsh_watch;
 #define DSH_STALL_S    1.5
 #define DSH_DEADLINE_S 8.0
+#define DSH_STARTUP_S  60.0
 
 typedef struct {
     pid_t sid;             /* the job's session id (mpirun's pid) */
     int exited;            /* mpirun exited by itself */
     int exit_code;         /* its status (-1: killed) */
     int hung;              /* the watchdog fired */
-    const char *why;       /* "stall" / "deadline" when hung */
+    const char *why;       /* "stall" / "deadline" when hung, "startup" when it never started */
+    int never_started;     /* killed at startup_s with some rank not yet traced */
+    double startup_s;      /* launch until every rank traced (NaN: never) */
     double end_s;          /* seconds from launch to the exit or to the watchdog firing */
     int orphans_found;     /* processes of the job still alive after mpirun was gone (then killed) */
     int orphans_left;      /* still alive 2 s after being killed: the case is an ERROR */

@@ -2,25 +2,24 @@
 $(eval $(call lab_incident,0006-distill-step-hang))
 
 # The MPI program has its own main(), so it lives in mpi/ (out of the lab's glob) and is built here with
-# mpicc into build/; the lab and the tests find it by the path compiled into dsh.c. Without mpicc it is
-# not built and the cases SKIP saying so. Order-only: it is not linked into either binary.
+# mpicc into build/; the lab and the tests find it by the path compiled into dsh.c. mpicc is named in the
+# recipe, not looked up when the Makefile is read: the deps step (mk/deps.sh, an order-only prerequisite)
+# installs Open MPI first, so the very first `make` on a fresh machine builds the job too. A lab without
+# the job reports its cases as SKIP "missing", which fails the replay. Order-only: not linked in.
 DSH_DIR    := incidents/0006-distill-step-hang
 DSH_JOB    := $(BUILD)/$(DSH_DIR)/distill_job
-DSH_MPICC  := $(shell command -v mpicc 2>/dev/null)
-ifneq ($(DSH_MPICC),)
+DSH_MPICC  ?= mpicc
 $(DSH_JOB): $(DSH_DIR)/mpi/distill_job.c $(DSH_DIR)/dsh_trace.c $(DSH_DIR)/dsh_trace.h lab/lab_err.c lab/lab_err.h lab/lab_rng.h | $(BUILD)/.deps-ok
 	@mkdir -p $(@D)
 	$(DSH_MPICC) -std=gnu11 -O2 -g -Wall -Wextra -Wno-format-truncation -Ilab -I$(DSH_DIR) $(filter %.c,$^) -o $@ -lm
 all: $(DSH_JOB)
 $(BUILD)/lab $(BUILD)/lab-tests: | $(DSH_JOB)
-endif
 $(BUILD)/obj/$(DSH_DIR)/dsh.o: CFLAGS += -DDSH_JOB_BIN='"$(DSH_JOB)"'
 
 # The same protocol over NCCL (one process per GPU), where nvcc and NCCL exist: build/.../distill_nccl.
 # Cases on the CUDA backend run it; with fewer than 2 GPUs they SKIP saying so.
 DSH_NCCL   := $(BUILD)/$(DSH_DIR)/distill_nccl
 ifeq ($(CUDA),1)
-ifneq ($(DSH_MPICC),)
 ifneq ($(wildcard $(CUDA_HOME)/include/nccl.h),)
 $(DSH_NCCL): $(DSH_DIR)/mpi/distill_nccl.cu $(DSH_DIR)/dsh_trace.c $(DSH_DIR)/dsh_trace.h lab/lab_err.c lab/lab_err.h lab/lab_rng.h | $(BUILD)/.deps-ok
 	@mkdir -p $(@D)
@@ -28,7 +27,6 @@ $(DSH_NCCL): $(DSH_DIR)/mpi/distill_nccl.cu $(DSH_DIR)/dsh_trace.c $(DSH_DIR)/ds
 	    $$(pkg-config --libs ompi-c) -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -lnccl -lcudart
 all: $(DSH_NCCL)
 $(BUILD)/lab $(BUILD)/lab-tests: | $(DSH_NCCL)
-endif
 endif
 endif
 $(BUILD)/obj/$(DSH_DIR)/dsh.o: CFLAGS += -DDSH_NCCL_BIN='"$(DSH_NCCL)"'

@@ -287,7 +287,7 @@ Test(dsh_job, old_counters_with_g1_complete, .timeout = 120)
 }
 
 /* The watchdog kills a hung job, leaves no process of it alive, and the traces survive the kill. */
-static void watchdog_case(int variant, double stall, double deadline, const char *why)
+static void watchdog_case(int variant, double stall, double deadline, double startup, const char *why)
 {
     char job[1024];
     dsh_job_path(".", job, sizeof job);
@@ -295,10 +295,11 @@ static void watchdog_case(int variant, double stall, double deadline, const char
     cr_assert_not_null(mkdtemp(dir));
     dsh_params p;
     dsh_params_from_seed(5, variant, &p);
-    dsh_watch w = {stall, deadline};
+    dsh_watch w = {stall, deadline, startup};
     dsh_job_result jr;
     cr_assert_eq(dsh_job_run(job, &p, 5, &w, dir, &jr), LAB_OK, "%s", lab_err_msg());
-    cr_assert(jr.hung, "the watchdog fired");
+    cr_assert(jr.hung || jr.never_started, "the watchdog fired");
+    cr_assert_eq(jr.never_started, !strcmp(why, "startup"), "a job killed in start-up is not a hang");
     cr_assert_str_eq(jr.why, why);
     cr_assert_eq(jr.orphans_left, 0);
     /* Nothing of the job: not in its session, not with its trace directory on the command line. */
@@ -321,14 +322,48 @@ static void watchdog_case(int variant, double stall, double deadline, const char
 Test(dsh_job, watchdog_leaves_no_process_after_a_hang, .timeout = 60)
 {
     if (!have_mpi()) return;
-    watchdog_case(DSH_VAR_BUG, DSH_STALL_S, DSH_DEADLINE_S, "stall");
+    watchdog_case(DSH_VAR_BUG, DSH_STALL_S, DSH_DEADLINE_S, DSH_STARTUP_S, "stall");
 }
 
 /* A deadline shorter than start-up: the job is killed while mpirun is still launching its ranks. */
 Test(dsh_job, watchdog_leaves_no_process_when_killed_in_startup, .timeout = 60)
 {
     if (!have_mpi()) return;
-    watchdog_case(DSH_VAR_FIX, DSH_STALL_S, 0.15, "deadline");
+    watchdog_case(DSH_VAR_FIX, DSH_STALL_S, DSH_DEADLINE_S, 0.15, "startup");
+}
+
+/* A hang is no progress, never a slow start: ranks that take 2.5 s to start (longer than the stall window
+ * and than a deadline counted from launch would allow) complete and pass; the same slow start with the
+ * bug's counters is still judged hung by the stall, and start-up is measured apart. */
+static dsh_job_result slow_start(int variant, dsh_params *p)
+{
+    char job[1024];
+    dsh_job_path(".", job, sizeof job);
+    char dir[] = "/tmp/lab-0006-slow-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    dsh_params_from_seed(5, variant, p);
+    p->startup_delay_s = 2.5;
+    dsh_watch w = {0.5, 2.0, DSH_STARTUP_S}; /* stall and run deadline both shorter than the start-up */
+    dsh_job_result jr;
+    cr_assert_eq(dsh_job_run(job, p, 5, &w, dir, &jr), LAB_OK, "%s", lab_err_msg());
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    return jr;
+}
+
+Test(dsh_job, slow_start_is_not_a_hang_but_a_stall_is, .timeout = 90)
+{
+    if (!have_mpi()) return;
+    dsh_params p;
+    dsh_job_result fix = slow_start(DSH_VAR_FIX, &p);
+    cr_expect(!fix.hung && !fix.never_started, "slow start judged %s", fix.why ? fix.why : "?");
+    cr_expect(fix.exited && fix.exit_code == 0, "exit %d: %s", fix.exit_code, fix.log_tail);
+    cr_expect_geq(fix.startup_s, 2.5, "start-up measured: %.2f s", fix.startup_s);
+    dsh_job_result bug = slow_start(DSH_VAR_BUG, &p);
+    cr_expect(bug.hung, "the bug's stall after a slow start is a hang");
+    cr_expect(bug.why && !strcmp(bug.why, "stall"), "why: %s", bug.why ? bug.why : "none");
+    cr_expect_geq(bug.startup_s, 2.5);
 }
 
 /* The golden schedule verifies, equals the model, and a corrupted copy is rejected naming the file. */

@@ -25,6 +25,7 @@ typedef struct {
     uint64_t seed;
     const char *trace;
     double t0, deadline;
+    double startup_delay;   /* tests: sleep this long before the first trace (a slow start-up) */
 } dj_args;
 
 static double dj_now(const dj_args *a)
@@ -194,6 +195,7 @@ static int dj_parse(int argc, char **argv, dj_args *a)
         else if (!strcmp(k, "--seed")) a->seed = strtoull(v, &end, 10);
         else if (!strcmp(k, "--t0")) a->t0 = strtod(v, &end);
         else if (!strcmp(k, "--deadline")) a->deadline = strtod(v, &end);
+        else if (!strcmp(k, "--startup-delay")) a->startup_delay = strtod(v, &end);
         else { fprintf(stderr, "distill_job: unknown flag %s\n", k); return -1; }
         if (errno || !end || *end) { fprintf(stderr, "distill_job: %s %s: not a number\n", k, v); return -1; }
     }
@@ -221,7 +223,11 @@ int main(int argc, char **argv)
     }
     /* Last resort: a rank outlives the job's deadline by no more than a few seconds, even if every
      * watchdog above it failed. */
-    alarm((unsigned)ceil(a.deadline) + 5u);
+    alarm((unsigned)ceil(a.deadline + a.startup_delay) + 5u);
+    if (a.startup_delay > 0) {
+        struct timespec d = {(time_t)a.startup_delay, (long)((a.startup_delay - floor(a.startup_delay)) * 1e9)};
+        while (nanosleep(&d, &d) != 0 && errno == EINTR) {}
+    }
     int distiller = world - 1;
     dsh_trace_file *tf = dsh_trace_open(a.trace, rank, world, rank == distiller ? DSH_ROLE_DISTILLER : DSH_ROLE_TRAINER,
                                         a.t0);

@@ -178,6 +178,12 @@ lab_status lab_case_run(const lab_case *c, lab_case_result *r);
  * LAB_ERR_ARG naming the variant when the incident has none of that name. */
 lab_status lab_case_run_named(const lab_incident *inc, const char *variant, uint64_t seed, lab_backend backend,
                               const char *root, lab_case_result *r);
+/* Whether a GPU case also runs its costly cross-checks against the CPU kernel (bit-for-bit or within
+ * tolerance agreement of the two backends on the same inputs): seeds 1 and 2 (the golden seeds) and every
+ * LAB_XCHECK_EVERY-th seed after (1 + k * LAB_XCHECK_EVERY), so a replay of N seeds cross-checks about
+ * N / LAB_XCHECK_EVERY + 2 of them. The judge against the float64 reference runs on every seed. */
+#define LAB_XCHECK_EVERY 8
+int lab_case_xcheck(const lab_case *c);
 /* Frees the cached group of this process, if any. */
 void lab_case_release(void);
 

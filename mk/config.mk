@@ -12,7 +12,11 @@ endif
 
 # -ffp-contract=off: no silent FMA contraction, so float results are the ones the source says.
 CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Wno-missing-field-initializers -ffp-contract=off -fno-strict-aliasing \
-               -Ilab -Ikernels -Ireplay -I.
+               -Ilab
+# The layering as compile errors: lab/ sees only lab/ (CFLAGS_BASE); kernels/ and incidents/ see lab/ and
+# kernels/; replay/ and the tests see everything. A lab/ file that includes a kernel, or an incident that
+# includes replay/, does not compile (`make layering-check` proves it).
+LAB_INC = -Ikernels -Ireplay -I.
 ifneq ($(strip $(SANITIZE)),)
 CFLAGS_BASE += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS_SAN := -fsanitize=$(SANITIZE)

@@ -11,9 +11,13 @@ $(DEPS_OK): mk/deps.sh
 	@mk/deps.sh
 	@mkdir -p $(@D) && touch $@
 
+$(BUILD)/obj/lab/%.o: LAB_INC =
+$(BUILD)/obj/kernels/%.o: LAB_INC = -Ikernels
+$(BUILD)/obj/incidents/%.o: LAB_INC = -Ikernels
+
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(if $(findstring test_,$(notdir $<)),$(CRIT_CFLAGS)) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(LAB_INC) $(PKG_CFLAGS) $(if $(findstring test_,$(notdir $<)),$(CRIT_CFLAGS)) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.cu.o: %.cu | $(DEPS_OK)
 	@mkdir -p $(@D)
@@ -46,7 +50,16 @@ $(XCHECK_BIN): tests/cuda_codec_xcheck.cu lab/lab_format.h lab/lab_format.c lab/
 	@mkdir -p $(@D)
 	$(NVCC) -O2 -Ilab $< -o $@
 endif
-test: $(TEST_BIN) $(LAB_BIN) $(XCHECK_BIN)
+# The layering holds: each upward include is a compile error where it would be made.
+.PHONY: layering-check
+layering-check:
+	@for probe in "lab:lab_semicrf.h:" "lab:lab_replay.h:" "incidents:lab_replay.h:-Ikernels" "kernels:lab_replay.h:-Ikernels"; do \
+	  dir=$${probe%%:*}; rest=$${probe#*:}; hdr=$${rest%%:*}; inc=$${rest#*:}; \
+	  if echo "#include \"$$hdr\"" | $(CC) $(CFLAGS_BASE) $$inc -fsyntax-only -x c - 2>/dev/null; then \
+	    echo "layering: $$dir/ can include $$hdr" >&2; exit 1; fi; \
+	done; echo "layering: lab/ cannot include kernels/ or replay/, kernels/ and incidents/ cannot include replay/"
+
+test: $(TEST_BIN) $(LAB_BIN) $(XCHECK_BIN) layering-check
 	$(if $(XCHECK_BIN),$(XCHECK_BIN))
 	$(TEST_ENV) LAB_BIN=$(LAB_BIN) $(TEST_BIN) $(TEST_ARGS)
 	PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s replay -p 'test_*.py'

@@ -1,0 +1,142 @@
+/* test_incidents: the contract every incident directory must meet, checked over the registry (so an incident's own tests keep only what is particular to it). */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lab_fs.h"
+#include "lab_golden.h"
+#include "lab_incident.h"
+#include "lab_replay.h"
+
+/* The incident directories under incidents/ (not _template), sorted; *n receives the count. */
+static char (*incident_dirs(size_t *n))[64]
+{
+    static char names[64][64];
+    *n = 0;
+    DIR *d = opendir("incidents");
+    cr_assert_not_null(d, "incidents/ not found (tests run from the repository root)");
+    struct dirent *e;
+    while ((e = readdir(d)) && *n < 64)
+        if (e->d_name[0] >= '0' && e->d_name[0] <= '9') snprintf(names[(*n)++], sizeof names[0], "%s", e->d_name);
+    closedir(d);
+    qsort(names, *n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    return names;
+}
+
+Test(incidents, every_directory_is_registered_with_a_complete_contract)
+{
+    size_t n;
+    char(*dirs)[64] = incident_dirs(&n);
+    cr_assert_geq(n, 7, "the lab's incidents");
+    for (size_t i = 0; i < n; ++i) {
+        const lab_incident *inc = lab_incident_find(dirs[i]);
+        cr_assert_not_null(inc, "incidents/%s has no registered incident of that id", dirs[i]);
+        cr_expect_str_eq(inc->id, dirs[i]);
+        cr_expect_not_null(inc->run_cpu, "%s: run_cpu", inc->id);
+        cr_expect(!inc->setup || inc->teardown, "%s: a setup needs its teardown", inc->id);
+        cr_expect_not_null(inc->golden_bless, "%s: golden_bless", inc->id);
+        cr_expect(inc->title && *inc->title && inc->summary && *inc->summary, "%s: title and summary", inc->id);
+        int fixes = 0, bugs = 0;
+        for (int v = 0; v < inc->n_variants; ++v) {
+            const lab_variant *var = &inc->variants[v];
+            cr_expect(var->name && *var->name && var->what && *var->what, "%s variant %d: name and what", inc->id, v);
+            fixes += var->role == LAB_ROLE_FIX;
+            bugs += var->role == LAB_ROLE_BUG;
+            cr_expect(var->role == LAB_ROLE_BUG || (!var->sanitizer && !var->detect && var->min_detect_rate == 0),
+                      "%s/%s: a fix states no detection", inc->id, var->name);
+            cr_expect(var->min_detect_rate >= 0 && var->min_detect_rate <= 1, "%s/%s: rate", inc->id, var->name);
+            for (int w = 0; w < v; ++w)
+                cr_expect_str_neq(var->name, inc->variants[w].name, "%s: variant names are unique", inc->id);
+        }
+        cr_expect_geq(fixes, 1, "%s: at least one fix", inc->id);
+        cr_expect_geq(bugs, 1, "%s: at least one bug", inc->id);
+        char path[512];
+        snprintf(path, sizeof path, "incidents/%s/README.md", inc->id);
+        cr_expect_eq(access(path, R_OK), 0, "%s: README.md", inc->id);
+        snprintf(path, sizeof path, "incidents/%s/incident.mk", inc->id);
+        cr_expect_eq(access(path, R_OK), 0, "%s: incident.mk", inc->id);
+    }
+}
+
+Test(incidents, every_golden_verifies)
+{
+    size_t n;
+    char(*dirs)[64] = incident_dirs(&n);
+    for (size_t i = 0; i < n; ++i) {
+        char dir[512];
+        snprintf(dir, sizeof dir, "incidents/%s/golden", dirs[i]);
+        lab_golden_manifest m;
+        memset(&m, 0, sizeof m);
+        cr_assert_eq(lab_golden_manifest_read(dir, &m), LAB_OK, "%s", lab_err_msg());
+        cr_expect_str_eq(m.incident, dirs[i], "%s: the MANIFEST names its incident", dir);
+        size_t ok = 0;
+        cr_expect_eq(lab_golden_verify(dir, &m, &ok), LAB_OK, "%s", lab_err_msg());
+        cr_expect_gt(ok, 0, "%s: at least one golden file", dir);
+        lab_golden_manifest_free(&m);
+    }
+}
+
+/* A byte flipped in a copy of each incident's first golden is rejected, naming the file. */
+Test(incidents, a_corrupted_golden_is_rejected_and_named)
+{
+    size_t n;
+    char(*dirs)[64] = incident_dirs(&n);
+    for (size_t i = 0; i < n; ++i) {
+        char src[512], tmp[] = "/tmp/lab-golden-XXXXXX", cmd[1200];
+        snprintf(src, sizeof src, "incidents/%s/golden", dirs[i]);
+        cr_assert_not_null(mkdtemp(tmp));
+        snprintf(cmd, sizeof cmd, "cp -r '%s/.' '%s/'", src, tmp);
+        cr_assert_eq(system(cmd), 0);
+        lab_golden_manifest m;
+        memset(&m, 0, sizeof m);
+        cr_assert_eq(lab_golden_manifest_read(tmp, &m), LAB_OK, "%s", lab_err_msg());
+        cr_assert_gt(m.n, 0);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", tmp, m.entries[0].file);
+        char *data;
+        size_t len;
+        cr_assert_eq(lab_fs_read_all(path, &data, &len), LAB_OK, "%s", lab_err_msg());
+        data[len - 1] ^= 0x01;
+        cr_assert_eq(lab_fs_write_atomic(path, data, len), LAB_OK);
+        free(data);
+        size_t ok = 0;
+        cr_expect_eq(lab_golden_verify(tmp, &m, &ok), LAB_ERR_MISMATCH, "%s: corrupted golden accepted", dirs[i]);
+        cr_expect(strstr(lab_err_msg(), m.entries[0].file) != NULL, "%s: error names the file: %s", dirs[i],
+                  lab_err_msg());
+        lab_golden_manifest_free(&m);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+        cr_expect_eq(system(cmd), 0);
+    }
+}
+
+/* Every incident through the runner on two seeds (isolated, as a replay runs them): every fix passes and
+ * every bug is detected by its own stated failure. Seeds 3 and 4: off the golden seeds, so the cases run
+ * without goldens too. */
+Test(incidents, every_fix_passes_and_every_bug_is_detected, .timeout = 600)
+{
+    size_t n;
+    char(*dirs)[64] = incident_dirs(&n);
+    const lab_incident *incs[64];
+    for (size_t i = 0; i < n; ++i) cr_assert_not_null(incs[i] = lab_incident_find(dirs[i]));
+    uint64_t seeds[2] = {3, 4};
+    lab_replay_opts o = {.incidents = incs, .n_incidents = n, .seeds = seeds, .n_seeds = 2,
+                         .backend = LAB_BACKEND_CPU, .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    FILE *devnull = fopen("/dev/null", "w");
+    int ok = 0;
+    lab_case_record *recs;
+    size_t nr;
+    cr_assert_eq(lab_replay_run(&o, devnull, &ok, &recs, &nr), LAB_OK, "%s", lab_err_msg());
+    fclose(devnull);
+    for (size_t i = 0; i < nr; ++i) {
+        const lab_variant *v = recs[i].variant;
+        int stochastic = v->role == LAB_ROLE_BUG && v->min_detect_rate > 0 && v->min_detect_rate < 1;
+        if (stochastic && recs[i].o.outcome == LAB_OUT_PASS) continue; /* its rate is judged over many seeds */
+        cr_expect_eq(lab_results_case_ok(&recs[i]), 1, "%s/%s seed %llu: %s %s %s", recs[i].incident->id, v->name,
+                     (unsigned long long)recs[i].seed, lab_outcome_name(recs[i].o.outcome), recs[i].o.r.detail,
+                     recs[i].o.error);
+    }
+    free(recs);
+}

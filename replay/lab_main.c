@@ -15,6 +15,7 @@
 #include "lab_incident.h"
 #include "lab_isolate.h"
 #include "lab_mpi.h"
+#include "lab_new.h"
 #include "lab_plot.h"
 #include "lab_sanitize.h"
 #include "lab_replay.h"
@@ -49,6 +50,7 @@ static const char *lab_usage =
     "                                     compare two report folders: changed outcomes, metrics moved by more\n"
     "                                     than F times (default 10), new or missing incidents and variants;\n"
     "                                     exit 1 if an outcome regressed (--strict: also moves and missing ones)\n"
+    "  new NNNN-slug                      a new incident directory from incidents/_template\n"
     "  help                               this text\n"
     "The repository root is the current directory, or LAB_ROOT.\n";
 
@@ -559,6 +561,14 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "plots")) return lab_cmd_plots(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return lab_cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "case")) return lab_cmd_case(argc - 2, argv + 2);
+    if (!strcmp(cmd, "new")) {
+        if (argc != 3) return lab_usage_error("new needs one incident id, e.g. 0008-fp8-amax-overflow");
+        if (lab_new_incident(lab_root(), argv[2]) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+        printf("made incidents/%s from incidents/_template: write the reproducer, the fix and the story, then\n"
+               "  make && build/lab golden bless %.4s && build/lab replay --incident %.4s && make test\n",
+               argv[2], argv[2], argv[2]);
+        return 0;
+    }
     if (!strcmp(cmd, "report")) return lab_cmd_report(argc - 2, argv + 2, lab_bin);
     return lab_usage_error("unknown command '%s'", cmd);
 }

@@ -1,4 +1,4 @@
-/* lab_nvfp4 (CUDA): the scale-factor remap (fix and fault kinds) and the block-scaled GEMM on CUDA cores, bit-identical to the CPU versions in lab_nvfp4.c. */
+/* lab_nvfp4 (CUDA): the scale-factor remap (fix at copy speed, fault kinds) and the block-scaled GEMM on CUDA cores, bit-identical to the CPU versions in lab_nvfp4.c. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -93,6 +93,64 @@ __global__ void nv_gemm(const uint8_t *__restrict__ qa, const uint8_t *__restric
     out[i * n + j] = __fmul_rn(alpha, acc);
 }
 
+/* The fixed remap at copy speed (kind FIX): one block per (128-row m-tile, chunk of NV_TILE_KC scale columns).
+ * Each block reads its 128 rows x NV_TILE_KC source bytes coalesced (16-byte loads when K_sf is a multiple of
+ * 16 and src is 16-byte aligned, 4-byte loads when K_sf is a multiple of 4, else bytes: a chunk's bytes are
+ * contiguous per row, and consecutive threads read consecutive bytes), stages them in shared memory as 32-bit
+ * words (4 scale columns of one row; rows padded to an odd word count so the gather below hits 32 banks),
+ * zero where the coordinate is padding (m >= rows or k >= K_sf), then writes its NV_TILE_KC / 4 whole
+ * 512-byte tiles, which are contiguous in the layout, as 16-byte stores: 16 bytes at tile offset m32 * 16 are
+ * the words of rows m32, m32 + 32, m32 + 64, m32 + 96. Every byte of the layout is written once, with the
+ * value nv_remap_words gives it (checked bit for bit by the bench and tests/test_bench.c). dst must be 16-byte
+ * aligned (nv_remap_launch falls back to nv_remap_words otherwise). */
+#define NV_TILE_KC 64
+#define NV_TILE_WORDS (NV_TILE_KC / 4 + 1)
+__global__ void __launch_bounds__(NV_THREADS) nv_remap_tiles(const uint8_t *__restrict__ src, size_t rows, size_t k_sf,
+                                                             size_t k_tiles, size_t k_chunks, size_t blocks, int vec,
+                                                             uint8_t *__restrict__ dst)
+{
+    __shared__ uint32_t sm[128][NV_TILE_WORDS];
+    const size_t kp = k_tiles * 4;
+    for (size_t blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
+        size_t mt = blk / k_chunks, kc = blk % k_chunks, m0 = mt * 128, k0 = kc * NV_TILE_KC;
+        unsigned ncol = (unsigned)(kp - k0 < NV_TILE_KC ? kp - k0 : NV_TILE_KC); /* multiple of 4 */
+        if (vec == 16) {
+            /* K_sf % 16 == 0: kp == K_sf and every chunk is whole 16-byte vectors of real scales */
+            unsigned per_row = ncol / 16;
+            for (unsigned i = threadIdx.x; i < 128 * per_row; i += blockDim.x) {
+                unsigned r = i / per_row, v = i % per_row;
+                size_t m = m0 + r;
+                uint4 x = make_uint4(0, 0, 0, 0);
+                if (m < rows) x = __ldg((const uint4 *)(src + m * k_sf + k0) + v);
+                sm[r][4 * v] = x.x;
+                sm[r][4 * v + 1] = x.y;
+                sm[r][4 * v + 2] = x.z;
+                sm[r][4 * v + 3] = x.w;
+            }
+        } else if (vec == 4) {
+            unsigned per_row = ncol / 4;
+            for (unsigned i = threadIdx.x; i < 128 * per_row; i += blockDim.x) {
+                unsigned r = i / per_row, v = i % per_row;
+                size_t m = m0 + r;
+                sm[r][v] = m < rows ? __ldg((const uint32_t *)(src + m * k_sf + k0) + v) : 0u;
+            }
+        } else {
+            for (unsigned i = threadIdx.x; i < 128 * ncol; i += blockDim.x) {
+                unsigned r = i / ncol, c = i % ncol;
+                size_t m = m0 + r, k = k0 + c;
+                ((uint8_t *)sm[r])[c] = m < rows && k < k_sf ? __ldg(src + m * k_sf + k) : (uint8_t)0;
+            }
+        }
+        __syncthreads();
+        uint4 *out = (uint4 *)(dst + (mt * k_tiles + k0 / 4) * 512);
+        for (unsigned i = threadIdx.x; i < (ncol / 4) * 32; i += blockDim.x) {
+            unsigned t = i / 32, m32 = i % 32;
+            out[i] = make_uint4(sm[m32][t], sm[m32 + 32][t], sm[m32 + 64][t], sm[m32 + 96][t]);
+        }
+        __syncthreads();
+    }
+}
+
 static unsigned nv_blocks(size_t n)
 {
     size_t b = (n + NV_THREADS - 1) / NV_THREADS;
@@ -100,8 +158,9 @@ static unsigned nv_blocks(size_t n)
     return b ? (unsigned)b : 1u;
 }
 
+/* words: 1 forces the one-word-per-thread kernel for the fix too (the reference the bench times against). */
 static lab_status nv_remap_launch(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst, lab_nvfp4_remap_kind kind,
-                                  cudaStream_t stream)
+                                  cudaStream_t stream, int words_only)
 {
     if (!src || !dst || rows == 0 || k_sf == 0)
         return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_sf_remap: NULL buffer or empty shape (%zu, %zu)", rows, k_sf);
@@ -110,6 +169,12 @@ static lab_status nv_remap_launch(const uint8_t *src, size_t rows, size_t k_sf, 
     if (((uintptr_t)dst & 3u) != 0) return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_sf_remap: dst not 4-byte aligned");
     if (kind == LAB_NVFP4_REMAP_SIZE_NOT_COSIZE) {
         nv_remap_logical<<<nv_blocks(rows * k_sf), NV_THREADS, 0, stream>>>(src, rows, k_sf, dst);
+    } else if (kind == LAB_NVFP4_REMAP_FIX && !words_only && ((uintptr_t)dst & 15u) == 0) {
+        size_t m_tiles = (rows + 127) / 128, k_tiles = (k_sf + 3) / 4;
+        size_t k_chunks = (k_tiles * 4 + NV_TILE_KC - 1) / NV_TILE_KC, blocks = m_tiles * k_chunks;
+        int vec = (k_sf % 16 == 0 && ((uintptr_t)src & 15u) == 0) ? 16 : (k_sf % 4 == 0 && ((uintptr_t)src & 3u) == 0) ? 4 : 1;
+        unsigned grid = blocks > 0x7fffffffu ? 0x7fffffffu : (unsigned)blocks;
+        nv_remap_tiles<<<grid, NV_THREADS, 0, stream>>>(src, rows, k_sf, k_tiles, k_chunks, blocks, vec, dst);
     } else {
         size_t words = lab_nvfp4_sf_cosize(rows, k_sf) / 4;
         nv_remap_words<<<nv_blocks(words), NV_THREADS, 0, stream>>>(src, rows, k_sf, (rows + 127) / 128, (k_sf + 3) / 4,
@@ -122,7 +187,7 @@ static lab_status nv_remap_launch(const uint8_t *src, size_t rows, size_t k_sf, 
 extern "C" lab_status lab_nvfp4_cuda_sf_remap(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
                                               lab_nvfp4_remap_kind kind)
 {
-    lab_status st = nv_remap_launch(src, rows, k_sf, dst, kind, 0);
+    lab_status st = nv_remap_launch(src, rows, k_sf, dst, kind, 0, 0);
     if (st != LAB_OK) return st;
     LAB_CUDA_CHECK(cudaDeviceSynchronize());
     return LAB_OK;
@@ -131,7 +196,15 @@ extern "C" lab_status lab_nvfp4_cuda_sf_remap(const uint8_t *src, size_t rows, s
 extern "C" lab_status lab_nvfp4_cuda_sf_remap_async(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
                                                     void *stream)
 {
-    return nv_remap_launch(src, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, (cudaStream_t)stream);
+    return nv_remap_launch(src, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, (cudaStream_t)stream, 0);
+}
+
+/* The fixed remap as it was before nv_remap_tiles (one 32-bit word per thread), on `stream`, not synchronized: the
+ * bench's reference for bit identity and its "before" timing. Not in lab_nvfp4.h (the bench declares it). */
+extern "C" lab_status lab_nvfp4_cuda_sf_remap_words_async(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
+                                                          void *stream)
+{
+    return nv_remap_launch(src, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, (cudaStream_t)stream, 1);
 }
 
 extern "C" lab_status lab_nvfp4_cuda_gemm(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb,

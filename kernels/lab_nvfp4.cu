@@ -221,3 +221,29 @@ extern "C" lab_status lab_nvfp4_cuda_gemm(const uint8_t *qa, const uint8_t *sfa_
     LAB_CUDA_CHECK(cudaDeviceSynchronize());
     return LAB_OK;
 }
+
+/* For tests on a host without CUDA headers: uploads host_src[0..src_offset + rows * k_sf) into a fresh device buffer,
+ * poisons a device layout of lab_nvfp4_sf_cosize(rows, k_sf) bytes with 0xA5, runs the fixed remap on the source at
+ * src_offset (words_only 1: the one-word-per-thread kernel, else the tiled one where dst alignment allows) and copies
+ * the layout into host_dst. LAB_ERR_ARG for a bad shape, LAB_ERR_DEVICE. Not in lab_nvfp4.h (tests/test_bench.c
+ * declares it). */
+extern "C" lab_status lab_nvfp4_cuda_sf_remap_host(const uint8_t *host_src, size_t rows, size_t k_sf, size_t src_offset,
+                                                   uint8_t *host_dst, int words_only)
+{
+    if (!host_src || !host_dst || rows == 0 || k_sf == 0)
+        return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_sf_remap_host: NULL buffer or empty shape");
+    size_t n = src_offset + rows * k_sf, cos = lab_nvfp4_sf_cosize(rows, k_sf);
+    uint8_t *src = NULL, *dst = NULL;
+    lab_status st = LAB_OK;
+    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&src, n), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dst, cos), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(src, host_src, n, cudaMemcpyHostToDevice), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMemset(dst, 0xA5, cos), done);
+    if ((st = nv_remap_launch(src + src_offset, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, 0, words_only)) != LAB_OK) goto done;
+    LAB_CUDA_CHECK_GOTO(st, cudaDeviceSynchronize(), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(host_dst, dst, cos, cudaMemcpyDeviceToHost), done);
+done:
+    if (src) cudaFree(src);
+    if (dst) cudaFree(dst);
+    return st;
+}

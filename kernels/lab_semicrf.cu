@@ -927,9 +927,9 @@ extern "C" lab_status lab_semicrf_cuda_bench(void *fv, int B, int T, int K, int 
             fprintf(f, "ratio deterministic / %s = %.3f (per-round p10..p90 %.3f..%.3f; target <= %.2f: %s)\n", names[base],
                     ratio, lo, hi, target, ratio <= target ? "met" : "NOT met");
             fprintf(f, "lab-bench-record {\"name\":\"backward accumulation B=%d T=%d K=%d C=%d\",\"fix\":\"deterministic\","
-                       "\"baseline\":\"%s\",\"fix_ms\":%.6g,\"baseline_ms\":%.6g,\"ratio\":%.6g,\"ratio_lo\":%.6g,\"ratio_hi\":%.6g,"
+                       "\"baseline\":\"%s\",\"device\":\"%s\",\"fix_ms\":%.6g,\"baseline_ms\":%.6g,\"ratio\":%.6g,\"ratio_lo\":%.6g,\"ratio_hi\":%.6g,"
                        "\"reps\":%d,\"warmup\":%d,\"target\":%.6g,\"ceiling_gbs\":%.6g,\"floor_ms\":%.6g,\"bytes\":%.0f}\n",
-                    B, T, K, C, base == 0 ? "f32-atomic" : "f64-atomic", med[2], med[base], ratio, lo, hi, SG_BENCH_REPS,
+                    B, T, K, C, base == 0 ? "f32-atomic" : "f64-atomic", info.name, med[2], med[base], ratio, lo, hi, SG_BENCH_REPS,
                     SG_BENCH_WARMUP, target, gbs, floor_ms, in_bytes + out_bytes);
         }
         if (nv == NV)

@@ -185,10 +185,10 @@ static lab_status nv_bench_shape(FILE *fout, const lab_cuda_info *info, size_t r
                 rows, k_sf, tn, bw_new * 1e-9, bw_new / bw_copy, bw_copy * 1e-9, tc, cosize * 1e-6, to, bw_old / bw_copy,
                 1.0 / hi, 1.0 / lo, NV_BENCH_REPS, info->name, info->cc_major, info->cc_minor,
                 bad ? " WRONG OUTPUT" : "", differ ? " DIFFERS FROM THE WORD KERNEL" : "");
-        fprintf(fout, "lab-bench-record {\"name\":\"remap %zux%zu\",\"fix\":\"remap (tiles)\",\"baseline\":\"D2D cudaMemcpy\","
+        fprintf(fout, "lab-bench-record {\"name\":\"remap %zux%zu\",\"fix\":\"remap (tiles)\",\"baseline\":\"D2D cudaMemcpy\",\"device\":\"%s\","
                 "\"fix_ms\":%.6g,\"baseline_ms\":%.6g,\"ratio\":%.6g,\"ratio_lo\":%.6g,\"ratio_hi\":%.6g,\"reps\":%d,\"warmup\":%d,"
                 "\"target\":%.6g,\"ceiling_gbs\":%.6g,\"floor_ms\":%.6g,\"fraction\":%.6g,\"before_fraction\":%.6g,\"bytes\":%.0f}\n",
-                rows, k_sf, tn, tc, ratio, lo, hi, NV_BENCH_REPS, NV_BENCH_WARMUP, 1.0 / 0.8, bw_copy * 1e-9,
+                rows, k_sf, info->name, tn, tc, ratio, lo, hi, NV_BENCH_REPS, NV_BENCH_WARMUP, 1.0 / 0.8, bw_copy * 1e-9,
                 moved / bw_copy * 1e3, bw_new / bw_copy, bw_old / bw_copy, moved);
         if (bad || differ)
             st = lab_err_set(LAB_ERR_MISMATCH, "nvfp4_sf_bench: (%zu, %zu): %zu scales misplaced, %zu layout bytes differ from "

@@ -1,6 +1,7 @@
 /* lab_nvfp4 (CUDA): the scale-factor remap (fix at copy speed, fault kinds) and the block-scaled GEMM on CUDA cores, bit-identical to the CPU versions in lab_nvfp4.c. */
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lab_cuda.h"
 #include "lab_nvfp4.h"
@@ -94,22 +95,24 @@ __global__ void nv_gemm(const uint8_t *__restrict__ qa, const uint8_t *__restric
 }
 
 /* The fixed remap at copy speed (kind FIX): one block per (128-row m-tile, chunk of NV_TILE_KC scale columns).
- * Each block reads its 128 rows x NV_TILE_KC source bytes coalesced (16-byte loads when K_sf is a multiple of
- * 16 and src is 16-byte aligned, 4-byte loads when K_sf is a multiple of 4, else bytes: a chunk's bytes are
- * contiguous per row, and consecutive threads read consecutive bytes), stages them in shared memory as 32-bit
- * words (4 scale columns of one row; rows padded to an odd word count so the gather below hits 32 banks),
- * zero where the coordinate is padding (m >= rows or k >= K_sf), then writes its NV_TILE_KC / 4 whole
+ * Each block reads its 128 rows x NV_TILE_KC source bytes coalesced with 16-byte loads (when K_sf is a multiple
+ * of 16 and src 16-byte aligned: straight into 32-bit words, 4 scale columns of one row, rows padded to an odd
+ * word count so the gather below hits 32 banks; otherwise the aligned vectors covering each row's segment into
+ * a staging row, gathered byte by byte at store time), zero where the coordinate is padding (m >= rows or
+ * k >= K_sf), then writes its NV_TILE_KC / 4 whole
  * 512-byte tiles, which are contiguous in the layout, as 16-byte stores: 16 bytes at tile offset m32 * 16 are
  * the words of rows m32, m32 + 32, m32 + 64, m32 + 96. Every byte of the layout is written once, with the
  * value nv_remap_words gives it (checked bit for bit by the bench and tests/test_bench.c). dst must be 16-byte
  * aligned (nv_remap_launch falls back to nv_remap_words otherwise). */
 #define NV_TILE_KC 64
 #define NV_TILE_WORDS (NV_TILE_KC / 4 + 1)
+#define NV_STAGE_VECS (NV_TILE_KC / 16 + 1) /* 16-byte vectors covering a row segment at any alignment */
 __global__ void __launch_bounds__(NV_THREADS) nv_remap_tiles(const uint8_t *__restrict__ src, size_t rows, size_t k_sf,
                                                              size_t k_tiles, size_t k_chunks, size_t blocks, int vec,
                                                              uint8_t *__restrict__ dst)
 {
     __shared__ uint32_t sm[128][NV_TILE_WORDS];
+    __shared__ __align__(16) uint8_t stage[128][NV_STAGE_VECS * 16];
     const size_t kp = k_tiles * 4;
     for (size_t blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
         size_t mt = blk / k_chunks, kc = blk % k_chunks, m0 = mt * 128, k0 = kc * NV_TILE_KC;
@@ -127,19 +130,53 @@ __global__ void __launch_bounds__(NV_THREADS) nv_remap_tiles(const uint8_t *__re
                 sm[r][4 * v + 2] = x.z;
                 sm[r][4 * v + 3] = x.w;
             }
-        } else if (vec == 4) {
-            unsigned per_row = ncol / 4;
-            for (unsigned i = threadIdx.x; i < 128 * per_row; i += blockDim.x) {
-                unsigned r = i / per_row, v = i % per_row;
-                size_t m = m0 + r;
-                sm[r][v] = m < rows ? __ldg((const uint32_t *)(src + m * k_sf + k0) + v) : 0u;
-            }
         } else {
-            for (unsigned i = threadIdx.x; i < 128 * ncol; i += blockDim.x) {
-                unsigned r = i / ncol, c = i % ncol;
-                size_t m = m0 + r, k = k0 + c;
-                ((uint8_t *)sm[r])[c] = m < rows && k < k_sf ? __ldg(src + m * k_sf + k) : (uint8_t)0;
+            /* any K_sf, any src alignment: each row's segment of this chunk (at most NV_TILE_KC real bytes) is read
+             * as the 16-byte aligned vectors that cover it into a staging row (its first byte at lead = address %
+             * 16); a vector that would leave [src, src + rows * K_sf) is read byte by byte. The store phase below
+             * gathers the bytes. */
+            unsigned nreal = (unsigned)(k_sf > k0 ? (k_sf - k0 < ncol ? k_sf - k0 : ncol) : 0);
+            const uint8_t *end = src + rows * k_sf;
+            for (unsigned i = threadIdx.x; i < 128 * NV_STAGE_VECS; i += blockDim.x) {
+                unsigned r = i / NV_STAGE_VECS, v = i % NV_STAGE_VECS;
+                size_t m = m0 + r;
+                if (m >= rows || nreal == 0) continue;
+                const uint8_t *a = src + m * k_sf + k0;
+                unsigned lead = (unsigned)((uintptr_t)a & 15u);
+                if (v * 16 >= lead + nreal) continue;
+                const uint8_t *q = a - lead + 16 * v;
+                uint4 x;
+                if (q >= src && q + 16 <= end) {
+                    x = __ldg((const uint4 *)q);
+                } else {
+                    uint8_t b[16];
+                    for (int j = 0; j < 16; ++j) b[j] = q + j >= src && q + j < end ? __ldg(q + j) : (uint8_t)0;
+                    memcpy(&x, b, 16);
+                }
+                *(uint4 *)&stage[r][16 * v] = x;
             }
+            __syncthreads();
+            uint4 *out = (uint4 *)(dst + (mt * k_tiles + k0 / 4) * 512);
+            for (unsigned i = threadIdx.x; i < (ncol / 4) * 32; i += blockDim.x) {
+                unsigned t = i / 32, m32 = i % 32;
+                uint32_t w[4];
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    unsigned r = m32 + 32 * j;
+                    size_t m = m0 + r;
+                    uint32_t word = 0;
+                    if (m < rows) {
+                        unsigned lead = (unsigned)((uintptr_t)(src + m * k_sf + k0) & 15u);
+#pragma unroll
+                        for (int k4 = 0; k4 < 4; ++k4)
+                            if (4 * t + k4 < nreal) word |= (uint32_t)stage[r][lead + 4 * t + k4] << (8 * k4);
+                    }
+                    w[j] = word;
+                }
+                out[i] = make_uint4(w[0], w[1], w[2], w[3]);
+            }
+            __syncthreads();
+            continue;
         }
         __syncthreads();
         uint4 *out = (uint4 *)(dst + (mt * k_tiles + k0 / 4) * 512);
@@ -172,7 +209,7 @@ static lab_status nv_remap_launch(const uint8_t *src, size_t rows, size_t k_sf, 
     } else if (kind == LAB_NVFP4_REMAP_FIX && !words_only && ((uintptr_t)dst & 15u) == 0) {
         size_t m_tiles = (rows + 127) / 128, k_tiles = (k_sf + 3) / 4;
         size_t k_chunks = (k_tiles * 4 + NV_TILE_KC - 1) / NV_TILE_KC, blocks = m_tiles * k_chunks;
-        int vec = (k_sf % 16 == 0 && ((uintptr_t)src & 15u) == 0) ? 16 : (k_sf % 4 == 0 && ((uintptr_t)src & 3u) == 0) ? 4 : 1;
+        int vec = (k_sf % 16 == 0 && ((uintptr_t)src & 15u) == 0) ? 16 : 1;
         unsigned grid = blocks > 0x7fffffffu ? 0x7fffffffu : (unsigned)blocks;
         nv_remap_tiles<<<grid, NV_THREADS, 0, stream>>>(src, rows, k_sf, k_tiles, k_chunks, blocks, vec, dst);
     } else {

@@ -257,129 +257,111 @@ __global__ void sg_det_positions(const float *ws_e, int B, int T, int K, int use
  * No atomics and no per-block workspace: every gradient entry is computed by one thread in an order fixed
  * by the data and three compile-time constants, whatever the grid, the block size or the schedule:
  * - start sums (g_ps, and g_cum's minus part) and end sums (g_cum's plus part, g_pe): organised by
- *   destination. The start sum of (b, s, c) is a sum over groups g = 0, 1, ... (ascending) of the group's
- *   sum of e(b, s, k, c) over its SG_DET_KG durations k ascending; the thread of (b, t, c) recomputes the
- *   marginals of the segments ending at t, e(b, t - k, k, c), and sums them over k ascending. g_pe[t - 1] is
- *   that end sum, g_cum[t] = end - start.
+ *   destination. The thread of (b, s, c) sums e(b, s, k, c) over k = 1..nk ascending; the thread of
+ *   (b, t, c) recomputes the marginals of the segments ending at t, e(b, t - k, k, c), and sums them over k
+ *   ascending. g_pe[t - 1] is that end sum, g_cum[t] = end - start.
  * - duration bias: the rows (b, s) in flat order i = b * T + s are cut into chunks of SG_DET_ROWS_D rows;
- *   per chunk and (k, c) one thread (the one of its duration group, which also makes the start partials)
- *   sums its rows in ascending i (registers), giving a partial; then
+ *   per chunk and (k, c) one thread sums its rows in ascending i (registers), giving a partial; then
  *   sg_det_reduce sums the partials of an entry in SG_DET_STRANDS strands (strand j: partials j, j + S,
  *   j + 2S, ... ascending) and adds the strands in a fixed pairwise tree (h = 1, 2, 4, 8).
  * - transitions: the same over chunks of SG_DET_ROWS_T rows, one thread per (chunk, c, 4 columns c2).
  * Rows past a sequence's end and s = 0 (no transition) contribute nothing; padding lanes get zeros. The
  * marginals are sg_marginal of the same operands as the atomic kernels (recomputed ones are bitwise the same
- * value). Workspace: the partials, P_D x K x C_PAD + P_T x C_PAD x C_PAD + G x B x T x C floats (28 MB at
- * B = 32, T = 500, against 385 MB for the per-block workspaces of sg_det_v1). Bitwise reproducible because no sum depends
+ * value). Workspace: the partials, P_D x K x C_PAD + P_T x C_PAD x C_PAD floats (15.6 MB at B = 32, T = 500,
+ * against 385 MB for the per-block workspaces of sg_det_v1). Bitwise reproducible because no sum depends
  * on which thread or block computes it, nor on when: there is no atomic and no cross-thread accumulation
  * except the fixed tree. tests/test_bench.c checks identical bits across launch configurations. */
 #define SG_DET_ROWS_D 16
 #define SG_DET_ROWS_T 32
 #define SG_DET_STRANDS 16
-#define SG_DET_KG 6 /* durations per start-partial group */
 
 /* Grid-stride index over n work items. */
 #define SG_FOR(w, n) for (long w = (long)blockIdx.x * blockDim.x + threadIdx.x; w < (n); w += (long)gridDim.x * blockDim.x)
 
-/* Duration-bias partials dur_part[P_D][K][C_PAD] and start partials start_part[G][B*T][C] (G = ceil(K /
- * SG_DET_KG) groups of SG_DET_KG consecutive durations): work item (chunk p, group g, c), rows ascending. */
-__global__ void sg_det_starts_dur(sg_inputs in, unsigned guards, const float *__restrict__ ain, const float *__restrict__ beta,
-                                  const float *__restrict__ logZ, float *__restrict__ start_part, float *__restrict__ dur_part,
-                                  long n_chunks)
+/* Start sums into start[B*T][C_PAD] and duration-bias partials dur_part[P_D][K][C_PAD]: work item (chunk p, c). */
+__global__ void __launch_bounds__(512) sg_det_starts_dur(sg_inputs in, unsigned guards, const float *__restrict__ ain, const float *__restrict__ beta,
+                                  const float *__restrict__ logZ, float *__restrict__ start, float *__restrict__ dur_part, long n_chunks)
 {
-    const int C = in.C, K = in.K, T = in.T, G = (K + SG_DET_KG - 1) / SG_DET_KG;
+    const int C = in.C, K = in.K, T = in.T;
     const long BT = (long)in.B * T;
-    SG_FOR(w, n_chunks * G * C)
+    SG_FOR(w, n_chunks * C)
     {
-        int c = (int)(w % C), g = (int)((w / C) % G);
-        long p = w / ((long)C * G);
-        int k0 = g * SG_DET_KG; /* durations k0 + 1 .. k0 + SG_DET_KG */
-        float acc[SG_DET_KG];
+        long p = w / C;
+        int c = (int)(w % C);
+        float acc[LAB_SEMICRF_K_MAX];
 #pragma unroll
-        for (int j = 0; j < SG_DET_KG; ++j) acc[j] = 0.0f;
-        const float *durc = in.dur + (long)k0 * C + c;
+        for (int k = 0; k < LAB_SEMICRF_K_MAX; ++k) acc[k] = 0.0f;
         for (long i = p * SG_DET_ROWS_D; i < (p + 1) * SG_DET_ROWS_D && i < BT; ++i) {
             int b = (int)(i / T), s = (int)(i % T), L = in.len[b];
-            float sp = 0.0f;
-            int nk = L - s < K ? L - s : K; /* <= 0 when no segment starts at s */
-            if (nk > k0) {
-                const float *al = ain + ((size_t)b * (size_t)(T + 1) + s) * SG_PAD + c; /* al[k * SG_PAD]: beta at s + k */
-                const float *be = beta + ((size_t)b * (size_t)(T + 1) + s) * SG_PAD + c;
-                const float *cu = in.cum + ((long)b * (T + 1) + s) * C + c;
-                const float *pe = in.pe + ((long)b * T + s - 1) * C + c; /* pe[k * C]: proj_end at s + k - 1 */
-                float a = al[0], z = logZ[b], cs = cu[0];
+            float st = 0.0f;
+            if (s < L) {
+                int nk = L - s < K ? L - s : K;
+                size_t base = (size_t)b * (size_t)(T + 1) * SG_PAD;
+                long crow = (long)b * (T + 1);
+                float a = ain[base + (size_t)s * SG_PAD + c], z = logZ[b];
+                float cs = in.cum[(crow + s) * C + c];
                 float ps = in.use_proj ? in.ps[((long)b * T + s) * C + c] : 0.0f;
 #pragma unroll
-                for (int j = 0; j < SG_DET_KG; ++j) {
-                    int k = k0 + j + 1;
+                for (int k = 1; k <= LAB_SEMICRF_K_MAX; ++k) {
                     if (k <= nk) {
                         /* sg_seg's arithmetic, its s-terms hoisted */
-                        float v = __fsub_rn(cu[k * C], cs);
-                        v = __fadd_rn(v, durc[j * C]);
+                        float v = __fsub_rn(in.cum[(crow + s + k) * C + c], cs);
+                        v = __fadd_rn(v, in.dur[(long)(k - 1) * C + c]);
                         if (in.use_proj) {
                             v = __fadd_rn(v, ps);
-                            v = __fadd_rn(v, pe[k * C]);
+                            v = __fadd_rn(v, in.pe[((long)b * T + s + k - 1) * C + c]);
                         }
-                        float e = sg_marginal(a, v, be[k * SG_PAD], z, guards);
-                        sp = __fadd_rn(sp, e);
-                        acc[j] = __fadd_rn(acc[j], e);
+                        float e = sg_marginal(a, v, beta[base + (size_t)(s + k) * SG_PAD + c], z, guards);
+                        st = __fadd_rn(st, e);
+                        acc[k - 1] = __fadd_rn(acc[k - 1], e);
                     }
                 }
             }
-            start_part[((size_t)g * BT + i) * C + c] = sp;
+            start[(size_t)i * SG_PAD + c] = st;
+            for (int pl = C + c; pl < SG_PAD; pl += C) start[(size_t)i * SG_PAD + pl] = 0.0f;
         }
 #pragma unroll
-        for (int j = 0; j < SG_DET_KG; ++j)
-            if (k0 + j < K) dur_part[((size_t)p * K + k0 + j) * SG_PAD + c] = acc[j];
+        for (int k = 0; k < LAB_SEMICRF_K_MAX; ++k)
+            if (k < K) dur_part[((size_t)p * K + k) * SG_PAD + c] = acc[k];
     }
 }
 
-/* End sums: work item (b, t, c), t = 0..T: start = the start partials of t summed over the groups ascending,
- * g_ps[b][t] = start, g_cum[b][t] = end - start, g_pe[b][t - 1] = end (padding lanes 0). */
+/* End sums: work item (b, t, c), t = 0..T: g_cum[b][t] = end - start, g_pe[b][t - 1] = end (padding lanes 0). */
 __global__ void sg_det_ends(sg_inputs in, unsigned guards, const float *__restrict__ ain, const float *__restrict__ beta,
-                            const float *__restrict__ logZ, const float *__restrict__ start_part, float *__restrict__ gcum,
-                            float *__restrict__ gps, float *__restrict__ gpe)
+                            const float *__restrict__ logZ, const float *__restrict__ start, float *__restrict__ gcum,
+                            float *__restrict__ gpe)
 {
-    const int C = in.C, K = in.K, T = in.T, G = (K + SG_DET_KG - 1) / SG_DET_KG;
-    const long BT = (long)in.B * T;
+    const int C = in.C, K = in.K, T = in.T;
     SG_FOR(w, (long)in.B * (T + 1) * C)
     {
         int c = (int)(w % C);
         long bt = w / C;
         int t = (int)(bt % (T + 1)), b = (int)(bt / (T + 1)), L = in.len[b];
+        long crow = (long)b * (T + 1);
         float end = 0.0f;
         if (t <= L) {
             int nk = t < K ? t : K;
-            const float *al = ain + ((size_t)b * (size_t)(T + 1) + t) * SG_PAD + c; /* al[-k * SG_PAD]: alpha_in at t - k */
-            const float *cu = in.cum + ((long)b * (T + 1) + t) * C + c;
-            const float *ps = in.ps + ((long)b * T + t) * C + c;                      /* ps[-k * C]: proj_start at t - k */
-            const float *du = in.dur + c;
-            float z = logZ[b], be = beta[((size_t)b * (size_t)(T + 1) + t) * SG_PAD + c], ct = cu[0];
+            size_t base = (size_t)b * (size_t)(T + 1) * SG_PAD;
+            float z = logZ[b], be = beta[base + (size_t)t * SG_PAD + c], ct = in.cum[(crow + t) * C + c];
             float pe = in.use_proj && t >= 1 ? in.pe[((long)b * T + t - 1) * C + c] : 0.0f;
-#pragma unroll 5
-            for (int k = 1; k <= nk; ++k) {
-                {
-                    float v = __fsub_rn(ct, cu[-k * C]);
-                    v = __fadd_rn(v, du[(k - 1) * C]);
+#pragma unroll
+            for (int k = 1; k <= LAB_SEMICRF_K_MAX; ++k) {
+                if (k <= nk) {
+                    int s = t - k;
+                    float v = __fsub_rn(ct, in.cum[(crow + s) * C + c]);
+                    v = __fadd_rn(v, in.dur[(long)(k - 1) * C + c]);
                     if (in.use_proj) {
-                        v = __fadd_rn(v, ps[-k * C]);
+                        v = __fadd_rn(v, in.ps[((long)b * T + s) * C + c]);
                         v = __fadd_rn(v, pe);
                     }
-                    end = __fadd_rn(end, sg_marginal(al[-k * SG_PAD], v, be, z, guards));
+                    end = __fadd_rn(end, sg_marginal(ain[base + (size_t)s * SG_PAD + c], v, be, z, guards));
                 }
             }
         }
-        float st = 0.0f;
-        if (t < T)
-            for (int g = 0; g < G; ++g) st = __fadd_rn(st, start_part[((size_t)g * BT + (long)b * T + t) * C + c]);
+        float st = t < T ? start[((size_t)b * T + t) * SG_PAD + c] : 0.0f;
         size_t row = (size_t)bt * SG_PAD;
         gcum[row + c] = __fsub_rn(end, st);
         for (int pl = C + c; pl < SG_PAD; pl += C) gcum[row + pl] = 0.0f;
-        if (t < T) {
-            size_t srow = ((size_t)b * T + t) * SG_PAD;
-            gps[srow + c] = st;
-            for (int pl = C + c; pl < SG_PAD; pl += C) gps[srow + pl] = 0.0f;
-        }
         if (t >= 1) {
             size_t prow = ((size_t)b * T + t - 1) * SG_PAD;
             gpe[prow + c] = end;
@@ -502,11 +484,11 @@ static lab_status sg_alloc_grad(sg_buf *b, size_t n, size_t esz)
 struct sg_state {
     sg_buf cum, trans, dur, ps, pe, len;
     sg_buf alpha, ain, beta, bout, logz;
-    sg_buf gcum, gtrans, gdur, gps, gpe, wse, wsg, oob, dpart, tpart, spart;
+    sg_buf gcum, gtrans, gdur, gps, gpe, wse, wsg, oob, dpart, tpart;
     ~sg_state()
     {
         sg_buf *all[] = {&cum, &trans, &dur, &ps, &pe, &len, &alpha, &ain, &beta, &bout, &logz,
-                         &gcum, &gtrans, &gdur, &gps, &gpe, &wse, &wsg, &oob, &dpart, &tpart, &spart};
+                         &gcum, &gtrans, &gdur, &gps, &gpe, &wse, &wsg, &oob, &dpart, &tpart};
         for (sg_buf *b : all) sg_free(b);
     }
 };
@@ -538,7 +520,7 @@ struct sg_ctx {
 };
 
 /* The launch configuration of the deterministic kernels: LAB_SEMICRF_DET_LAUNCH="THREADS,BLOCKS" (THREADS a
- * multiple of 32 in 32..1024, BLOCKS >= 0, 0 = enough for one work item per thread) or the default 256,0. It
+ * multiple of 32 in 32..512, BLOCKS >= 0, 0 = enough for one work item per thread) or the default 256,0. It
  * exists to show that the results do not depend on it (tests/test_bench.c). LAB_ERR_ARG naming the variable. */
 static lab_status sg_det_launch(unsigned *threads, unsigned *blocks)
 {
@@ -548,9 +530,9 @@ static lab_status sg_det_launch(unsigned *threads, unsigned *blocks)
     if (!v || !*v) return LAB_OK;
     unsigned t = 0, b = 0;
     char extra;
-    if (sscanf(v, "%u,%u%c", &t, &b, &extra) != 2 || t < 32 || t > 1024 || t % 32 != 0)
+    if (sscanf(v, "%u,%u%c", &t, &b, &extra) != 2 || t < 32 || t > 512 || t % 32 != 0)
         return lab_err_set(LAB_ERR_ARG, "LAB_SEMICRF_DET_LAUNCH='%s': need THREADS,BLOCKS with THREADS a multiple of 32 "
-                                        "in 32..1024 and BLOCKS >= 0", v);
+                                        "in 32..512 (sg_det_starts_dur's registers allow no more) and BLOCKS >= 0", v);
     *threads = t;
     *blocks = b;
     return LAB_OK;
@@ -583,12 +565,12 @@ static lab_status sg_accumulate(sg_ctx &x)
         /* every entry of every gradient buffer is written: no zeroing */
         const float *ain = (const float *)S.ain.p, *beta = (const float *)S.beta.p, *logz = (const float *)S.logz.p;
         unsigned th = x.det_threads;
-        long n1 = x.n_dchunks * in.C * ((in.K + SG_DET_KG - 1) / SG_DET_KG), n2 = (long)in.B * (in.T + 1) * in.C, n3 = x.n_tchunks * in.C * ((in.C + 3) / 4);
-        sg_det_starts_dur<<<sg_det_grid(x, n1), th>>>(in, x.cfg.guards, ain, beta, logz, (float *)S.spart.p,
+        long n1 = x.n_dchunks * in.C, n2 = (long)in.B * (in.T + 1) * in.C, n3 = x.n_tchunks * in.C * ((in.C + 3) / 4);
+        sg_det_starts_dur<<<sg_det_grid(x, n1), th>>>(in, x.cfg.guards, ain, beta, logz, (float *)S.gps.p,
                                                        (float *)S.dpart.p, x.n_dchunks);
         LAB_CUDA_CHECK(cudaGetLastError());
-        sg_det_ends<<<sg_det_grid(x, n2), th>>>(in, x.cfg.guards, ain, beta, logz, (const float *)S.spart.p, (float *)S.gcum.p,
-                                                 (float *)S.gps.p, (float *)S.gpe.p);
+        sg_det_ends<<<sg_det_grid(x, n2), th>>>(in, x.cfg.guards, ain, beta, logz, (const float *)S.gps.p, (float *)S.gcum.p,
+                                                 (float *)S.gpe.p);
         LAB_CUDA_CHECK(cudaGetLastError());
         sg_det_trans_part<<<sg_det_grid(x, n3), th>>>(in, x.cfg.guards, (const float *)S.alpha.p, (const float *)S.bout.p,
                                                        logz, (float *)S.tpart.p, x.n_tchunks);
@@ -701,8 +683,6 @@ static lab_status sg_prepare(const lab_semicrf_problem *p, const lab_semicrf_con
     if (mode == SG_DET) {
         if ((st = sg_alloc(&S.dpart, (size_t)x.n_dchunks * K * SG_PAD * 4, 0)) != LAB_OK) return st;
         if ((st = sg_alloc(&S.tpart, (size_t)x.n_tchunks * SG_PAD * SG_PAD * 4, 0)) != LAB_OK) return st;
-        size_t groups = (size_t)(K + SG_DET_KG - 1) / SG_DET_KG;
-        if ((st = sg_alloc(&S.spart, groups * B * T * C * 4, 0)) != LAB_OK) return st;
     }
     x.in = {(const float *)S.cum.p, (const float *)S.trans.p, (const float *)S.dur.p, (const float *)S.ps.p,
             (const float *)S.pe.p, (const int *)S.len.p, B, T, K, C, p->use_proj,
@@ -954,8 +934,7 @@ extern "C" lab_status lab_semicrf_cuda_bench(void *fv, int B, int T, int K, int 
         }
         if (nv == NV)
             fprintf(f, "deterministic before / now = %.2f (workspaces %.0f MB then, %.1f MB of partials now)\n", med[3] / med[2],
-                    ws_bytes / 1e6, (double)(x[2]->n_dchunks * K * SG_PAD + x[2]->n_tchunks * SG_PAD * SG_PAD +
-                                                  (long)((K + SG_DET_KG - 1) / SG_DET_KG) * B * T * C) * 4.0 / 1e6);
+                    ws_bytes / 1e6, (double)(x[2]->n_dchunks * K * SG_PAD + x[2]->n_tchunks * SG_PAD * SG_PAD) * 4.0 / 1e6);
         fprintf(f, "whole backward (forward+beta included): deterministic / f32-atomic = %.3f, / f64-atomic = %.3f\n",
                 (med[2] + mfb) / (med[0] + mfb), (med[2] + mfb) / (med[1] + mfb));
         fprintf(f, "device ceiling: D2D cudaMemcpy %.0f GB/s (1 GiB, read+write); the deterministic stage moves >= %.1f MB: "

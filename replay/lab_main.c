@@ -41,7 +41,7 @@ static const char *lab_usage =
     "  case ID VARIANT SEED [--backend B] one case in this process (for gdb, and what --sanitize runs)\n"
     "  bench [ID]... [--json]             the incidents' benchmarks (GPU kernels against device ceilings); --json:\n"
     "                                     their records (ratios, times, spreads) as JSON on stdout\n"
-    "  report [--out DIR] [--bench|--no-bench] [replay flags]\n"
+    "  report [--out DIR] [replay flags] [--bench|--no-bench]\n"
     "                                     replay (same flags as replay), then write a self-contained report\n"
     "                                     folder (default build/report): report.json, index.html (plots inline),\n"
     "                                     the device and build, results files; exit status as replay. The\n"

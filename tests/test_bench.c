@@ -217,7 +217,7 @@ Test(bench_gpu, semicrf_deterministic_same_bits_under_any_launch, .timeout = 300
     cr_assert_eq(lab_semicrf_problem_init(&p, 8, 200, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C, 1), LAB_OK);
     lab_semicrf_problem_fill(&p, 7);
     lab_semicrf_config cfg = {LAB_SEMICRF_LAYOUT_PADDED, LAB_SEMICRF_ACC_DETERMINISTIC, LAB_SEMICRF_GUARDS_ALL, 7, 0};
-    static const char *const launches[] = {"256,0", "64,3", "1024,0", "96,1", "32,1000"};
+    static const char *const launches[] = {"256,0", "64,3", "512,0", "96,1", "32,1000"};
     lab_semicrf_out first;
     unsetenv("LAB_SEMICRF_DET_LAUNCH");
     cr_assert_eq(lab_semicrf_cuda_run(&p, &cfg, 1, &first, NULL), LAB_OK, "%s", lab_err_msg());

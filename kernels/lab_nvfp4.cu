@@ -1,6 +1,7 @@
-/* lab_nvfp4 (CUDA): the scale-factor remap (fix and fault kinds) and the block-scaled GEMM on CUDA cores, bit-identical to the CPU versions in lab_nvfp4.c. */
+/* lab_nvfp4 (CUDA): the scale-factor remap (fix at copy speed, fault kinds) and the block-scaled GEMM on CUDA cores, bit-identical to the CPU versions in lab_nvfp4.c. */
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lab_cuda.h"
 #include "lab_nvfp4.h"
@@ -93,6 +94,100 @@ __global__ void nv_gemm(const uint8_t *__restrict__ qa, const uint8_t *__restric
     out[i * n + j] = __fmul_rn(alpha, acc);
 }
 
+/* The fixed remap at copy speed (kind FIX): one block per (128-row m-tile, chunk of NV_TILE_KC scale columns).
+ * Each block reads its 128 rows x NV_TILE_KC source bytes coalesced with 16-byte loads (when K_sf is a multiple
+ * of 16 and src 16-byte aligned: straight into 32-bit words, 4 scale columns of one row, rows padded to an odd
+ * word count so the gather below hits 32 banks; otherwise the aligned vectors covering each row's segment into
+ * a staging row, gathered byte by byte at store time), zero where the coordinate is padding (m >= rows or
+ * k >= K_sf), then writes its NV_TILE_KC / 4 whole
+ * 512-byte tiles, which are contiguous in the layout, as 16-byte stores: 16 bytes at tile offset m32 * 16 are
+ * the words of rows m32, m32 + 32, m32 + 64, m32 + 96. Every byte of the layout is written once, with the
+ * value nv_remap_words gives it (checked bit for bit by the bench and tests/test_bench.c). dst must be 16-byte
+ * aligned (nv_remap_launch falls back to nv_remap_words otherwise). */
+#define NV_TILE_KC 64
+#define NV_TILE_WORDS (NV_TILE_KC / 4 + 1)
+#define NV_STAGE_VECS (NV_TILE_KC / 16 + 1) /* 16-byte vectors covering a row segment at any alignment */
+__global__ void __launch_bounds__(NV_THREADS) nv_remap_tiles(const uint8_t *__restrict__ src, size_t rows, size_t k_sf,
+                                                             size_t k_tiles, size_t k_chunks, size_t blocks, int vec,
+                                                             uint8_t *__restrict__ dst)
+{
+    __shared__ uint32_t sm[128][NV_TILE_WORDS];
+    __shared__ __align__(16) uint8_t stage[128][NV_STAGE_VECS * 16];
+    const size_t kp = k_tiles * 4;
+    for (size_t blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
+        size_t mt = blk / k_chunks, kc = blk % k_chunks, m0 = mt * 128, k0 = kc * NV_TILE_KC;
+        unsigned ncol = (unsigned)(kp - k0 < NV_TILE_KC ? kp - k0 : NV_TILE_KC); /* multiple of 4 */
+        if (vec == 16) {
+            /* K_sf % 16 == 0: kp == K_sf and every chunk is whole 16-byte vectors of real scales */
+            unsigned per_row = ncol / 16;
+            for (unsigned i = threadIdx.x; i < 128 * per_row; i += blockDim.x) {
+                unsigned r = i / per_row, v = i % per_row;
+                size_t m = m0 + r;
+                uint4 x = make_uint4(0, 0, 0, 0);
+                if (m < rows) x = __ldg((const uint4 *)(src + m * k_sf + k0) + v);
+                sm[r][4 * v] = x.x;
+                sm[r][4 * v + 1] = x.y;
+                sm[r][4 * v + 2] = x.z;
+                sm[r][4 * v + 3] = x.w;
+            }
+        } else {
+            /* any K_sf, any src alignment: each row's segment of this chunk (at most NV_TILE_KC real bytes) is read
+             * as the 16-byte aligned vectors that cover it into a staging row (its first byte at lead = address %
+             * 16); a vector that would leave [src, src + rows * K_sf) is read byte by byte. The store phase below
+             * gathers the bytes. */
+            unsigned nreal = (unsigned)(k_sf > k0 ? (k_sf - k0 < ncol ? k_sf - k0 : ncol) : 0);
+            const uint8_t *end = src + rows * k_sf;
+            for (unsigned i = threadIdx.x; i < 128 * NV_STAGE_VECS; i += blockDim.x) {
+                unsigned r = i / NV_STAGE_VECS, v = i % NV_STAGE_VECS;
+                size_t m = m0 + r;
+                if (m >= rows || nreal == 0) continue;
+                const uint8_t *a = src + m * k_sf + k0;
+                unsigned lead = (unsigned)((uintptr_t)a & 15u);
+                if (v * 16 >= lead + nreal) continue;
+                const uint8_t *q = a - lead + 16 * v;
+                uint4 x;
+                if (q >= src && q + 16 <= end) {
+                    x = __ldg((const uint4 *)q);
+                } else {
+                    uint8_t b[16];
+                    for (int j = 0; j < 16; ++j) b[j] = q + j >= src && q + j < end ? __ldg(q + j) : (uint8_t)0;
+                    memcpy(&x, b, 16);
+                }
+                *(uint4 *)&stage[r][16 * v] = x;
+            }
+            __syncthreads();
+            uint4 *out = (uint4 *)(dst + (mt * k_tiles + k0 / 4) * 512);
+            for (unsigned i = threadIdx.x; i < (ncol / 4) * 32; i += blockDim.x) {
+                unsigned t = i / 32, m32 = i % 32;
+                uint32_t w[4];
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    unsigned r = m32 + 32 * j;
+                    size_t m = m0 + r;
+                    uint32_t word = 0;
+                    if (m < rows) {
+                        unsigned lead = (unsigned)((uintptr_t)(src + m * k_sf + k0) & 15u);
+#pragma unroll
+                        for (int k4 = 0; k4 < 4; ++k4)
+                            if (4 * t + k4 < nreal) word |= (uint32_t)stage[r][lead + 4 * t + k4] << (8 * k4);
+                    }
+                    w[j] = word;
+                }
+                out[i] = make_uint4(w[0], w[1], w[2], w[3]);
+            }
+            __syncthreads();
+            continue;
+        }
+        __syncthreads();
+        uint4 *out = (uint4 *)(dst + (mt * k_tiles + k0 / 4) * 512);
+        for (unsigned i = threadIdx.x; i < (ncol / 4) * 32; i += blockDim.x) {
+            unsigned t = i / 32, m32 = i % 32;
+            out[i] = make_uint4(sm[m32][t], sm[m32 + 32][t], sm[m32 + 64][t], sm[m32 + 96][t]);
+        }
+        __syncthreads();
+    }
+}
+
 static unsigned nv_blocks(size_t n)
 {
     size_t b = (n + NV_THREADS - 1) / NV_THREADS;
@@ -100,8 +195,9 @@ static unsigned nv_blocks(size_t n)
     return b ? (unsigned)b : 1u;
 }
 
+/* words: 1 forces the one-word-per-thread kernel for the fix too (the reference the bench times against). */
 static lab_status nv_remap_launch(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst, lab_nvfp4_remap_kind kind,
-                                  cudaStream_t stream)
+                                  cudaStream_t stream, int words_only)
 {
     if (!src || !dst || rows == 0 || k_sf == 0)
         return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_sf_remap: NULL buffer or empty shape (%zu, %zu)", rows, k_sf);
@@ -110,6 +206,12 @@ static lab_status nv_remap_launch(const uint8_t *src, size_t rows, size_t k_sf, 
     if (((uintptr_t)dst & 3u) != 0) return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_sf_remap: dst not 4-byte aligned");
     if (kind == LAB_NVFP4_REMAP_SIZE_NOT_COSIZE) {
         nv_remap_logical<<<nv_blocks(rows * k_sf), NV_THREADS, 0, stream>>>(src, rows, k_sf, dst);
+    } else if (kind == LAB_NVFP4_REMAP_FIX && !words_only && ((uintptr_t)dst & 15u) == 0) {
+        size_t m_tiles = (rows + 127) / 128, k_tiles = (k_sf + 3) / 4;
+        size_t k_chunks = (k_tiles * 4 + NV_TILE_KC - 1) / NV_TILE_KC, blocks = m_tiles * k_chunks;
+        int vec = (k_sf % 16 == 0 && ((uintptr_t)src & 15u) == 0) ? 16 : 1;
+        unsigned grid = blocks > 0x7fffffffu ? 0x7fffffffu : (unsigned)blocks;
+        nv_remap_tiles<<<grid, NV_THREADS, 0, stream>>>(src, rows, k_sf, k_tiles, k_chunks, blocks, vec, dst);
     } else {
         size_t words = lab_nvfp4_sf_cosize(rows, k_sf) / 4;
         nv_remap_words<<<nv_blocks(words), NV_THREADS, 0, stream>>>(src, rows, k_sf, (rows + 127) / 128, (k_sf + 3) / 4,
@@ -122,7 +224,7 @@ static lab_status nv_remap_launch(const uint8_t *src, size_t rows, size_t k_sf, 
 extern "C" lab_status lab_nvfp4_cuda_sf_remap(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
                                               lab_nvfp4_remap_kind kind)
 {
-    lab_status st = nv_remap_launch(src, rows, k_sf, dst, kind, 0);
+    lab_status st = nv_remap_launch(src, rows, k_sf, dst, kind, 0, 0);
     if (st != LAB_OK) return st;
     LAB_CUDA_CHECK(cudaDeviceSynchronize());
     return LAB_OK;
@@ -131,7 +233,15 @@ extern "C" lab_status lab_nvfp4_cuda_sf_remap(const uint8_t *src, size_t rows, s
 extern "C" lab_status lab_nvfp4_cuda_sf_remap_async(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
                                                     void *stream)
 {
-    return nv_remap_launch(src, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, (cudaStream_t)stream);
+    return nv_remap_launch(src, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, (cudaStream_t)stream, 0);
+}
+
+/* The fixed remap as it was before nv_remap_tiles (one 32-bit word per thread), on `stream`, not synchronized: the
+ * bench's reference for bit identity and its "before" timing. */
+extern "C" lab_status lab_nvfp4_cuda_sf_remap_words_async(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
+                                                          void *stream)
+{
+    return nv_remap_launch(src, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, (cudaStream_t)stream, 1);
 }
 
 extern "C" lab_status lab_nvfp4_cuda_gemm(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb,
@@ -147,4 +257,29 @@ extern "C" lab_status lab_nvfp4_cuda_gemm(const uint8_t *qa, const uint8_t *sfa_
     LAB_CUDA_CHECK(cudaGetLastError());
     LAB_CUDA_CHECK(cudaDeviceSynchronize());
     return LAB_OK;
+}
+
+/* For tests on a host without CUDA headers: uploads host_src[0..src_offset + rows * k_sf) into a fresh device buffer,
+ * poisons a device layout of lab_nvfp4_sf_cosize(rows, k_sf) bytes with 0xA5, runs the fixed remap on the source at
+ * src_offset (words_only 1: the one-word-per-thread kernel, else the tiled one where dst alignment allows) and copies
+ * the layout into host_dst. LAB_ERR_ARG for a bad shape, LAB_ERR_DEVICE. (Declared in lab_nvfp4.h.) */
+extern "C" lab_status lab_nvfp4_cuda_sf_remap_host(const uint8_t *host_src, size_t rows, size_t k_sf, size_t src_offset,
+                                                   uint8_t *host_dst, int words_only)
+{
+    if (!host_src || !host_dst || rows == 0 || k_sf == 0)
+        return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_sf_remap_host: NULL buffer or empty shape");
+    size_t n = src_offset + rows * k_sf, cos = lab_nvfp4_sf_cosize(rows, k_sf);
+    uint8_t *src = NULL, *dst = NULL;
+    lab_status st = LAB_OK;
+    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&src, n), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dst, cos), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(src, host_src, n, cudaMemcpyHostToDevice), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMemset(dst, 0xA5, cos), done);
+    if ((st = nv_remap_launch(src + src_offset, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, 0, words_only)) != LAB_OK) goto done;
+    LAB_CUDA_CHECK_GOTO(st, cudaDeviceSynchronize(), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(host_dst, dst, cos, cudaMemcpyDeviceToHost), done);
+done:
+    if (src) cudaFree(src);
+    if (dst) cudaFree(dst);
+    return st;
 }

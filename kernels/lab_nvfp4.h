@@ -153,6 +153,15 @@ lab_status lab_nvfp4_cuda_sf_remap(const uint8_t *src, size_t rows, size_t k_sf,
                                    lab_nvfp4_remap_kind kind);
 /* Launches the fixed remap on `stream` without synchronizing (for timing); LAB_ERR_DEVICE on a launch error. */
 lab_status lab_nvfp4_cuda_sf_remap_async(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst, void *stream);
+/* The fixed remap as it was before the tiled kernel (one 32-bit word per thread), on `stream`, not
+ * synchronized: the bench's reference for bit identity and its "before" timing. */
+lab_status lab_nvfp4_cuda_sf_remap_words_async(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
+                                               void *stream);
+/* Test hook: uploads host_src, remaps its rows x k_sf scales starting at byte src_offset (words_only 1: the
+ * one-word-per-thread kernel, else the tiled one where alignment allows) and copies the layout into
+ * host_dst. LAB_ERR_ARG for a bad shape, LAB_ERR_DEVICE. Synchronous. */
+lab_status lab_nvfp4_cuda_sf_remap_host(const uint8_t *host_src, size_t rows, size_t k_sf, size_t src_offset,
+                                        uint8_t *host_dst, int words_only);
 /* The block-scaled GEMM on CUDA cores, one thread per output, bit-identical to lab_nvfp4_gemm. Synchronous. */
 lab_status lab_nvfp4_cuda_gemm(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb,
                                const uint8_t *sfb_layout, size_t m, size_t n, size_t k, float alpha, float *out);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lab_bench.h"
 #include "lab_compare.h"
 #include "lab_fs.h"
 #include "lab_golden.h"
@@ -41,10 +42,13 @@ static const char *lab_usage =
     "  case ID VARIANT SEED [--backend B] [--sanitizer TOOL]\n"
     "                                     one case in this process (for gdb, and what --sanitize runs; TOOL:\n"
     "                                     the compute-sanitizer tool watching it, buffers then exact-size)\n"
-    "  bench [ID]...                      the incidents' benchmarks (GPU kernels against device ceilings)\n"
-    "  report [--out DIR] [replay flags]  replay (same flags as replay), then write a self-contained report\n"
+    "  bench [ID]... [--json]             the incidents' benchmarks (GPU kernels against device ceilings); --json:\n"
+    "                                     their records (ratios, times, spreads) as JSON on stdout\n"
+    "  report [--out DIR] [replay flags] [--bench|--no-bench]\n"
+    "                                     replay (same flags as replay), then write a self-contained report\n"
     "                                     folder (default build/report): report.json, index.html (plots inline),\n"
-    "                                     the device and build, results files; exit status as replay\n"
+    "                                     the device and build, results files; exit status as replay. The\n"
+    "                                     benchmarks go into it with --bench, and by default on --backend cuda\n"
     "  report --replot DIR                render a report's plots here (made where gnuplot was missing)\n"
     "  compare A B [--factor F] [--strict]\n"
     "                                     compare two report folders: changed outcomes, metrics moved by more\n"
@@ -430,32 +434,40 @@ static int lab_cmd_case(int argc, char **argv)
     return 0;
 }
 
-/* bench: each selected incident's benchmark, one after another (never two at once: they time the device). */
+/* bench: each selected incident's benchmark, one after another (never two at once: they time the device), each in
+ * its own process (lab_bench). --json: the bench section (records) on stdout, the free text on stderr. [issue 14] */
 static int lab_cmd_bench(int argc, char **argv)
 {
-    size_t n_all;
-    const lab_incident *const *all = lab_incident_all(&n_all);
-    int bad = 0, ran = 0;
-    for (size_t i = 0; i < n_all; ++i) {
-        const lab_incident *inc = all[i];
-        int chosen = argc == 0;
-        for (int a = 0; a < argc; ++a) {
-            const lab_incident *want = lab_find_or_complain(argv[a]);
-            if (!want) return LAB_EXIT_USAGE;
-            chosen |= want == inc;
+    int json = 0, n = 0;
+    const char **ids = malloc(((size_t)argc + 1) * sizeof *ids);
+    if (!ids) return 1;
+    for (int a = 0; a < argc; ++a) {
+        if (!strcmp(argv[a], "--json")) {
+            json = 1;
+            continue;
         }
-        if (!chosen || !inc->bench) continue;
-        ran++;
-        printf("== %s\n", inc->id);
-        fflush(stdout);
-        lab_status st = inc->bench(stdout);
-        if (st == LAB_ERR_UNSUPPORTED) printf("%s: bench skipped: %s\n", inc->id, lab_err_msg());
-        else if (st != LAB_OK) printf("%s: bench failed: %s\n", inc->id, lab_err_msg());
-        bad |= st != LAB_OK && st != LAB_ERR_UNSUPPORTED;
-        fflush(stdout);
+        const lab_incident *inc = lab_find_or_complain(argv[a]);
+        if (!inc) {
+            free(ids);
+            return LAB_EXIT_USAGE;
+        }
+        ids[n++] = inc->id;
     }
-    if (!ran) printf("no benchmark among the selected incidents\n");
-    return bad;
+    cJSON *section = NULL;
+    int failed = 0;
+    lab_status st = lab_bench_run(ids, (size_t)n, json ? stderr : stdout, &section, &failed);
+    free(ids);
+    if (st != LAB_OK) {
+        fprintf(stderr, "lab bench: %s\n", lab_err_msg());
+        return 3;
+    }
+    if (json) {
+        char *text = cJSON_Print(section);
+        if (text) printf("%s\n", text);
+        cJSON_free(text);
+    }
+    cJSON_Delete(section);
+    return failed ? 1 : 0;
 }
 
 /* report: the replay with the given flags into the report folder, then report.json and index.html there.
@@ -473,11 +485,15 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
     const char *out = "build/report";
     char **rargv = malloc(((size_t)argc + 2) * sizeof *rargv);
     if (!rargv) return 1;
-    int rn = 0;
+    int rn = 0, bench = -1; /* [issue 14] -1: benchmarks when the replay ran on cuda */
     char command[4096];
     int cl = snprintf(command, sizeof command, "%s report", lab_bin);
     for (int i = 0; i < argc; ++i) {
         if (cl > 0 && (size_t)cl < sizeof command) cl += snprintf(command + cl, sizeof command - (size_t)cl, " %s", argv[i]);
+        if (!strcmp(argv[i], "--bench") || !strcmp(argv[i], "--no-bench")) { /* [issue 14] */
+            bench = argv[i][2] == 'b';
+            continue;
+        }
         if (!strcmp(argv[i], "--out")) {
             if (i + 1 >= argc) {
                 free(rargv);
@@ -495,6 +511,8 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
     int rc = lab_cmd_replay(rn, rargv, lab_bin);
     free(rargv);
     if (rc == LAB_EXIT_USAGE || lab_mpi_rank() != 0) return rc; /* under --mpi, rank 0 writes the report */
+    if (lab_bench_report_step(out, bench, stdout) != LAB_OK) /* [issue 14] bench.json, into report.json */
+        fprintf(stderr, "lab report: benchmarks: %s\n", lab_err_msg());
     lab_report_opts ro = {t0, command, 1};
     if (lab_report_write(out, &ro) != LAB_OK) {
         fprintf(stderr, "lab report: %s\n", lab_err_msg());

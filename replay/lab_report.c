@@ -2,6 +2,7 @@
  * per-incident outcome tables, per-seed separating metrics) and index.html (all of it, plots inline). */
 #define _GNU_SOURCE
 #include "lab_report.h"
+#include "lab_bench.h" /* [issue 14] */
 
 #include <dirent.h>
 #include <errno.h>
@@ -604,6 +605,8 @@ lab_status lab_report_write(const char *dir, const lab_report_opts *opts)
     }
     cJSON *build = lab_report_build_json();
     if (build) cJSON_AddItemToObject(root, "build", build);
+    lab_status bst = lab_bench_attach(root, dir, opts->since); /* [issue 14] <dir>/bench.json as "bench" */
+    if (bst != LAB_OK) fprintf(stderr, "lab report: benchmarks left out: %s\n", lab_err_msg());
 
     cJSON *sum = cJSON_AddObjectToObject(root, "summary");
     static const char *const keys[] = {"ok", "backend", "cases", "wall_s", "cases_per_s"};

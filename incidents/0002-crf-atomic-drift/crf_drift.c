@@ -304,7 +304,12 @@ static lab_status cd_bench(FILE *out)
     char why[240];
     lab_status st = lab_cuda_ready(why, sizeof why);
     if (st != LAB_OK) return st == LAB_ERR_UNSUPPORTED ? lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why) : st;
-    return lab_semicrf_cuda_bench(out, 32, 500, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C);
+    /* bench shapes (issue 14): the training shape, a small batch of short sequences (launch and reduction
+     * overheads weigh most), and every lane real with short durations */
+    static const int shapes[3][4] = {{32, 500, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C}, {8, 200, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C},
+                                     {64, 300, 10, LAB_SEMICRF_C_PAD}};
+    for (int i = 0; i < 3 && st == LAB_OK; ++i) st = lab_semicrf_cuda_bench(out, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]);
+    return st;
 }
 #define CD_RUN_CUDA cd_run_cuda
 #define CD_BENCH cd_bench

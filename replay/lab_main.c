@@ -242,6 +242,8 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     int ok = 0;
     lab_case_record *recs;
     size_t nrec;
+    /* SIGINT/SIGTERM: stop, keep the finished cases (lab_isolate.h). Not under --mpi: mpirun owns signals. */
+    if (!mpi && lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab replay: %s\n", lab_err_msg());
     lab_status st = mpi ? lab_mpi_replay(&o, stdout, &ok, &recs, &nrec) : lab_replay_run(&o, stdout, &ok, &recs, &nrec);
     if (st == LAB_OK && have_seed) {
         /* One case: show everything it reported. */
@@ -259,6 +261,7 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
         fprintf(stderr, "lab replay: %s\n", lab_err_msg());
         return LAB_EXIT_FAILED;
     }
+    if (lab_isolate_interrupted()) return 128 + lab_isolate_interrupted(); /* 130 SIGINT, 143 SIGTERM */
     return ok ? LAB_EXIT_OK : LAB_EXIT_NOT_OK;
 }
 

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,48 @@ const char *lab_outcome_name(lab_outcome o)
 {
     static const char *names[LAB_OUT_COUNT] = {"PASS", "FAIL", "CRASH", "HANG", "SKIP", "ERROR"};
     return (unsigned)o < LAB_OUT_COUNT ? names[o] : "?";
+}
+
+extern char **environ;
+
+lab_status lab_isolate_spawn_read(char *const argv[], FILE **out, pid_t *pid)
+{
+    *out = NULL;
+    *pid = -1;
+    int p[2];
+    if (pipe(p) != 0) return lab_err_set(LAB_ERR_IO, "%s: pipe: %s", argv[0], strerror(errno));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, p[1], STDERR_FILENO);
+    posix_spawn_file_actions_addclose(&fa, p[0]);
+    posix_spawn_file_actions_addclose(&fa, p[1]);
+    fflush(NULL);
+    int e = posix_spawnp(pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    if (e != 0) {
+        close(p[0]);
+        if (e == ENOENT) return lab_err_set(LAB_ERR_UNSUPPORTED, "%s not found on PATH", argv[0]);
+        return lab_err_set(LAB_ERR_IO, "cannot start %s: %s", argv[0], strerror(e));
+    }
+    *out = fdopen(p[0], "r");
+    if (!*out) {
+        close(p[0]);
+        waitpid(*pid, NULL, 0);
+        return lab_err_set(LAB_ERR_IO, "%s: fdopen: %s", argv[0], strerror(errno));
+    }
+    return LAB_OK;
+}
+
+lab_status lab_isolate_spawn_wait(FILE *out, pid_t pid, int *wstatus)
+{
+    if (out) fclose(out);
+    for (;;) {
+        if (waitpid(pid, wstatus, 0) == pid) return LAB_OK;
+        if (errno != EINTR) return lab_err_set(LAB_ERR_IO, "waitpid %ld: %s", (long)pid, strerror(errno));
+    }
 }
 
 int lab_isolate_ncpu(void)

@@ -3,6 +3,8 @@
 #define LAB_ISOLATE_H
 
 #include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
 
 #include "lab_incident.h"
 
@@ -66,6 +68,16 @@ int lab_isolate_slowest(size_t *job, double *elapsed_s);
  * lab_isolate_run. */
 lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs, size_t batch, double timeout_s,
                                    lab_job_done_fn done, lab_job_outcome *out);
+
+/* Starts argv[0] (looked up on PATH) with the arguments argv[1..] as they are: no shell, so no user text
+ * is ever parsed as a command. Its stdout and stderr (both) come back through *out (read it to EOF, then
+ * call lab_isolate_spawn_wait); stdin is /dev/null. LAB_ERR_UNSUPPORTED ("not found on PATH") when the
+ * program does not exist, LAB_ERR_IO naming the program on another spawn or pipe failure. */
+lab_status lab_isolate_spawn_read(char *const argv[], FILE **out, pid_t *pid);
+
+/* Closes *out of lab_isolate_spawn_read and waits for the program: its wait status in *wstatus. LAB_ERR_IO
+ * if waitpid fails. */
+lab_status lab_isolate_spawn_wait(FILE *out, pid_t pid, int *wstatus);
 
 /* Number of online CPUs (at least 1). */
 int lab_isolate_ncpu(void);

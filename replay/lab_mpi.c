@@ -172,15 +172,18 @@ static void lab_mpi_pick_device(int local_rank, int local_size, char *desc, size
         /* No /proc listing (some containers): ask nvidia-smi, a separate process, so still no CUDA here. */
         char names[64][128];
         int m = 0;
-        FILE *p = popen("nvidia-smi -L 2>/dev/null", "r");
-        if (p) {
+        char *argv[] = {"nvidia-smi", "-L", NULL};
+        FILE *p;
+        pid_t pid;
+        if (lab_isolate_spawn_read(argv, &p, &pid) == LAB_OK) { /* an argv: no shell */
             char line[256];
-            while (m < 64 && fgets(line, sizeof line, p))
-                if (!strncmp(line, "GPU ", 4)) {
+            while (fgets(line, sizeof line, p))
+                if (m < 64 && !strncmp(line, "GPU ", 4)) {
                     line[strcspn(line, "\n")] = 0;
                     snprintf(names[m++], sizeof names[0], "%s", line);
                 }
-            pclose(p);
+            int ws;
+            lab_isolate_spawn_wait(p, pid, &ws);
         }
         if (m == 0) {
             snprintf(desc, len, "none (no GPU in /proc/driver/nvidia/gpus or nvidia-smi -L)");

@@ -41,8 +41,8 @@ lab_status lab_args_double_above(const char *flag, const char *s, double lo, dou
     errno = 0;
     double v = strtod(s, &end);
     if (!*s || *end || errno || !isfinite(v) || !(v > lo) || v > hi)
-        return lab_err_set(LAB_ERR_ARG, "%s needs a finite number above %g (at most %g), got '%.*s'", flag, lo, hi,
-                           LAB_ARGS_QUOTE, s);
+        return lab_err_set(LAB_ERR_ARG, "%s needs a number above %g, got '%.*s' (finite, at most %g)", flag, lo,
+                           LAB_ARGS_QUOTE, s, hi);
     *out = v;
     return LAB_OK;
 }

@@ -62,7 +62,7 @@ static const struct {
      "                                     compare two report folders: changed outcomes, metrics moved by more\n"
      "                                     than F times (default 10), new or missing incidents and variants;\n"
      "                                     exit 1 if an outcome regressed (--strict: also moves and missing ones),\n"
-     "                                     3 if a report cannot be read or is invalid (the field is named)\n"},
+     "                                     2 if a report cannot be read or is invalid (the field is named)\n"},
     {"help", "  help                               this text (`lab COMMAND --help`: one command's)\n"},
 };
 
@@ -381,7 +381,7 @@ static int lab_cmd_golden(int argc, char **argv)
             continue;
         }
         size_t good = 0;
-        st = lab_golden_verify(dir, &m, &good);
+        st = lab_golden_verify_strict(dir, inc->id, &m, &good);
         if (st == LAB_OK) printf("%s: %zu golden files verified (sha256, dtype, shape)\n", inc->id, good);
         else printf("%s: FAIL: %s\n", inc->id, lab_err_msg());
         bad |= st != LAB_OK;
@@ -508,7 +508,8 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
     return rc;
 }
 
-/* compare: two report folders; 0 nothing regressed, 1 a regression, 2 usage or an unreadable report. */
+/* compare: two report folders; 0 nothing regressed, 1 a regression, 2 usage or an unreadable or invalid
+ * report (strictly validated: lab_compare.c). */
 static int lab_cmd_compare(int argc, char **argv)
 {
     const char *dirs[2];
@@ -533,8 +534,9 @@ static int lab_cmd_compare(int argc, char **argv)
     lab_compare_result res;
     lab_status st = lab_compare_reports(dirs[0], dirs[1], &co, stdout, &res);
     if (st != LAB_OK) {
+        /* A folder that is not a valid report is bad input given on the command line. */
         fprintf(stderr, "lab compare: %s\n", lab_err_msg());
-        return LAB_EXIT_FAILED;
+        return LAB_EXIT_USAGE;
     }
     return res.failed ? LAB_EXIT_NOT_OK : LAB_EXIT_OK;
 }

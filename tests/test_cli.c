@@ -141,8 +141,8 @@ Test(cli, huge_and_wrapping_numbers_are_usage_errors_naming_the_flag)
         {"replay --seeds", "--seeds needs a value"},
         {"explain 0004-pow-grad-nan --seeds 9223372036854775808", "--seeds must be 1..4096, got 9223372036854775808"},
         {"case 0004 fix 18446744073709551616", "SEED must be 1..9007199254740992"},
-        {"compare a b --factor inf", "--factor needs a finite number above 1"},
-        {"compare a b --factor 1", "--factor needs a finite number above 1"},
+        {"compare a b --factor inf", "--factor needs a number above 1, got 'inf' (finite"},
+        {"compare a b --factor 1", "--factor needs a number above 1, got '1'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
         char *out;
@@ -221,15 +221,11 @@ Test(cli, cuda_backend_without_a_device_is_exit_3_with_the_reason, .timeout = 12
     free(out);
 }
 
-/* Exit 3: the lab could not do the job (here: a report folder that does not exist). */
+/* Exit 3: the lab could not do the job (here: no results to draw from). */
 Test(cli, a_job_the_lab_cannot_do_is_exit_3)
 {
     char *out;
-    int st = run(NULL, "compare /nonexistent/a /nonexistent/b", &out);
-    cr_expect_eq(st, 3, "exit %d:\n%s", st, out);
-    EXPECT_IN(out, "/nonexistent/a");
-    free(out);
-    st = run(NULL, "plots --out /nonexistent/replay", &out);
+    int st = run(NULL, "plots --out /nonexistent/replay", &out);
     cr_expect_eq(st, 3, "exit %d:\n%s", st, out);
     free(out);
 }

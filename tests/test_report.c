@@ -394,7 +394,7 @@ Test(report, cli_bad_flags)
     EXPECT_IN(out, "unknown incident 'nope'");
     free(out);
     cr_expect_eq(lab("report --seeds 0 --out /tmp/lab-report-never", &out), 2);
-    EXPECT_IN(out, "--seeds must be at least 1");
+    EXPECT_IN(out, "--seeds must be 1..1048576, got 0");
     free(out);
     cr_expect_not(lab_fs_exists("/tmp/lab-report-never/report.json"));
     cr_expect_eq(lab("help", &out), 0);

@@ -13,10 +13,17 @@
 lab_status lab_fs_write_atomic(const char *path, const void *data, size_t len)
 {
     char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
         return lab_err_set(LAB_ERR_ARG, "%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    /* mkstemp: a fresh name opened O_CREAT|O_EXCL, never a file (or link) that was already there. */
+    int fd = mkstemp(tmp);
     if (fd < 0) return lab_err_set(LAB_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    if (fchmod(fd, 0644) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return lab_err_set(LAB_ERR_IO, "%s: chmod failed: %s", tmp, strerror(e));
+    }
     const char *p = data;
     size_t left = len;
     while (left > 0) {

@@ -2,6 +2,7 @@
 #include "lab_golden.h"
 
 #include <cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -616,4 +617,25 @@ lab_status lab_golden_verify(const char *dir, const lab_golden_manifest *m, size
     if (n_ok) *n_ok = ok;
     if (first != LAB_OK) lab_err_set(first, "%s", msg);
     return first;
+}
+
+lab_status lab_golden_verify_strict(const char *dir, const char *incident, const lab_golden_manifest *m, size_t *n_ok)
+{
+    if (n_ok) *n_ok = 0;
+    if (strcmp(m->incident, incident) != 0)
+        return lab_err_set(LAB_ERR_MISMATCH, "%s/%s: names incident '%s', not '%s'", dir, LAB_GOLDEN_MANIFEST,
+                           m->incident, incident);
+    if (m->n == 0) return lab_err_set(LAB_ERR_FORMAT, "%s/%s: lists no files", dir, LAB_GOLDEN_MANIFEST);
+    DIR *d = opendir(dir);
+    if (!d) return lab_err_set(LAB_ERR_IO, "%s: cannot list: %s", dir, strerror(errno));
+    struct dirent *e;
+    lab_status st = LAB_OK;
+    while ((e = readdir(d)) && st == LAB_OK) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, LAB_GOLDEN_MANIFEST)) continue;
+        if (!lab_golden_find(m, e->d_name))
+            st = lab_err_set(LAB_ERR_MISMATCH, "%s/%s: not listed in the MANIFEST", dir, e->d_name);
+    }
+    closedir(d);
+    if (st != LAB_OK) return st;
+    return lab_golden_verify(dir, m, n_ok);
 }

@@ -75,6 +75,13 @@ lab_status lab_golden_load(const char *dir, const lab_golden_entry *e, lab_tenso
  * message kept); *n_ok (may be NULL) counts the good ones. */
 lab_status lab_golden_verify(const char *dir, const lab_golden_manifest *m, size_t *n_ok);
 
+/* What `lab golden verify` checks for the incident `incident` whose goldens live in dir: the MANIFEST names
+ * that incident (LAB_ERR_MISMATCH "MANIFEST names incident X, not Y"), lists at least one file
+ * (LAB_ERR_FORMAT "lists no files"), and every file in dir other than MANIFEST.json is listed
+ * (LAB_ERR_MISMATCH "<path>: not listed in the MANIFEST"); then lab_golden_verify. The message names the
+ * directory or file. *n_ok (may be NULL) as lab_golden_verify, 0 when a check before it fails. */
+lab_status lab_golden_verify_strict(const char *dir, const char *incident, const lab_golden_manifest *m, size_t *n_ok);
+
 #ifdef __cplusplus
 }
 #endif

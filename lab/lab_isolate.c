@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,11 +20,73 @@ const char *lab_outcome_name(lab_outcome o)
     return (unsigned)o < LAB_OUT_COUNT ? names[o] : "?";
 }
 
+extern char **environ;
+
+lab_status lab_isolate_spawn_read(char *const argv[], FILE **out, pid_t *pid)
+{
+    *out = NULL;
+    *pid = -1;
+    int p[2];
+    if (pipe(p) != 0) return lab_err_set(LAB_ERR_IO, "%s: pipe: %s", argv[0], strerror(errno));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, p[1], STDERR_FILENO);
+    posix_spawn_file_actions_addclose(&fa, p[0]);
+    posix_spawn_file_actions_addclose(&fa, p[1]);
+    fflush(NULL);
+    int e = posix_spawnp(pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    if (e != 0) {
+        close(p[0]);
+        if (e == ENOENT) return lab_err_set(LAB_ERR_UNSUPPORTED, "%s not found on PATH", argv[0]);
+        return lab_err_set(LAB_ERR_IO, "cannot start %s: %s", argv[0], strerror(e));
+    }
+    *out = fdopen(p[0], "r");
+    if (!*out) {
+        close(p[0]);
+        waitpid(*pid, NULL, 0);
+        return lab_err_set(LAB_ERR_IO, "%s: fdopen: %s", argv[0], strerror(errno));
+    }
+    return LAB_OK;
+}
+
+lab_status lab_isolate_spawn_wait(FILE *out, pid_t pid, int *wstatus)
+{
+    if (out) fclose(out);
+    for (;;) {
+        if (waitpid(pid, wstatus, 0) == pid) return LAB_OK;
+        if (errno != EINTR) return lab_err_set(LAB_ERR_IO, "waitpid %ld: %s", (long)pid, strerror(errno));
+    }
+}
+
 int lab_isolate_ncpu(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
 }
+
+static volatile sig_atomic_t lab_isolate_sig;
+
+static void lab_isolate_on_signal(int sig)
+{
+    if (!lab_isolate_sig) lab_isolate_sig = sig;
+}
+
+lab_status lab_isolate_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = lab_isolate_on_signal;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
+        return lab_err_set(LAB_ERR_IO, "isolate: sigaction: %s", strerror(errno));
+    return LAB_OK;
+}
+
+int lab_isolate_interrupted(void) { return (int)lab_isolate_sig; }
 
 /* What a child sends back through its pipe, once per finished job: one fixed-size record (the same
  * binary on both ends). A record with job == LAB_ISOLATE_END says the child stopped on purpose. */
@@ -50,6 +114,10 @@ typedef struct {
     lab_isolate_msg msg;
 } lab_isolate_slot;
 
+/* The slots of the run in progress (for lab_isolate_slowest). */
+static lab_isolate_slot *lab_isolate_cur_slots;
+static int lab_isolate_cur_jobs;
+
 static double lab_isolate_now(void)
 {
     struct timespec ts;
@@ -73,10 +141,15 @@ static void lab_isolate_send(int fd, const lab_isolate_msg *msg)
 /* Child side: run jobs [first, end) one after another and report each; a job that returns an error
  * status, or whose result is neither a verdict nor a skip, ends the batch (what it left behind, a
  * corrupted heap or GPU context, must not judge the next job). Never returns. */
-static void lab_isolate_child(int fd, lab_job_fn fn, void *ctx, size_t first, size_t end)
+static void lab_isolate_child(int fd, lab_job_fn fn, void *ctx, size_t first, size_t end, pid_t parent)
 {
     setpgid(0, 0); /* own process group: the watchdog kills the job's descendants too */
+    /* Dies with the runner, however it ends; a runner gone before the prctl is seen by getppid. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
     signal(SIGPIPE, SIG_DFL);
+    signal(SIGINT, SIG_DFL);  /* the runner's handlers are not the job's: the runner ends it */
+    signal(SIGTERM, SIG_DFL);
     /* Cases print nothing on stdout; whatever they do print goes to stderr with the parent's. */
     dup2(STDERR_FILENO, STDOUT_FILENO);
     lab_isolate_msg msg;
@@ -187,6 +260,22 @@ static int lab_isolate_push(lab_isolate_queue *q, size_t a, size_t b)
     return 0;
 }
 
+int lab_isolate_slowest(size_t *job, double *elapsed_s)
+{
+    int found = 0;
+    double now = lab_isolate_now();
+    for (int i = 0; lab_isolate_cur_slots && i < lab_isolate_cur_jobs; ++i) {
+        const lab_isolate_slot *s = &lab_isolate_cur_slots[i];
+        if (!s->pid || s->first >= s->end) continue;
+        if (!found || now - s->start > *elapsed_s) {
+            *job = s->first;
+            *elapsed_s = now - s->start;
+            found = 1;
+        }
+    }
+    return found;
+}
+
 lab_status lab_isolate_run(size_t n, lab_job_fn fn, void *ctx, int jobs, double timeout_s,
                            lab_job_done_fn done, lab_job_outcome *out)
 {
@@ -214,9 +303,14 @@ lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs,
     fflush(NULL); /* nothing buffered is written twice by a child */
     lab_status result = LAB_OK;
     size_t running = 0;
-    while (q.n > 0 || running > 0) {
+    pid_t self = getpid();
+    lab_isolate_slot *outer_slots = lab_isolate_cur_slots;
+    int outer_jobs = lab_isolate_cur_jobs;
+    lab_isolate_cur_slots = slots;
+    lab_isolate_cur_jobs = jobs;
+    while ((q.n > 0 || running > 0) && !lab_isolate_sig) {
         /* Start batches into free slots. */
-        for (int i = 0; i < jobs && q.n > 0 && result == LAB_OK; ++i) {
+        for (int i = 0; i < jobs && q.n > 0 && result == LAB_OK && !lab_isolate_sig; ++i) {
             if (slots[i].pid) continue;
             size_t a = q.r[q.n - 1][0], b = q.r[q.n - 1][1];
             int p[2];
@@ -236,7 +330,7 @@ lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs,
                 close(p[0]);
                 for (int k = 0; k < jobs; ++k)
                     if (slots[k].pid) close(slots[k].fd);
-                lab_isolate_child(p[1], fn, ctx, a, b);
+                lab_isolate_child(p[1], fn, ctx, a, b, self);
             }
             q.n--;
             setpgid(pid, pid); /* also in the parent: no race with an early kill */
@@ -292,14 +386,41 @@ lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs,
             running--;
         }
     }
-    /* Jobs never started because fork/pipe failed. */
+    if (lab_isolate_sig) {
+        /* Interrupted: the running jobs end with their groups, unfinished; what finished is kept. */
+        for (int i = 0; i < jobs; ++i) {
+            lab_isolate_slot *s = &slots[i];
+            if (!s->pid) continue;
+            kill(-s->pid, SIGKILL);
+            kill(s->pid, SIGKILL);
+            lab_isolate_drain(s, ctx, done, out); /* a job that finished just now still counts */
+            while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR) {}
+            close(s->fd);
+            for (size_t j = s->first; j < s->end; ++j) {
+                memset(&out[j], 0, sizeof out[j]);
+                out[j].outcome = LAB_OUT_ERROR;
+                out[j].not_run = 1;
+                snprintf(out[j].error, sizeof out[j].error, "interrupted by signal %d before it finished",
+                         (int)lab_isolate_sig);
+                if (done) done(ctx, j, &out[j]);
+            }
+            s->pid = 0;
+        }
+    }
+    /* Jobs never started because fork/pipe failed, or because the run was interrupted. */
     for (; q.n > 0; q.n--)
         for (size_t j = q.r[q.n - 1][0]; j < q.r[q.n - 1][1]; ++j) {
             memset(&out[j], 0, sizeof out[j]);
             out[j].outcome = LAB_OUT_ERROR;
-            snprintf(out[j].error, sizeof out[j].error, "not started: %s", lab_err_msg());
+            out[j].not_run = lab_isolate_sig != 0;
+            if (lab_isolate_sig)
+                snprintf(out[j].error, sizeof out[j].error, "interrupted by signal %d before it started",
+                         (int)lab_isolate_sig);
+            else snprintf(out[j].error, sizeof out[j].error, "not started: %s", lab_err_msg());
             if (done) done(ctx, j, &out[j]);
         }
+    lab_isolate_cur_slots = outer_slots;
+    lab_isolate_cur_jobs = outer_jobs;
     free(slots);
     free(pfd);
     free(q.r);

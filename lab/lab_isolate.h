@@ -3,6 +3,8 @@
 #define LAB_ISOLATE_H
 
 #include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
 
 #include "lab_incident.h"
 
@@ -22,6 +24,8 @@ typedef struct {
     int signal;                 /* CRASH: the signal that ended the child */
     double wall_s;              /* child wall time */
     char error[240];            /* ERROR / CRASH / HANG: what happened */
+    int not_run;                /* 1: the run was interrupted (SIGINT/SIGTERM) before this job finished:
+                                   not a result (outcome ERROR), to be left out of a result set */
     lab_case_result r;          /* what the child reported (zeroed if it reported nothing) */
 } lab_job_outcome;
 
@@ -31,13 +35,30 @@ typedef lab_status (*lab_job_fn)(void *ctx, size_t job, lab_case_result *r);
 typedef void (*lab_job_done_fn)(void *ctx, size_t job, const lab_job_outcome *o);
 
 /* Runs jobs 0..n-1, each in its own forked process (its own process group, so a job's own children die
- * with it), at most `jobs` at once. A child that exceeds timeout_s seconds is killed (SIGKILL to its
+ * with it; the child also gets PR_SET_PDEATHSIG SIGKILL, so no job outlives the runner, even a runner
+ * killed by SIGKILL), at most `jobs` at once. A child that exceeds timeout_s seconds is killed (SIGKILL to its
  * group) and is HANG; one ended by a signal is CRASH (signal named); one that exits without reporting is
  * ERROR. The mapping from the reported result: skipped -> SKIP, verdict passed -> PASS, else FAIL, no
  * verdict -> ERROR. Fills out[0..n) and calls done() for each. Returns LAB_ERR_IO only if fork/pipe
  * fails in the parent (the remaining jobs are then ERROR). */
 lab_status lab_isolate_run(size_t n, lab_job_fn fn, void *ctx, int jobs, double timeout_s,
                            lab_job_done_fn done, lab_job_outcome *out);
+
+/* Interrupts: after lab_isolate_catch_signals, a SIGINT or SIGTERM makes every run (this one and any later
+ * one) start nothing more and kill the running children's process groups; every job that had not finished
+ * gets outcome ERROR with not_run = 1 ("interrupted"), done() is called for it, and the run returns LAB_OK
+ * (the finished jobs keep their outcomes). lab_isolate_interrupted() then says which signal. */
+
+/* Installs the SIGINT/SIGTERM handlers described above (SA_RESTART off, so waits wake up). LAB_ERR_IO if
+ * sigaction fails. */
+lab_status lab_isolate_catch_signals(void);
+
+/* The signal that interrupted the runs (SIGINT, SIGTERM), or 0. */
+int lab_isolate_interrupted(void);
+
+/* The running job (of the run in progress in this process) that has run longest: 1 and *job, *elapsed_s
+ * (seconds) set, or 0 when none runs. For progress lines from a done() callback. */
+int lab_isolate_slowest(size_t *job, double *elapsed_s);
 
 /* Like lab_isolate_run, but a child runs up to `batch` consecutive jobs one after another, so costly
  * per-process set-up (a CUDA context) is paid once per batch. Each job is still judged alone: the
@@ -51,6 +72,16 @@ lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs,
 /* In a child of lab_isolate_run(_batched): the slot (0 .. jobs-1) it runs in, so a worker can take the
  * resources of its slot (a GPU); -1 in the parent. */
 int lab_isolate_worker_slot(void);
+
+/* Starts argv[0] (looked up on PATH) with the arguments argv[1..] as they are: no shell, so no user text
+ * is ever parsed as a command. Its stdout and stderr (both) come back through *out (read it to EOF, then
+ * call lab_isolate_spawn_wait); stdin is /dev/null. LAB_ERR_UNSUPPORTED ("not found on PATH") when the
+ * program does not exist, LAB_ERR_IO naming the program on another spawn or pipe failure. */
+lab_status lab_isolate_spawn_read(char *const argv[], FILE **out, pid_t *pid);
+
+/* Closes *out of lab_isolate_spawn_read and waits for the program: its wait status in *wstatus. LAB_ERR_IO
+ * if waitpid fails. */
+lab_status lab_isolate_spawn_wait(FILE *out, pid_t pid, int *wstatus);
 
 /* Number of online CPUs (at least 1). */
 int lab_isolate_ncpu(void);

@@ -152,7 +152,9 @@ static cJSON *lab_results_case_json(const lab_case_record *c, const char *lab_bi
     cJSON_AddStringToObject(o, "incident", c->incident->id);
     cJSON_AddStringToObject(o, "variant", c->variant->name);
     cJSON_AddStringToObject(o, "role", lab_role_name(c->variant->role));
-    cJSON_AddNumberToObject(o, "seed", (double)c->seed);
+    char seed[24]; /* exact decimal: cJSON prints doubles above 1e15 with 15 significant digits */
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
+    cJSON_AddRawToObject(o, "seed", seed);
     cJSON_AddStringToObject(o, "backend", lab_backend_name(c->backend));
     cJSON_AddStringToObject(o, "outcome", lab_outcome_name(c->o.outcome));
     int ok = lab_results_case_ok(c);

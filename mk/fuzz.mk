@@ -1,4 +1,4 @@
-# mk/fuzz.mk: libFuzzer targets for the lab's input surface (.npy reader, golden MANIFEST reader).
+# mk/fuzz.mk: libFuzzer targets for the lab's input surface (.npy reader, golden MANIFEST reader, command-line parser).
 # `make fuzz` builds them with clang -fsanitize=fuzzer,address,undefined and runs each for FUZZ_SECONDS
 # on a copy of the seed corpus (fuzz/corpus/<target>, real goldens among them). Each target's output
 # goes to build/fuzz/fuzz_<target>.log; its executed-units count is printed. A finding (crash, leak,
@@ -8,9 +8,9 @@
 .PHONY: fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
-FUZZ_TARGETS := npy manifest
-FUZZ_LIB_SRCS := lab/lab_err.c lab/lab_fs.c lab/lab_tensor.c lab/lab_golden.c
-FUZZ_LIB_HDRS := lab/lab_err.h lab/lab_fs.h lab/lab_tensor.h lab/lab_golden.h
+FUZZ_TARGETS := npy manifest args
+FUZZ_LIB_SRCS := lab/lab_err.c lab/lab_fs.c lab/lab_tensor.c lab/lab_golden.c lab/lab_args.c
+FUZZ_LIB_HDRS := lab/lab_err.h lab/lab_fs.h lab/lab_tensor.h lab/lab_golden.h lab/lab_args.h
 FUZZ_BINS    := $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 
 # -fno-sanitize-recover=all: an UBSan report aborts the run, so it counts as a finding.

@@ -35,6 +35,87 @@ static double lab_compare_num(const cJSON *o, const char *key)
     return cJSON_IsNumber(x) ? x->valuedouble : NAN;
 }
 
+/* Strict reading of report.json, apart from the comparison: is x a JSON integer in [lo, 2^53]? */
+static int lab_compare_int_in(const cJSON *x, double lo)
+{
+    return cJSON_IsNumber(x) && isfinite(x->valuedouble) && x->valuedouble == floor(x->valuedouble) &&
+           x->valuedouble >= lo && x->valuedouble <= 9007199254740992.0;
+}
+
+/* Validates the contents of a parsed report.json r (path for messages) beyond its shape: at least one
+ * incident; per variant a role fix|bug, seeds an integer >= 1, counts only of known outcomes
+ * (PASS FAIL CRASH HANG SKIP ERROR), each a non-negative integer, summing to seeds; seed_first/seed_last
+ * (when present) integers >= 1; per metric n and nonfinite non-negative integers and min/median/max a
+ * finite number or null (explicitly non-finite); summary.cases (when present) a non-negative integer.
+ * LAB_ERR_FORMAT naming the file and the field (e.g. "incidents[0].variants[1].counts.PASS: -3 is not a
+ * non-negative integer"). */
+static lab_status lab_compare_validate(const cJSON *r, const char *path)
+{
+    char where[256];
+    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(r, "summary");
+    const cJSON *cases = sum ? cJSON_GetObjectItemCaseSensitive(sum, "cases") : NULL;
+    if (cases && !lab_compare_int_in(cases, 0))
+        return lab_err_set(LAB_ERR_FORMAT, "%s: summary.cases: not a non-negative integer", path);
+    const cJSON *incs = cJSON_GetObjectItemCaseSensitive(r, "incidents");
+    if (cJSON_GetArraySize(incs) == 0) return lab_err_set(LAB_ERR_FORMAT, "%s: incidents: empty (an empty report)", path);
+    int i = 0;
+    const cJSON *inc, *v;
+    cJSON_ArrayForEach(inc, incs) {
+        int k = 0;
+        cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(inc, "variants")) {
+            snprintf(where, sizeof where, "incidents[%d].variants[%d]", i, k);
+            const char *role = lab_compare_str(v, "role");
+            if (strcmp(role, "fix") && strcmp(role, "bug"))
+                return lab_err_set(LAB_ERR_FORMAT, "%s: %s.role: '%.32s' is not fix or bug", path, where, role);
+            const cJSON *seeds = cJSON_GetObjectItemCaseSensitive(v, "seeds");
+            if (!lab_compare_int_in(seeds, 1))
+                return lab_err_set(LAB_ERR_FORMAT, "%s: %s.seeds: not an integer >= 1", path, where);
+            static const char *const ends[] = {"seed_first", "seed_last"};
+            for (int e = 0; e < 2; ++e) {
+                const cJSON *x = cJSON_GetObjectItemCaseSensitive(v, ends[e]);
+                if (x && !lab_compare_int_in(x, 1))
+                    return lab_err_set(LAB_ERR_FORMAT, "%s: %s.%s: not a seed (an integer >= 1)", path, where, ends[e]);
+            }
+            double total = 0;
+            const cJSON *c;
+            cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(v, "counts")) {
+                int known = 0;
+                for (int o = 0; o < LAB_OUT_COUNT; ++o) known |= c->string && !strcmp(c->string, lab_outcome_name((lab_outcome)o));
+                if (!known)
+                    return lab_err_set(LAB_ERR_FORMAT, "%s: %s.counts.%.32s: not a known outcome", path, where,
+                                       c->string ? c->string : "?");
+                if (!lab_compare_int_in(c, 0))
+                    return lab_err_set(LAB_ERR_FORMAT, "%s: %s.counts.%s: %.6g is not a non-negative integer", path, where,
+                                       c->string, cJSON_IsNumber(c) ? c->valuedouble : NAN);
+                total += c->valuedouble;
+            }
+            if (total != seeds->valuedouble)
+                return lab_err_set(LAB_ERR_FORMAT, "%s: %s.counts: sum %.0f, but seeds %.0f", path, where, total,
+                                   seeds->valuedouble);
+            const cJSON *m;
+            cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(v, "metrics")) {
+                static const char *const ints[] = {"n", "nonfinite"}, *const vals[] = {"min", "median", "max"};
+                for (int q = 0; q < 2; ++q) {
+                    const cJSON *x = cJSON_GetObjectItemCaseSensitive(m, ints[q]);
+                    if (x && !lab_compare_int_in(x, 0))
+                        return lab_err_set(LAB_ERR_FORMAT, "%s: %s.metrics.%.48s.%s: not a non-negative integer", path,
+                                           where, m->string, ints[q]);
+                }
+                for (int q = 0; q < 3; ++q) {
+                    const cJSON *x = cJSON_GetObjectItemCaseSensitive(m, vals[q]);
+                    if (x && !cJSON_IsNull(x) && !(cJSON_IsNumber(x) && isfinite(x->valuedouble)))
+                        return lab_err_set(LAB_ERR_FORMAT,
+                                           "%s: %s.metrics.%.48s.%s: neither a finite number nor null (non-finite)", path,
+                                           where, m->string, vals[q]);
+                }
+            }
+            k++;
+        }
+        i++;
+    }
+    return LAB_OK;
+}
+
 /* Loads dir/report.json and checks the fields the comparison reads; errors name the file and field. */
 static lab_status lab_compare_load(const char *dir, cJSON **out)
 {
@@ -72,6 +153,10 @@ static lab_status lab_compare_load(const char *dir, cJSON **out)
     if (bad) {
         cJSON_Delete(r);
         return lab_err_set(LAB_ERR_FORMAT, "%s: %s%s", path, where, bad);
+    }
+    if ((st = lab_compare_validate(r, path)) != LAB_OK) {
+        cJSON_Delete(r);
+        return st;
     }
     *out = r;
     return LAB_OK;

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lab_args.h"
 #include "lab_bench.h"
 #include "lab_compare.h"
 #include "lab_fs.h"
@@ -23,40 +24,71 @@
 #include "lab_report.h"
 #include "lab_results.h"
 
-#define LAB_EXIT_USAGE 2
+/* Per command: its usage lines; `lab help` prints them all, `lab COMMAND --help` its own. */
+static const struct {
+    const char *name, *text;
+} lab_usage_cmds[] = {
+    {"list", "  list                               incidents, their variants and roles\n"},
+    {"replay",
+     "  replay [--incident ID]... [--variant NAME] [--seeds N | --seed S] [--first-seed S0]\n"
+     "         [--backend cpu|cuda|auto] [--gpu-optional] [-j JOBS] [--timeout SEC] [--out DIR] [--tap]\n"
+     "         [--no-plots] [--quiet] [--sanitize memcheck|initcheck|racecheck] [--mpi]\n"
+     "                                     run cases isolated on all cores; exit 1 if a fix fails or a bug\n"
+     "                                     is not detected (XPASS); --sanitize runs every CUDA case under\n"
+     "                                     compute-sanitizer, and its findings join the outcome. --mpi: under\n"
+     "                                     mpirun, split the cases across ranks (one GPU each), rank 0 writes\n"
+     "                                     the merged report. --backend cuda without a usable device is exit 3\n"
+     "                                     (--gpu-optional: every case SKIP instead); auto falls back to cpu.\n"
+     "                                     Ranges: --seeds 1..1048576 (default 256, or an incident's own),\n"
+     "                                     --seed and --first-seed 1..9007199254740992 (2^53) with first seed +\n"
+     "                                     seeds - 1 at most 2^53, -j 1..1024 (default: all cores), --timeout\n"
+     "                                     1..86400 s. Progress goes to stderr (a line at most every 10 s\n"
+     "                                     outside a terminal); --quiet silences it. SIGINT/SIGTERM stop the\n"
+     "                                     run: the finished cases are written, marked interrupted, exit\n"
+     "                                     130/143, and the command that resumes is printed.\n"},
+    {"explain",
+     "  explain ID [--seeds N] [--backend cpu|cuda]\n"
+     "                                     the story in short, then bug and fix side by side, live (--seeds 1..4096)\n"},
+    {"golden", "  golden verify|bless [ID]           check goldens against their MANIFEST / regenerate them\n"},
+    {"plots", "  plots [--out DIR]                  redraw the plots of a replay from DIR/results.jsonl\n"},
+    {"case",
+     "  case ID VARIANT SEED [--backend B] [--sanitizer TOOL]\n"
+     "                                     one case in this process (for gdb, and what --sanitize runs; TOOL:\n"
+     "                                     the compute-sanitizer tool watching it, buffers then exact-size)\n"},
+    {"bench",
+     "  bench [ID]... [--json]             the incidents' benchmarks (GPU kernels against device ceilings); --json:\n"
+     "                                     their records (ratios, times, spreads) as JSON on stdout\n"},
+    {"report",
+     "  report [--out DIR] [replay flags] [--bench|--no-bench]\n"
+     "                                     replay (same flags as replay), then write a self-contained report\n"
+     "                                     folder (default build/report): report.json, index.html (plots inline),\n"
+     "                                     the device and build, results files; exit status as replay. The\n"
+     "                                     benchmarks go into it with --bench, and by default on --backend cuda\n"
+     "  report --replot DIR                render a report's plots here (made where gnuplot was missing)\n"},
+    {"compare",
+     "  compare A B [--factor F] [--strict]\n"
+     "                                     compare two report folders: changed outcomes, metrics moved by more\n"
+     "                                     than F times (default 10), new or missing incidents and variants;\n"
+     "                                     exit 1 if an outcome regressed (--strict: also moves and missing ones),\n"
+     "                                     2 if a report cannot be read or is invalid (the field is named)\n"},
+    {"new", "  new NNNN-slug                      a new incident directory from incidents/_template\n"},
+    {"help", "  help                               this text (`lab COMMAND --help`: one command's)\n"},
+};
 
-static const char *lab_usage =
-    "usage: lab COMMAND [options]\n"
-    "  list                               incidents, their variants and roles\n"
-    "  replay [--incident ID]... [--variant NAME] [--seeds N | --seed S] [--first-seed S0]\n"
-    "         [--backend cpu|cuda|auto] [-j JOBS] [--timeout SEC] [--out DIR] [--tap] [--no-plots] [--quiet]\n"
-    "         [--sanitize memcheck|initcheck|racecheck] [--mpi]\n"
-    "                                     run cases isolated on all cores; exit 1 if a fix fails or a bug\n"
-    "                                     is not detected (XPASS); --sanitize runs every CUDA case under\n"
-    "                                     compute-sanitizer, and its findings join the outcome. --mpi: under\n"
-    "                                     mpirun, split the cases across ranks (one GPU each), rank 0 writes\n"
-    "                                     the merged report\n"    "  explain ID [--seeds N] [--backend cpu|cuda]\n"
-    "                                     the story in short, then bug and fix side by side, live\n"
-    "  golden verify|bless [ID]           check goldens against their MANIFEST / regenerate them\n"
-    "  plots [--out DIR]                  redraw the plots of a replay from DIR/results.jsonl\n"
-    "  case ID VARIANT SEED [--backend B] [--sanitizer TOOL]\n"
-    "                                     one case in this process (for gdb, and what --sanitize runs; TOOL:\n"
-    "                                     the compute-sanitizer tool watching it, buffers then exact-size)\n"
-    "  bench [ID]... [--json]             the incidents' benchmarks (GPU kernels against device ceilings); --json:\n"
-    "                                     their records (ratios, times, spreads) as JSON on stdout\n"
-    "  report [--out DIR] [replay flags] [--bench|--no-bench]\n"
-    "                                     replay (same flags as replay), then write a self-contained report\n"
-    "                                     folder (default build/report): report.json, index.html (plots inline),\n"
-    "                                     the device and build, results files; exit status as replay. The\n"
-    "                                     benchmarks go into it with --bench, and by default on --backend cuda\n"
-    "  report --replot DIR                render a report's plots here (made where gnuplot was missing)\n"
-    "  compare A B [--factor F] [--strict]\n"
-    "                                     compare two report folders: changed outcomes, metrics moved by more\n"
-    "                                     than F times (default 10), new or missing incidents and variants;\n"
-    "                                     exit 1 if an outcome regressed (--strict: also moves and missing ones)\n"
-    "  new NNNN-slug                      a new incident directory from incidents/_template\n"
-    "  help                               this text\n"
+static const char *lab_usage_tail =
+    "Exit status: 0 ok (every fix holds, every bug detected); 1 the verdict is NOT OK; 2 bad usage;\n"
+    "3 the lab could not do the job (I/O error, missing dependency or build product, a requested backend\n"
+    "that is not usable); 130/143 a replay interrupted by SIGINT/SIGTERM (finished cases kept).\n"
     "The repository root is the current directory, or LAB_ROOT.\n";
+
+/* Prints the usage of one command (name NULL: all of them) and the exit codes. */
+static void lab_usage_print(FILE *f, const char *name)
+{
+    fprintf(f, "usage: lab COMMAND [options]\n");
+    for (size_t i = 0; i < sizeof lab_usage_cmds / sizeof *lab_usage_cmds; ++i)
+        if (!name || !strcmp(name, lab_usage_cmds[i].name)) fputs(lab_usage_cmds[i].text, f);
+    fputs(lab_usage_tail, f);
+}
 
 /* Prints "lab: <message>" and a pointer to the usage text; returns the usage exit status. */
 static int lab_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -71,15 +103,11 @@ static int lab_usage_error(const char *fmt, ...)
     return LAB_EXIT_USAGE;
 }
 
-/* Parses a non-negative integer flag value; 0 on success. */
-static int lab_parse_u64(const char *flag, const char *s, uint64_t *out)
+/* Parses an integer flag value in [lo, hi] with lab_args_u64; 0 on success, else prints the error and
+ * returns the usage exit status. */
+static int lab_parse_u64(const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    if (!s || !*s || *s == '-') return lab_usage_error("%s needs a non-negative integer, got '%s'", flag, s ? s : "");
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end) return lab_usage_error("%s needs a non-negative integer, got '%s'", flag, s);
-    *out = (uint64_t)v;
+    if (lab_args_u64(flag, s, lo, hi, out) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
     return 0;
 }
 
@@ -152,71 +180,45 @@ static lab_backend lab_backend_auto(char *why, size_t len)
 
 static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
 {
-    const char *ids[64];
-    size_t n_ids = 0;
-    const char *variant = NULL, *out = "build/replay", *sanitize = NULL;
-    uint64_t n_seeds = 256, one_seed = 0, first = 1, jobs = 0, timeout = 0;
-    int have_seed = 0, have_seeds = 0, tap = 0, plots = 1, quiet = 0, mpi = 0;
-    lab_backend backend = LAB_BACKEND_CPU;
-    for (int i = 0; i < argc; ++i) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = 1;
-        if (!strcmp(a, "--incident")) {
-            if (!v) return lab_usage_error("%s needs an incident id", a);
-            if (n_ids == 64) return lab_usage_error("too many %s flags", a);
-            ids[n_ids++] = v;
-        } else if (!strcmp(a, "--variant")) {
-            if (!v) return lab_usage_error("%s needs a variant name", a);
-            variant = v;
-        } else if (!strcmp(a, "--seeds")) {
-            if (lab_parse_u64(a, v, &n_seeds)) return LAB_EXIT_USAGE;
-            if (n_seeds == 0) return lab_usage_error("%s must be at least 1", a);
-            have_seeds = 1;
-        } else if (!strcmp(a, "--seed")) {
-            if (lab_parse_u64(a, v, &one_seed)) return LAB_EXIT_USAGE;
-            have_seed = 1;
-        } else if (!strcmp(a, "--first-seed")) {
-            if (lab_parse_u64(a, v, &first)) return LAB_EXIT_USAGE;
-        } else if (!strcmp(a, "--backend")) {
-            if (!v) return lab_usage_error("%s needs cpu, cuda or auto", a);
-            if (!strcmp(v, "auto")) {
-                char why[240];
-                backend = lab_backend_auto(why, sizeof why);
-                if (backend == LAB_BACKEND_CPU) fprintf(stderr, "backend auto: cpu (%s)\n", why);
-                else fprintf(stderr, "backend auto: cuda\n");
-            } else if (lab_backend_parse(v, &backend) != LAB_OK) {
-                return lab_usage_error("%s", lab_err_msg());
-            }
-        } else if (!strcmp(a, "-j") || !strcmp(a, "--jobs")) {
-            if (lab_parse_u64(a, v, &jobs)) return LAB_EXIT_USAGE;
-        } else if (!strcmp(a, "--timeout")) {
-            if (lab_parse_u64(a, v, &timeout)) return LAB_EXIT_USAGE;
-        } else if (!strcmp(a, "--out")) {
-            if (!v) return lab_usage_error("%s needs a directory", a);
-            out = v;
-        } else if (!strcmp(a, "--sanitize")) {
-            if (lab_sanitize_tool_check(v) != LAB_OK) return lab_usage_error("%s: %s", a, lab_err_msg());
-            sanitize = v;
-        } else {
-            takes = 0;
-            if (!strcmp(a, "--tap")) tap = 1;
-            else if (!strcmp(a, "--no-plots")) plots = 0;
-            else if (!strcmp(a, "--quiet")) quiet = 1;
-            else if (!strcmp(a, "--mpi")) mpi = 1;
-            else return lab_usage_error("replay: unknown flag '%s'", a);
-        }
-        i += takes;
+    lab_args_replay ra;
+    if (lab_args_replay_parse(argc, argv, &ra) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+    if (ra.help) {
+        lab_usage_print(stdout, "replay");
+        return LAB_EXIT_OK;
     }
-    if (have_seed && have_seeds) return lab_usage_error("--seed and --seeds exclude each other");
-    if (sanitize && backend != LAB_BACKEND_CUDA) return lab_usage_error("--sanitize needs --backend cuda");
-    if (mpi && lab_mpi_check() != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+    if (ra.sanitize && lab_sanitize_tool_check(ra.sanitize) != LAB_OK)
+        return lab_usage_error("--sanitize: %s", lab_err_msg());
+    if (ra.mpi && lab_mpi_check() != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+    const char **ids = ra.ids, *variant = ra.variant, *out = ra.out, *sanitize = ra.sanitize;
+    size_t n_ids = ra.n_ids;
+    int have_seed = ra.have_seed, have_seeds = ra.have_seeds, quiet = ra.quiet, mpi = ra.mpi;
+    lab_backend backend = LAB_BACKEND_CPU;
+    if (!strcmp(ra.backend, "auto") || !strcmp(ra.backend, "cuda")) {
+        char why[240];
+        lab_backend got = lab_backend_auto(why, sizeof why);
+        if (!strcmp(ra.backend, "auto")) {
+            backend = got;
+            if (got == LAB_BACKEND_CPU) fprintf(stderr, "backend auto: cpu (%s)\n", why);
+            else fprintf(stderr, "backend auto: cuda\n");
+        } else {
+            backend = LAB_BACKEND_CUDA;
+            if (got != LAB_BACKEND_CUDA && !ra.gpu_optional) {
+                fprintf(stderr,
+                        "lab replay: --backend cuda: no usable CUDA device: %s\n(--backend auto falls back to the "
+                        "CPU; --gpu-optional runs every CUDA case as SKIP instead)\n",
+                        why);
+                return LAB_EXIT_FAILED;
+            }
+            if (got != LAB_BACKEND_CUDA) fprintf(stderr, "backend cuda: no usable device (%s): cases SKIP (--gpu-optional)\n", why);
+        }
+    }
 
     size_t n_all;
     const lab_incident *const *all = lab_incident_all(&n_all);
-    const lab_incident *sel[64];
+    const lab_incident *sel[LAB_ARGS_IDS_MAX];
     size_t n_sel = 0;
     if (n_ids == 0) {
-        for (size_t i = 0; i < n_all && n_sel < 64; ++i) sel[n_sel++] = all[i];
+        for (size_t i = 0; i < n_all && n_sel < LAB_ARGS_IDS_MAX; ++i) sel[n_sel++] = all[i];
     } else {
         for (size_t i = 0; i < n_ids; ++i) {
             const lab_incident *inc = lab_find_or_complain(ids[i]);
@@ -235,16 +237,22 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
             return LAB_EXIT_USAGE;
         }
     }
-    size_t ns = have_seed ? 1 : (size_t)n_seeds;
-    uint64_t *seeds = malloc(ns * sizeof *seeds);
-    if (!seeds) return 1;
-    for (size_t s = 0; s < ns; ++s) seeds[s] = have_seed ? one_seed : first + s;
+    size_t ns, bytes;
+    if (lab_args_replay_seed_bytes(&ra, &ns, &bytes) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+    uint64_t *seeds = malloc(bytes);
+    if (!seeds) {
+        fprintf(stderr, "lab replay: out of memory for %zu seeds\n", ns);
+        return LAB_EXIT_FAILED;
+    }
+    for (size_t s = 0; s < ns; ++s) seeds[s] = have_seed ? ra.seed : ra.first_seed + s;
 
-    lab_replay_opts o = {sel, n_sel, variant, seeds, ns, !have_seed && !have_seeds, backend, (int)jobs, (double)timeout,
-                         out, tap, plots, !quiet && isatty(STDERR_FILENO), lab_bin, lab_root(), sanitize};
+    lab_replay_opts o = {sel, n_sel, variant, seeds, ns, !have_seed && !have_seeds, backend, (int)ra.jobs,
+                         (double)ra.timeout_s, out, ra.tap, ra.plots, !quiet, lab_bin, lab_root(), sanitize};
     int ok = 0;
     lab_case_record *recs;
     size_t nrec;
+    /* SIGINT/SIGTERM: stop, keep the finished cases (lab_isolate.h). Not under --mpi: mpirun owns signals. */
+    if (!mpi && lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab replay: %s\n", lab_err_msg());
     lab_status st = mpi ? lab_mpi_replay(&o, stdout, &ok, &recs, &nrec) : lab_replay_run(&o, stdout, &ok, &recs, &nrec);
     if (st == LAB_OK && have_seed) {
         /* One case: show everything it reported. */
@@ -260,9 +268,10 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     free(seeds);
     if (st != LAB_OK) {
         fprintf(stderr, "lab replay: %s\n", lab_err_msg());
-        return 1;
+        return LAB_EXIT_FAILED;
     }
-    return ok ? 0 : 1;
+    if (lab_isolate_interrupted()) return 128 + lab_isolate_interrupted(); /* 130 SIGINT, 143 SIGTERM */
+    return ok ? LAB_EXIT_OK : LAB_EXIT_NOT_OK;
 }
 
 /* explain: one job per (seed, variant) pair. */
@@ -291,7 +300,7 @@ static int lab_cmd_explain(int argc, char **argv, const char *lab_bin)
     lab_backend backend = LAB_BACKEND_CPU;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
-            if (lab_parse_u64("--seeds", argv[++i], &seeds) || seeds == 0) return LAB_EXIT_USAGE;
+            if (lab_parse_u64("--seeds", argv[++i], 1, LAB_ARGS_EXPLAIN_SEEDS_MAX, &seeds)) return LAB_EXIT_USAGE;
         } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
             if (lab_backend_parse(argv[++i], &backend) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
         } else {
@@ -304,9 +313,13 @@ static int lab_cmd_explain(int argc, char **argv, const char *lab_bin)
         printf("  %-18s %s  %s\n", inc->variants[v].name, lab_role_name(inc->variants[v].role), inc->variants[v].what);
     printf("\nLive, %llu seeds on %s; separating metric: %s\n\n", (unsigned long long)seeds, lab_backend_name(backend),
            inc->plot_metric);
-    size_t nv = (size_t)inc->n_variants, n = (size_t)seeds * nv;
-    lab_job_outcome *out = calloc(n, sizeof *out);
-    if (!out) return 1;
+    size_t nv = (size_t)inc->n_variants, n;
+    if (lab_args_mul_size((size_t)seeds, nv, "explain --seeds", &n) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+    lab_job_outcome *out = calloc(n ? n : 1, sizeof *out);
+    if (!out) {
+        fprintf(stderr, "lab explain: out of memory\n");
+        return LAB_EXIT_FAILED;
+    }
     lab_explain_ctx x = {inc, backend, (size_t)seeds};
     lab_status st = lab_isolate_run(n, lab_explain_job, &x, lab_isolate_ncpu(), inc->timeout_s > 0 ? inc->timeout_s : 60,
                                     NULL, out);
@@ -336,7 +349,11 @@ static int lab_cmd_explain(int argc, char **argv, const char *lab_bin)
            all_ok ? "The bug happens and the fix holds." : "NOT OK: a fix failed or a bug was not detected.", lab_bin,
            inc->id);
     free(out);
-    return all_ok ? 0 : 1;
+    if (st != LAB_OK) {
+        fprintf(stderr, "lab explain: %s\n", lab_err_msg());
+        return LAB_EXIT_FAILED;
+    }
+    return all_ok ? LAB_EXIT_OK : LAB_EXIT_NOT_OK;
 }
 
 static int lab_cmd_golden(int argc, char **argv)
@@ -349,7 +366,7 @@ static int lab_cmd_golden(int argc, char **argv)
     const lab_incident *one = NULL;
     if (argc > 2) return lab_usage_error("golden: unexpected argument '%s'", argv[2]);
     if (argc == 2 && !(one = lab_find_or_complain(argv[1]))) return LAB_EXIT_USAGE;
-    int bad = 0;
+    int bad = 0, failed = 0;
     for (size_t i = 0; i < n; ++i) {
         const lab_incident *inc = all[i];
         if (one && inc != one) continue;
@@ -364,7 +381,7 @@ static int lab_cmd_golden(int argc, char **argv)
             if (st == LAB_OK) st = inc->golden_bless(dir);
             printf("%s: %s%s\n", inc->id, st == LAB_OK ? "goldens regenerated in " : "bless FAILED: ",
                    st == LAB_OK ? dir : lab_err_msg());
-            bad |= st != LAB_OK;
+            failed |= st != LAB_OK;
             continue;
         }
         lab_golden_manifest m;
@@ -375,13 +392,13 @@ static int lab_cmd_golden(int argc, char **argv)
             continue;
         }
         size_t good = 0;
-        st = lab_golden_verify(dir, &m, &good);
+        st = lab_golden_verify_strict(dir, inc->id, &m, &good);
         if (st == LAB_OK) printf("%s: %zu golden files verified (sha256, dtype, shape)\n", inc->id, good);
         else printf("%s: FAIL: %s\n", inc->id, lab_err_msg());
         bad |= st != LAB_OK;
         lab_golden_manifest_free(&m);
     }
-    return bad ? 1 : 0;
+    return failed ? LAB_EXIT_FAILED : bad ? LAB_EXIT_NOT_OK : LAB_EXIT_OK;
 }
 
 static int lab_cmd_plots(int argc, char **argv)
@@ -395,7 +412,7 @@ static int lab_cmd_plots(int argc, char **argv)
     lab_status st = lab_plot_results(out, lab_root(), stdout, &n);
     if (st != LAB_OK) {
         fprintf(stderr, "lab plots: %s\n", lab_err_msg());
-        return 1;
+        return LAB_EXIT_FAILED;
     }
     printf("plots: %d PNG in %s/plots\n", n, out);
     return 0;
@@ -411,7 +428,7 @@ static int lab_cmd_case(int argc, char **argv)
     const lab_variant *v = lab_incident_variant(inc, argv[1]);
     if (!v) return lab_usage_error("case: %s has no variant '%s'", inc->id, argv[1]);
     uint64_t seed;
-    if (lab_parse_u64("SEED", argv[2], &seed)) return LAB_EXIT_USAGE;
+    if (lab_parse_u64("SEED", argv[2], 1, LAB_ARGS_SEED_MAX, &seed)) return LAB_EXIT_USAGE;
     lab_backend backend = LAB_BACKEND_CPU;
     const char *sanitizer = NULL;
     for (int i = 3; i < argc; ++i) {
@@ -459,7 +476,7 @@ static int lab_cmd_bench(int argc, char **argv)
     free(ids);
     if (st != LAB_OK) {
         fprintf(stderr, "lab bench: %s\n", lab_err_msg());
-        return 3;
+        return LAB_EXIT_FAILED;
     }
     if (json) {
         char *text = cJSON_Print(section);
@@ -467,7 +484,7 @@ static int lab_cmd_bench(int argc, char **argv)
         cJSON_free(text);
     }
     cJSON_Delete(section);
-    return failed ? 1 : 0;
+    return failed ? LAB_EXIT_NOT_OK : LAB_EXIT_OK;
 }
 
 /* report: the replay with the given flags into the report folder, then report.json and index.html there.
@@ -478,13 +495,13 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
         if (argc != 2) return lab_usage_error("report --replot needs exactly one report folder");
         if (lab_report_replot(argv[1], lab_root(), stdout) != LAB_OK) {
             fprintf(stderr, "lab report: %s\n", lab_err_msg());
-            return 1;
+            return LAB_EXIT_FAILED;
         }
-        return 0;
+        return LAB_EXIT_OK;
     }
     const char *out = "build/report";
     char **rargv = malloc(((size_t)argc + 2) * sizeof *rargv);
-    if (!rargv) return 1;
+    if (!rargv) return LAB_EXIT_FAILED;
     int rn = 0, bench = -1; /* [issue 14] -1: benchmarks when the replay ran on cuda */
     char command[4096];
     int cl = snprintf(command, sizeof command, "%s report", lab_bin);
@@ -510,19 +527,21 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
     time_t t0 = time(NULL);
     int rc = lab_cmd_replay(rn, rargv, lab_bin);
     free(rargv);
-    if (rc == LAB_EXIT_USAGE || lab_mpi_rank() != 0) return rc; /* under --mpi, rank 0 writes the report */
+    /* Under --mpi, rank 0 writes the report; no report for bad usage, a lab failure or an interrupt. */
+    if (rc == LAB_EXIT_USAGE || rc == LAB_EXIT_FAILED || rc >= 128 || lab_mpi_rank() != 0) return rc;
     if (lab_bench_report_step(out, bench, stdout) != LAB_OK) /* [issue 14] bench.json, into report.json */
         fprintf(stderr, "lab report: benchmarks: %s\n", lab_err_msg());
     lab_report_opts ro = {t0, command, 1};
     if (lab_report_write(out, &ro) != LAB_OK) {
         fprintf(stderr, "lab report: %s\n", lab_err_msg());
-        return 1;
+        return LAB_EXIT_FAILED;
     }
     printf("report: %s/index.html (and report.json)\n", out);
     return rc;
 }
 
-/* compare: two report folders; 0 nothing regressed, 1 a regression, 2 usage or an unreadable report. */
+/* compare: two report folders; 0 nothing regressed, 1 a regression, 2 usage or an unreadable or invalid
+ * report (strictly validated: lab_compare.c). */
 static int lab_cmd_compare(int argc, char **argv)
 {
     const char *dirs[2];
@@ -530,12 +549,9 @@ static int lab_cmd_compare(int argc, char **argv)
     lab_compare_opts co = {10.0, 0};
     for (int i = 0; i < argc; ++i) {
         if (!strcmp(argv[i], "--factor")) {
-            char *end;
-            if (i + 1 >= argc) return lab_usage_error("compare: --factor needs a number above 1");
-            errno = 0;
-            co.factor = strtod(argv[++i], &end);
-            if (errno || *end || !(co.factor > 1) || !isfinite(co.factor))
-                return lab_usage_error("compare: --factor needs a number above 1, got '%s'", argv[i]);
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            if (lab_args_double_above("compare: --factor", v, 1.0, 1e300, &co.factor) != LAB_OK)
+                return lab_usage_error("%s", lab_err_msg());
         } else if (!strcmp(argv[i], "--strict")) {
             co.strict = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -550,18 +566,30 @@ static int lab_cmd_compare(int argc, char **argv)
     lab_compare_result res;
     lab_status st = lab_compare_reports(dirs[0], dirs[1], &co, stdout, &res);
     if (st != LAB_OK) {
+        /* A folder that is not a valid report is bad input given on the command line. */
         fprintf(stderr, "lab compare: %s\n", lab_err_msg());
         return LAB_EXIT_USAGE;
     }
-    return res.failed ? 1 : 0;
+    return res.failed ? LAB_EXIT_NOT_OK : LAB_EXIT_OK;
 }
 
 int main(int argc, char **argv)
 {
     const char *lab_bin = argv[0];
     if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        fputs(lab_usage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? LAB_EXIT_USAGE : 0;
+        const char *one = NULL;
+        for (size_t i = 0; argc > 2 && !strcmp(argv[1], "help") && i < sizeof lab_usage_cmds / sizeof *lab_usage_cmds; ++i)
+            if (!strcmp(argv[2], lab_usage_cmds[i].name)) one = argv[2];
+        lab_usage_print(argc < 2 ? stderr : stdout, one);
+        return argc < 2 ? LAB_EXIT_USAGE : LAB_EXIT_OK;
+    }
+    /* `lab COMMAND --help`: that command's usage, exit 0, for every command (no repository needed). */
+    if (argc >= 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+        for (size_t i = 0; i < sizeof lab_usage_cmds / sizeof *lab_usage_cmds; ++i)
+            if (!strcmp(argv[1], lab_usage_cmds[i].name)) {
+                lab_usage_print(stdout, argv[1]);
+                return LAB_EXIT_OK;
+            }
     }
     /* compare reads only the two report folders: it runs anywhere. */
     if (!strcmp(argv[1], "compare")) return lab_cmd_compare(argc - 2, argv + 2);
@@ -581,7 +609,12 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "case")) return lab_cmd_case(argc - 2, argv + 2);
     if (!strcmp(cmd, "new")) {
         if (argc != 3) return lab_usage_error("new needs one incident id, e.g. 0008-fp8-amax-overflow");
-        if (lab_new_incident(lab_root(), argv[2]) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+        lab_status st = lab_new_incident(lab_root(), argv[2]);
+        if (st == LAB_ERR_ARG) return lab_usage_error("%s", lab_err_msg());
+        if (st != LAB_OK) {
+            fprintf(stderr, "lab new: %s\n", lab_err_msg());
+            return LAB_EXIT_FAILED;
+        }
         printf("made incidents/%s from incidents/_template: write the reproducer, the fix and the story, then\n"
                "  make && build/lab golden bless %.4s && build/lab replay --incident %.4s && make test\n",
                argv[2], argv[2], argv[2]);

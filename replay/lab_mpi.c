@@ -34,12 +34,53 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, int *ok, la
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "lab_args.h"
 #include "lab_fs.h"
 
+#define LAB_MPI_STR2(x) #x
+#define LAB_MPI_STR(x) LAB_MPI_STR2(x)
+
 lab_status lab_mpi_check(void) { return LAB_OK; }
+
+/* The exit status the end-of-job deadline uses when MPI_Finalize or MPI_Abort does not return in time. */
+static volatile sig_atomic_t lab_mpi_end_code;
+
+static void lab_mpi_deadline_hit(int sig)
+{
+    (void)sig;
+    static const char msg[] = "lab replay --mpi: MPI did not end within its grace of " LAB_MPI_STR(LAB_MPI_END_GRACE_S)
+                              " s; exiting without it (the files are written)\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    _exit(lab_mpi_end_code);
+}
+
+/* Bounds what follows (MPI_Finalize, MPI_Abort) by LAB_MPI_END_GRACE_S: when it does not return in time,
+ * the process exits with `code` from a SIGALRM handler. Everything the caller wants kept must be written
+ * and flushed before. */
+static void lab_mpi_deadline_arm(int code)
+{
+    lab_mpi_end_code = code;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = lab_mpi_deadline_hit;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    alarm((unsigned)LAB_MPI_END_GRACE_S);
+}
+
+/* A rank never outlives its launcher (mpirun, orted, srun's step daemon): killed with it. The parent is
+ * compared before and after, so a launcher that died in between is caught too. */
+static void lab_mpi_die_with_launcher(void)
+{
+    pid_t parent = getppid();
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return;
+    if (getppid() != parent) raise(SIGKILL);
+}
 
 enum { LAB_MPI_TAG_HELLO = 7101, LAB_MPI_TAG_CASE, LAB_MPI_TAG_DONE };
 
@@ -131,15 +172,18 @@ static void lab_mpi_pick_device(int local_rank, int local_size, char *desc, size
         /* No /proc listing (some containers): ask nvidia-smi, a separate process, so still no CUDA here. */
         char names[64][128];
         int m = 0;
-        FILE *p = popen("nvidia-smi -L 2>/dev/null", "r");
-        if (p) {
+        char *argv[] = {"nvidia-smi", "-L", NULL};
+        FILE *p;
+        pid_t pid;
+        if (lab_isolate_spawn_read(argv, &p, &pid) == LAB_OK) { /* an argv: no shell */
             char line[256];
-            while (m < 64 && fgets(line, sizeof line, p))
-                if (!strncmp(line, "GPU ", 4)) {
+            while (fgets(line, sizeof line, p))
+                if (m < 64 && !strncmp(line, "GPU ", 4)) {
                     line[strcspn(line, "\n")] = 0;
                     snprintf(names[m++], sizeof names[0], "%s", line);
                 }
-            pclose(p);
+            int ws;
+            lab_isolate_spawn_wait(p, pid, &ws);
         }
         if (m == 0) {
             snprintf(desc, len, "none (no GPU in /proc/driver/nvidia/gpus or nvidia-smi -L)");
@@ -423,6 +467,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
     int inited = 0;
     MPI_Initialized(&inited);
     if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS) return lab_err_set(LAB_ERR_IO, "--mpi: MPI_Init failed");
+    lab_mpi_die_with_launcher();
     /* Errors come back as codes: a failed peer must not take rank 0 down with it. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int rank = 0, size = 1, local_rank = 0, local_size = 1;
@@ -491,7 +536,10 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
         free(share);
         free(x.ranks);
         free(x.got);
+        fflush(NULL);
+        lab_mpi_deadline_arm(LAB_EXIT_FAILED);
         MPI_Finalize();
+        alarm(0);
         if (rank != 0) *ok = 0;
         return st;
     }
@@ -529,7 +577,10 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
         free(x.all);
         free(x.share_index);
         free(share);
+        fflush(NULL);
+        lab_mpi_deadline_arm(st == LAB_OK ? 0 : LAB_EXIT_FAILED);
         MPI_Finalize();
+        alarm(0);
         *ok = st == LAB_OK;
         return st;
     }
@@ -542,11 +593,11 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
     double wall = lab_mpi_now() - t0;
 
     /* Cases no one reported: the failed rank is named in each. */
-    int rank_failed = 0, hung = 0;
+    int rank_failed = 0, lost = 0;
     for (int r = 0; r < size; ++r) {
         lab_mpi_peer *rk = &x.ranks[r];
         rank_failed |= rk->status != LAB_RANK_DONE || rk->why[0];
-        hung |= rk->status == LAB_RANK_HUNG;
+        lost |= rk->status == LAB_RANK_HUNG || rk->status == LAB_RANK_CRASHED;
     }
     for (size_t i = 0; i < x.n_all; ++i) {
         if (x.got[i]) continue;
@@ -592,15 +643,23 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
     free(share);
     free(x.ranks);
     free(x.got);
-    if (hung) {
-        /* A stalled rank never reaches MPI_Finalize: end the job, the files are written. */
-        fprintf(stderr, "lab replay --mpi: ending the job with MPI_Abort: a rank is hung\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
+    *ok = rep_ok && !rank_failed;
+    int code = st2 != LAB_OK ? LAB_EXIT_FAILED : *ok ? 0 : 1;
+    if (lost) {
+        /* A stalled rank never reaches MPI_Finalize, and Open MPI's finalize may wait for a dead one for
+         * ever: end the job, the files are written. MPI_Abort itself is bounded too. */
+        fprintf(stderr, "lab replay --mpi: ending the job with MPI_Abort: a rank died or is hung\n");
+        fflush(NULL);
+        lab_mpi_deadline_arm(code);
+        MPI_Abort(MPI_COMM_WORLD, code);
+        _exit(code); /* not reached: MPI_Abort does not return */
     }
+    fflush(NULL);
+    lab_mpi_deadline_arm(code);
     MPI_Finalize();
+    alarm(0);
     *recs_out = x.all;
     *n_recs = x.n_all;
-    *ok = rep_ok && !rank_failed;
     return st2;
 }
 

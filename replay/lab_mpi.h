@@ -12,6 +12,11 @@
  * hang: covers fork, reporting and MPI latency, never a case's own run time (the watchdog bounds that). */
 #define LAB_MPI_GRACE_S 10.0
 
+/* How long MPI_Finalize (or MPI_Abort, when a rank died or hung) may take once the merged files are
+ * written: past it the process exits on its own with the status it would have returned. Open MPI's
+ * finalize can wait for ever on a dead peer; an integer literal (seconds), it is also printed. */
+#define LAB_MPI_END_GRACE_S 20
+
 /* LAB_OK when this build of the lab has MPI (built with MPI=1; sanitizer builds leave it out), else
  * LAB_ERR_UNSUPPORTED with a message that says how to get it. */
 lab_status lab_mpi_check(void);
@@ -36,6 +41,11 @@ int lab_mpi_rank(void);
  * the rank, host and pid. The replay is then NOT OK whatever the roles, summary.json's "ok" is false, and
  * rank 0 ends a hung job with MPI_Abort(1) after writing every file. A rank dying only leaves rank 0
  * running when mpirun was started with --enable-recovery (Open MPI 4; otherwise mpirun kills the job).
+ *
+ * The job always ends: a rank that died or hung makes rank 0 end the job with MPI_Abort (status 1, or 3
+ * when a file could not be written) after writing every file, and MPI_Finalize / MPI_Abort are bounded by
+ * LAB_MPI_END_GRACE_S (then _exit with the same status). Every rank dies with its launcher
+ * (PR_SET_PDEATHSIG): a killed mpirun leaves no rank behind.
  *
  * Returns like lab_replay_run on rank 0; on the other ranks *recs is NULL, *n_recs 0 and *ok 1 unless
  * their own harness failed. LAB_ERR_UNSUPPORTED when the build has no MPI; LAB_ERR_IO when MPI cannot

@@ -1,11 +1,25 @@
 /* lab_replay: runs (incident, variant, seed) cases in isolation on all cores and reports them. */
+#define _GNU_SOURCE /* nftw, renameat2 flags */
 #include "lab_replay.h"
 
+#include <cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
 
 #include "lab_fs.h"
 #include "lab_plot.h"
@@ -87,6 +101,9 @@ static double lab_replay_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Outside a terminal, the least time between two progress lines. */
+#define LAB_REPLAY_PROGRESS_S 10.0
+
 static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
 {
     lab_replay_ctx *ctx = vctx;
@@ -95,11 +112,31 @@ static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
     c->o = *o;
     ctx->done++;
     if (lab_results_case_ok(c) == 0) ctx->bad++;
-    if (ctx->opts->progress) {
-        fprintf(stderr, "\r\033[K[%zu/%zu] %.1fs %zu failing | %s %s seed %llu: %s", ctx->done, ctx->n,
-                lab_replay_now() - ctx->t0, ctx->bad, c->incident->id, c->variant->name,
-                (unsigned long long)c->seed, lab_outcome_name(o->outcome));
-        if (ctx->done == ctx->n) fprintf(stderr, "\n");
+    if (ctx->opts->progress && !o->not_run) {
+        static int tty = -1;
+        static double last_line = 0;
+        if (tty < 0) tty = isatty(STDERR_FILENO);
+        double now = lab_replay_now(), el = now - ctx->t0;
+        if (tty) {
+            fprintf(stderr, "\r\033[K[%zu/%zu] %.1fs %zu failing | %s %s seed %llu: %s", ctx->done, ctx->n, el,
+                    ctx->bad, c->incident->id, c->variant->name, (unsigned long long)c->seed,
+                    lab_outcome_name(o->outcome));
+            if (ctx->done == ctx->n) fprintf(stderr, "\n");
+        } else if (now - last_line >= LAB_REPLAY_PROGRESS_S || ctx->done == ctx->n) {
+            /* Not a terminal (CI log, pipe): a whole line at most every LAB_REPLAY_PROGRESS_S seconds. */
+            last_line = now;
+            double rate = el > 0 ? (double)ctx->done / el : 0;
+            char slow[200] = "none";
+            size_t sj;
+            double se;
+            if (lab_isolate_slowest(&sj, &se)) {
+                const lab_case_record *r = &ctx->recs[ctx->offset + sj];
+                snprintf(slow, sizeof slow, "%s %s seed %llu (%.0f s)", r->incident->id, r->variant->name,
+                         (unsigned long long)r->seed, se);
+            }
+            fprintf(stderr, "progress: %zu/%zu cases, %.1f cases/s, ETA %.0f s, %zu failing, slowest running: %s\n",
+                    ctx->done, ctx->n, rate, rate > 0 ? (double)(ctx->n - ctx->done) / rate : 0.0, ctx->bad, slow);
+        }
     }
     if (ctx->on_done) ctx->on_done(ctx->on_done_ctx, index, c);
 }
@@ -260,20 +297,193 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, la
     return st2 != LAB_OK ? st2 : st;
 }
 
-lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case_record *recs, size_t n, double wall,
-                             lab_status st, int *ok)
+/* The files of a result set in an --out folder: the swap replaces these; anything else there is moved
+ * into the new set untouched. */
+static int lab_replay_set_member(const char *name)
+{
+    static const char *names[] = {"results.jsonl", "summary.json", "junit.xml", "results.tap", "plots",
+                                  "report.json", "index.html"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; ++i)
+        if (!strcmp(name, names[i])) return 1;
+    return 0;
+}
+
+static int lab_replay_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path) != 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* rm -rf path (no symlink followed). */
+static void lab_replay_rmrf(const char *path) { nftw(path, lab_replay_rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* Makes a fresh folder beside out_dir (same file system, so it can be swapped in): *stage. LAB_ERR_IO
+ * naming the path when it cannot be made. */
+static lab_status lab_replay_stage(const char *out_dir, char *stage, size_t len)
+{
+    size_t n = strlen(out_dir);
+    while (n > 1 && out_dir[n - 1] == '/') --n;
+    if (snprintf(stage, len, "%.*s.new-XXXXXX", (int)n, out_dir) >= (int)len)
+        return lab_err_set(LAB_ERR_ARG, "%s: path too long", out_dir);
+    if (!mkdtemp(stage))
+        return lab_err_set(LAB_ERR_IO, "%s: cannot make the new result folder %s beside it: %s", out_dir, stage,
+                           strerror(errno));
+    return LAB_OK;
+}
+
+/* Replaces out_dir by stage as a whole: entries of out_dir that are not part of a result set move into
+ * stage first, then the two folders are exchanged in one renameat2(RENAME_EXCHANGE) (or, where the file
+ * system lacks it, out_dir is renamed aside and stage renamed in), and the old set is removed. A reader
+ * sees the old set or the new one, never a mix. Refuses (LAB_ERR_ARG) an out_dir that holds the current
+ * directory. LAB_ERR_IO naming the path on a failed rename. */
+static lab_status lab_replay_swap(const char *stage, const char *out_dir)
+{
+    char rout[PATH_MAX], rcwd[PATH_MAX];
+    if (realpath(out_dir, rout) && getcwd(rcwd, sizeof rcwd)) {
+        size_t k = strlen(rout);
+        if (!strncmp(rcwd, rout, k) && (rcwd[k] == 0 || rcwd[k] == '/' || k == 1))
+            return lab_err_set(LAB_ERR_ARG, "--out %s holds the current directory: choose a folder for results",
+                               out_dir);
+    }
+    DIR *d = opendir(out_dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || lab_replay_set_member(e->d_name)) continue;
+            char from[PATH_MAX], to[PATH_MAX];
+            snprintf(from, sizeof from, "%s/%s", out_dir, e->d_name);
+            snprintf(to, sizeof to, "%s/%s", stage, e->d_name);
+            if (rename(from, to) != 0) {
+                int er = errno;
+                closedir(d);
+                return lab_err_set(LAB_ERR_IO, "%s: cannot keep %s in the new result set: %s", out_dir, from,
+                                   strerror(er));
+            }
+        }
+        closedir(d);
+    }
+    if (syscall(SYS_renameat2, AT_FDCWD, stage, AT_FDCWD, out_dir, RENAME_EXCHANGE) == 0) {
+        lab_replay_rmrf(stage); /* now the old set */
+        return LAB_OK;
+    }
+    if (errno == ENOENT && !lab_fs_exists(out_dir)) {
+        if (rename(stage, out_dir) == 0) return LAB_OK;
+        return lab_err_set(LAB_ERR_IO, "%s: cannot move the new result set in from %s: %s", out_dir, stage,
+                           strerror(errno));
+    }
+    if (errno != EINVAL && errno != ENOSYS)
+        return lab_err_set(LAB_ERR_IO, "%s: cannot swap in the new result set from %s: %s", out_dir, stage,
+                           strerror(errno));
+    char old[PATH_MAX];
+    snprintf(old, sizeof old, "%s.old-XXXXXX", stage);
+    if (!mkdtemp(old) || rmdir(old) != 0 || rename(out_dir, old) != 0)
+        return lab_err_set(LAB_ERR_IO, "%s: cannot move the old result set aside: %s", out_dir, strerror(errno));
+    if (rename(stage, out_dir) != 0) {
+        int er = errno;
+        rename(old, out_dir);
+        return lab_err_set(LAB_ERR_IO, "%s: cannot move the new result set in from %s: %s", out_dir, stage,
+                           strerror(er));
+    }
+    lab_replay_rmrf(old);
+    return LAB_OK;
+}
+
+/* The command that resumes an interrupted replay: the same selection from the lowest seed that has an
+ * unfinished case on (written into buf). */
+static void lab_replay_resume_cmd(const lab_replay_opts *opts, const lab_case_record *recs, size_t n, char *buf,
+                                  size_t len)
+{
+    size_t lowest = opts->n_seeds;
+    for (size_t j = 0; j < n; ++j) {
+        if (!recs[j].o.not_run) continue;
+        for (size_t s = 0; s < lowest; ++s)
+            if (opts->seeds[s] == recs[j].seed) {
+                lowest = s;
+                break;
+            }
+    }
+    if (lowest >= opts->n_seeds) lowest = 0;
+    int k = snprintf(buf, len, "%s replay", opts->lab_bin);
+    for (size_t i = 0; i < opts->n_incidents && k > 0 && (size_t)k < len; ++i)
+        k += snprintf(buf + k, len - (size_t)k, " --incident %s", opts->incidents[i]->id);
+    if (k > 0 && (size_t)k < len && opts->variant) k += snprintf(buf + k, len - (size_t)k, " --variant %s", opts->variant);
+    if (k > 0 && (size_t)k < len) {
+        if (opts->n_seeds == 1) k += snprintf(buf + k, len - (size_t)k, " --seed %llu", (unsigned long long)opts->seeds[0]);
+        else if (!opts->seeds_default || lowest > 0)
+            k += snprintf(buf + k, len - (size_t)k, " --first-seed %llu --seeds %zu", (unsigned long long)opts->seeds[lowest],
+                          opts->n_seeds - lowest);
+    }
+    if (k > 0 && (size_t)k < len)
+        snprintf(buf + k, len - (size_t)k, " --backend %s --out %s-resumed", lab_backend_name(opts->backend),
+                 opts->out_dir ? opts->out_dir : "build/replay");
+}
+
+/* Marks DIR/summary.json of an interrupted replay: "interrupted": true, "ok": false, the signal, the cases
+ * planned and the resume command. */
+static lab_status lab_replay_mark_interrupted(const char *dir, int sig, size_t planned, const char *resume)
+{
+    char path[PATH_MAX], *text;
+    size_t len;
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    lab_status st = lab_fs_read_all(path, &text, &len);
+    if (st != LAB_OK) return st;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!root) return lab_err_set(LAB_ERR_FORMAT, "%s: cannot parse the summary just written", path);
+    cJSON_ReplaceItemInObject(root, "ok", cJSON_CreateFalse());
+    cJSON_AddBoolToObject(root, "interrupted", 1);
+    cJSON_AddStringToObject(root, "signal", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "?");
+    cJSON_AddNumberToObject(root, "cases_planned", (double)planned);
+    cJSON_AddStringToObject(root, "resume", resume);
+    char *s = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!s) return lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", path);
+    size_t n = strlen(s);
+    s[n - (n > 0 && s[n - 1] == '\n')] = 0;
+    char *buf = malloc(strlen(s) + 2);
+    if (!buf) {
+        cJSON_free(s);
+        return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
+    }
+    n = (size_t)sprintf(buf, "%s\n", s);
+    cJSON_free(s);
+    st = lab_fs_write_atomic(path, buf, n);
+    free(buf);
+    return st;
+}
+
+lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case_record *recs_all, size_t n_all,
+                             double wall, lab_status st, int *ok)
 {
     *ok = 0;
+    /* An interrupted run reports (and writes) the cases that finished, and only them. */
+    int sig = lab_isolate_interrupted();
+    size_t n = 0;
+    for (size_t j = 0; j < n_all; ++j) n += !recs_all[j].o.not_run;
+    lab_case_record *recs = recs_all;
+    if (n != n_all) {
+        recs = malloc((n ? n : 1) * sizeof *recs);
+        if (!recs) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+        for (size_t j = 0, k = 0; j < n_all; ++j)
+            if (!recs_all[j].o.not_run) recs[k++] = recs_all[j];
+    }
 
     lab_variant_tally *t;
     size_t nt;
     lab_status st2 = lab_results_tally(recs, n, &t, &nt);
-    if (st2 != LAB_OK) return st2;
-    int all_ok = st == LAB_OK;
+    if (st2 != LAB_OK) {
+        if (recs != recs_all) free(recs);
+        return st2;
+    }
+    int all_ok = st == LAB_OK && !sig && n == n_all;
     for (size_t j = 0; j < nt; ++j) all_ok &= t[j].ok;
     lab_replay_table(report, t, nt);
 
-    /* Every case that failed its role, with the command that replays exactly that case. */
+    /* Every case that failed its role, with the command that replays exactly that case. A fix that failed
+     * REGRESSED; a bug that passed is an XPASS; a bug whose case could not be judged is printed with its
+     * outcome (ERROR), never as XPASS. */
     size_t shown = 0, bad = 0;
     for (size_t j = 0; j < n; ++j) {
         if (lab_results_case_ok(&recs[j]) != 0) continue;
@@ -281,8 +491,10 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
         if (shown++ >= 20) continue;
         char cmd[512];
         lab_results_replay_cmd(&recs[j], opts->lab_bin, cmd, sizeof cmd);
-        fprintf(report, "%s %s/%s seed %llu: %s%s%s%s%s\n  replay: %s%s%s\n",
-                recs[j].variant->role == LAB_ROLE_FIX ? "REGRESSED" : "XPASS", recs[j].incident->id,
+        const char *label = recs[j].variant->role == LAB_ROLE_FIX     ? "REGRESSED"
+                            : recs[j].o.outcome == LAB_OUT_PASS       ? "XPASS"
+                                                                      : lab_outcome_name(recs[j].o.outcome);
+        fprintf(report, "%s %s/%s seed %llu: %s%s%s%s%s\n  replay: %s%s%s\n", label, recs[j].incident->id,
                 recs[j].variant->name, (unsigned long long)recs[j].seed, lab_outcome_name(recs[j].o.outcome),
                 recs[j].o.r.detail[0] || recs[j].o.error[0] ? ": " : "", recs[j].o.r.detail,
                 recs[j].o.r.detail[0] && recs[j].o.error[0] ? "; " : "", recs[j].o.error, cmd,
@@ -296,27 +508,46 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
             !all_ok ? "NOT OK" : skipped == n ? "nothing ran, every case was skipped"
                                : skipped ? "every fix holds and every bug is detected (some cases skipped)"
                                          : "every fix holds and every bug is detected");
+    char resume[2048] = "";
+    if (sig) {
+        lab_replay_resume_cmd(opts, recs_all, n_all, resume, sizeof resume);
+        fprintf(report, "INTERRUPTED by %s: %zu of %zu cases finished and are kept (NOT OK)\nresume: %s\n",
+                sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n, n_all, resume);
+    }
 
     if (opts->out_dir) {
-        char path[4096];
+        /* The whole set goes to a fresh folder beside out_dir, then replaces it in one swap. */
+        char stage[PATH_MAX], path[PATH_MAX + 32];
         int sum_ok;
-        snprintf(path, sizeof path, "%s/results.jsonl", opts->out_dir);
+        st2 = lab_replay_stage(opts->out_dir, stage, sizeof stage);
+        int staged = st2 == LAB_OK;
+        snprintf(path, sizeof path, "%s/results.jsonl", stage);
         if (st2 == LAB_OK) st2 = lab_results_write_jsonl(path, recs, n, opts->lab_bin);
-        snprintf(path, sizeof path, "%s/summary.json", opts->out_dir);
+        snprintf(path, sizeof path, "%s/summary.json", stage);
         if (st2 == LAB_OK) st2 = lab_results_write_summary(path, t, nt, lab_backend_name(opts->backend), n, wall, &sum_ok);
-        snprintf(path, sizeof path, "%s/junit.xml", opts->out_dir);
+        if (st2 == LAB_OK && sig) st2 = lab_replay_mark_interrupted(stage, sig, n_all, resume);
+        snprintf(path, sizeof path, "%s/junit.xml", stage);
         if (st2 == LAB_OK) st2 = lab_results_write_junit(path, recs, n, opts->lab_bin);
-        snprintf(path, sizeof path, "%s/results.tap", opts->out_dir);
+        snprintf(path, sizeof path, "%s/results.tap", stage);
         if (st2 == LAB_OK && opts->tap) st2 = lab_results_write_tap(path, recs, n, opts->lab_bin);
         if (st2 == LAB_OK && opts->plots) {
             int npng = 0;
-            lab_status sp = lab_plot_results(opts->out_dir, opts->root, report, &npng);
+            lab_status sp = lab_plot_results(stage, opts->root, report, &npng);
             if (sp == LAB_OK) fprintf(report, "plots: %d PNG in %s/plots\n", npng, opts->out_dir);
             else fprintf(report, "plots: %s\n", lab_err_msg()); /* a missing gnuplot does not fail the replay */
+            st2 = LAB_OK;
+        }
+        if (st2 == LAB_OK) st2 = lab_replay_swap(stage, opts->out_dir);
+        if (st2 != LAB_OK && staged) {
+            char keep[512];
+            snprintf(keep, sizeof keep, "%s", lab_err_msg());
+            lab_replay_rmrf(stage);
+            lab_err_set(st2, "%s", keep);
         }
         if (st2 == LAB_OK) fprintf(report, "wrote %s/{results.jsonl,summary.json,junit.xml%s}\n", opts->out_dir, opts->tap ? ",results.tap" : "");
     }
     free(t);
+    if (recs != recs_all) free(recs);
     *ok = all_ok && bad == 0;
     return st2;
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "lab_isolate.h"
+
 #define LAB_SANITIZE_TAG "LAB-CASE "
 
 lab_status lab_sanitize_tool_check(const char *tool)
@@ -65,17 +67,18 @@ lab_status lab_sanitize_case(const lab_case *c, const char *tool, const char *la
 {
     lab_status st = lab_sanitize_tool_check(tool);
     if (st != LAB_OK) return st;
-    if (system("command -v compute-sanitizer >/dev/null 2>&1") != 0)
-        return lab_err_set(LAB_ERR_UNSUPPORTED, "compute-sanitizer not found on PATH");
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "compute-sanitizer --tool %s --print-limit 4 --error-exitcode 86 '%s' case '%s' '%s' %llu --backend %s "
-             "--sanitizer %s 2>&1",
-             tool, lab_bin, c->incident->id, c->variant->name, (unsigned long long)c->seed, lab_backend_name(c->backend), tool);
-    /* The case is told which tool watches it (--sanitizer): it then allocates exactly, so that the tool sees
+    /* An argv, never a shell: the lab's path, the incident and variant names reach the tool as they are. The
+     * case is told which tool watches it (--sanitizer): it then allocates exactly, so that the tool sees
      * every stray access instead of a guard zone absorbing it. */
-    FILE *p = popen(cmd, "r");
-    if (!p) return lab_err_set(LAB_ERR_IO, "cannot start: %s", cmd);
+    char seed[24];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
+    char *argv[] = {"compute-sanitizer", "--tool", (char *)tool, "--print-limit", "4", "--error-exitcode", "86",
+                    (char *)lab_bin, "case", (char *)c->incident->id, (char *)c->variant->name, seed, "--backend",
+                    (char *)lab_backend_name(c->backend), "--sanitizer", (char *)tool, NULL};
+    FILE *p;
+    pid_t pid;
+    st = lab_isolate_spawn_read(argv, &p, &pid);
+    if (st != LAB_OK) return st;
     char line[4096], first_err[160] = "", last[240] = "";
     long n_err = -1;
     int have = 0, inner = LAB_OK;
@@ -96,7 +99,8 @@ lab_status lab_sanitize_case(const lab_case *c, const char *tool, const char *la
         if (!strncmp(line, LAB_SANITIZE_TAG, strlen(LAB_SANITIZE_TAG)))
             have = lab_sanitize_parse(line + strlen(LAB_SANITIZE_TAG), r, &inner, inner_err, sizeof inner_err);
     }
-    int ws = pclose(p);
+    int ws = 0;
+    if (lab_isolate_spawn_wait(p, pid, &ws) != LAB_OK) return LAB_ERR_IO;
     if (WIFSIGNALED(ws)) raise(WTERMSIG(ws)); /* the case crashed: so does its job, with the same signal */
     if (!have) {
         /* The tool passes a target's death by signal S on as exit status 128 + S, as shells do. */

@@ -1,11 +1,25 @@
-/* lab_test_sh: what tests that run the `lab` command share: the binary under test and a shell runner. */
+/* lab_test_sh: what tests that run the `lab` command share: the binary under test and a shell runner that
+ * never leaves a process behind (its own session, killed as a whole on a deadline or when the test dies). */
 #ifndef LAB_TEST_SH_H
 #define LAB_TEST_SH_H
 
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Default deadline of lab_test_sh, seconds: longer than any command of the suite takes. */
+#define LAB_TEST_SH_DEADLINE_S 300.0
+/* Exit status lab_test_sh_deadline returns for a command it killed at its deadline (as timeout(1)). */
+#define LAB_TEST_SH_TIMED_OUT 124
 
 /* The lab binary under test: $LAB_BIN (set by `make test`), else build/lab. */
 static inline const char *lab_test_bin(void)
@@ -14,24 +28,167 @@ static inline const char *lab_test_bin(void)
     return b && *b ? b : "build/lab";
 }
 
-/* Runs a shell command line with 2>&1; returns its exit status (128 + signal if killed) and its output
- * in *out (malloc'ed, NUL-terminated). */
+static inline double lab_test_sh_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Sends sig to every process of session sid but `except` (found through /proc: a member that moved to a
+ * process group of its own, as mpirun's ranks do, is still in the session). Returns how many it signalled. */
+static inline int lab_test_sh_kill_session(pid_t sid, pid_t except, int sig)
+{
+    DIR *d = opendir("/proc");
+    if (!d) return 0;
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == except) continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t r = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[r] = 0;
+        const char *p = strrchr(buf, ')');
+        char state;
+        long ppid, pgrp, session;
+        if (!p || sscanf(p + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &session) != 4) continue;
+        if (session == sid && state != 'Z' && kill((pid_t)pid, sig) == 0) n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* How many live processes (zombies not counted, this one excepted) have `needle` in their command line. */
+static inline int lab_test_count_procs(const char *needle)
+{
+    DIR *d = opendir("/proc");
+    if (!d) return -1;
+    struct dirent *e;
+    int n = 0;
+    size_t nl = strlen(needle);
+    while ((e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == (long)getpid()) continue;
+        char path[64], buf[8192];
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t r = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        if (r == 0) continue; /* a zombie or a kernel thread */
+        for (size_t i = 0; i < r; ++i)
+            if (!buf[i]) buf[i] = ' ';
+        buf[r] = 0;
+        if (nl && strstr(buf, needle)) n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static volatile sig_atomic_t lab_test_sh_stop;
+static inline void lab_test_sh_on_term(int sig) { lab_test_sh_stop = sig; }
+
+/* The guard: leader of a new session, runs `sh -c cmd` in it, and kills the whole session (SIGTERM, then
+ * SIGKILL 2 s later) when told to stop (SIGTERM from the test at its deadline, or the parent-death signal
+ * when the test process dies) and after the command ends (nothing it started outlives it). Never returns. */
+static inline void lab_test_sh_guard(const char *cmd, pid_t test_pid, int out_fd)
+{
+    setsid();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = lab_test_sh_on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != test_pid) lab_test_sh_stop = SIGTERM; /* the test died before the prctl */
+    dup2(out_fd, STDOUT_FILENO);
+    dup2(out_fd, STDERR_FILENO);
+    if (out_fd > STDERR_FILENO) close(out_fd);
+    int code = LAB_TEST_SH_TIMED_OUT;
+    pid_t sh = lab_test_sh_stop ? -1 : fork();
+    if (sh == 0) {
+        signal(SIGTERM, SIG_DFL);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    while (sh > 0 && !lab_test_sh_stop) {
+        int ws;
+        pid_t w = waitpid(sh, &ws, 0);
+        if (w == sh) {
+            code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+            break;
+        }
+        if (w < 0 && errno != EINTR) break;
+    }
+    pid_t me = getpid();
+    if (lab_test_sh_kill_session(me, me, SIGTERM) > 0) {
+        for (int i = 0; i < 200 && lab_test_sh_kill_session(me, me, 0) > 0; ++i) usleep(10000);
+        lab_test_sh_kill_session(me, me, SIGKILL);
+    }
+    while (waitpid(-1, NULL, WNOHANG) > 0) {}
+    _exit(code);
+}
+
+/* Runs a shell command line with 2>&1 in a session of its own; returns its exit status (128 + signal if
+ * killed; LAB_TEST_SH_TIMED_OUT if still running after deadline_s, when the whole session is killed) and
+ * its output in *out (malloc'ed, NUL-terminated). Whatever the command leaves running when it ends, or
+ * when the test process dies, is killed too. */
+static inline int lab_test_sh_deadline(const char *cmd, double deadline_s, char **out)
+{
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    fflush(NULL);
+    pid_t test_pid = getpid();
+    pid_t g = fork();
+    cr_assert_geq(g, 0, "fork: %s", strerror(errno));
+    if (g == 0) {
+        close(p[0]);
+        lab_test_sh_guard(cmd, test_pid, p[1]);
+    }
+    close(p[1]);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    cr_assert_not_null(buf);
+    double end = lab_test_sh_now() + deadline_s;
+    int timed_out = 0;
+    for (;;) {
+        double left = end - lab_test_sh_now();
+        if (left <= 0 && !timed_out) {
+            timed_out = 1;
+            kill(g, SIGTERM); /* the guard kills the session; the pipe then reaches EOF */
+        }
+        struct pollfd pfd = {p[0], POLLIN, 0};
+        int pr = poll(&pfd, 1, timed_out ? 1000 : (int)(left * 1000) + 1);
+        if (pr < 0 && errno == EINTR) continue;
+        if (pr == 0) continue;
+        if (n + 1 >= cap) {
+            buf = realloc(buf, cap *= 2);
+            cr_assert_not_null(buf);
+        }
+        ssize_t r = read(p[0], buf + n, cap - n - 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        n += (size_t)r;
+    }
+    close(p[0]);
+    buf[n] = 0;
+    int ws = 0;
+    while (waitpid(g, &ws, 0) < 0 && errno == EINTR) {}
+    *out = buf;
+    if (timed_out) return LAB_TEST_SH_TIMED_OUT;
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+/* lab_test_sh_deadline with LAB_TEST_SH_DEADLINE_S. */
 static inline int lab_test_sh(const char *cmd, char **out)
 {
-    char full[8192];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0, r;
-    char *buf = malloc(cap);
-    while ((r = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += r;
-        if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
-    }
-    buf[n] = 0;
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return lab_test_sh_deadline(cmd, LAB_TEST_SH_DEADLINE_S, out);
 }
 
 #endif

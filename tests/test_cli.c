@@ -6,33 +6,19 @@
 #include <string.h>
 #include <sys/wait.h>
 
-static const char *lab_bin(void)
-{
-    const char *b = getenv("LAB_BIN");
-    return b && *b ? b : "build/lab";
-}
+#include "lab_fs.h"
+#include "tests/lab_test_sh.h"
 
-/* Runs `env LAB_BIN args 2>&1`, returns the exit status and the output (malloc'ed). */
+/* Runs `env LAB args 2>&1` (tests/lab_test_sh.h: own session, deadline), returns the exit status and the
+ * output (malloc'ed). */
 static int run(const char *env, const char *args, char **out)
 {
-    char cmd[2048];
-    char *abs = realpath(lab_bin(), NULL);
-    cr_assert_not_null(abs, "%s not built (make builds it)", lab_bin());
-    snprintf(cmd, sizeof cmd, "%s '%s' %s 2>&1", env ? env : "", abs, args);
+    char cmd[4096];
+    char *abs = realpath(lab_test_bin(), NULL);
+    cr_assert_not_null(abs, "%s not built (make builds it)", lab_test_bin());
+    snprintf(cmd, sizeof cmd, "%s '%s' %s", env ? env : "", abs, args);
     free(abs);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    size_t r;
-    while ((r = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += r;
-        if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
-    }
-    buf[n] = 0;
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return lab_test_sh(cmd, out);
 }
 
 #define EXPECT_IN(out, s) cr_expect(strstr(out, s) != NULL, "expected \"%s\" in:\n%s", s, out)
@@ -56,10 +42,10 @@ Test(cli, bad_input_is_named_with_usage_status)
         {"replay --variant nope", "unknown variant 'nope'; known: "},
         {"replay --variant nope", " 0004-pow-grad-nan/fix"},
         {"replay --bogus", "unknown flag '--bogus'"},
-        {"replay --seeds x", "--seeds needs a non-negative integer, got 'x'"},
-        {"replay --seeds 0", "--seeds must be at least 1"},
+        {"replay --seeds x", "--seeds needs an integer 1..1048576, got 'x'"},
+        {"replay --seeds 0", "--seeds must be 1..1048576, got 0"},
         {"replay --seed 1 --seeds 4", "--seed and --seeds exclude each other"},
-        {"replay --backend tpu", "unknown backend 'tpu' (known: cpu, cuda)"},
+        {"replay --backend tpu", "--backend needs cpu, cuda or auto, got 'tpu'"},
         {"explain", "explain needs an incident id"},
         {"explain 9999", "unknown incident '9999'"},
         {"golden frob", "golden needs verify or bless, got 'frob'"},
@@ -131,4 +117,115 @@ Test(cli, golden_verify_names_the_corrupt_file)
     free(out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);
+}
+
+/* Numbers that once crashed the lab, wrapped or were taken silently: each is a usage error naming the flag
+ * and the range (issue 20). */
+Test(cli, huge_and_wrapping_numbers_are_usage_errors_naming_the_flag)
+{
+    struct { const char *args, *want; } cases[] = {
+        {"replay --seeds 2305843009213693952", "--seeds must be 1..1048576, got 2305843009213693952"},
+        {"replay --seeds 1099511627776", "--seeds must be 1..1048576, got 1099511627776"},
+        {"replay --seeds 99999999999999999999999", "--seeds must be 1..1048576"},
+        {"replay --seeds -1", "--seeds needs an integer 1..1048576, got '-1'"},
+        {"replay --seeds ' 4'", "--seeds needs an integer"},
+        {"replay --seeds 0x10", "--seeds needs an integer"},
+        {"replay -j 4294967297", "-j must be 1..1024, got 4294967297"},
+        {"replay --jobs 0", "--jobs must be 1..1024, got 0"},
+        {"replay --timeout 18446744073709551616", "--timeout must be 1..86400"},
+        {"replay --seed 9007199254740993", "--seed must be 1..9007199254740992"},
+        {"replay --seed 0", "--seed must be 1..9007199254740992, got 0"},
+        {"replay --first-seed 18446744073709551615 --seeds 2", "--first-seed must be 1..9007199254740992"},
+        {"replay --first-seed 9007199254740990 --seeds 4", "--first-seed 9007199254740990 with --seeds 4 passes the seed space"},
+        {"replay --seed 3 --first-seed 2", "--seed and --first-seed exclude each other"},
+        {"replay --seeds", "--seeds needs a value"},
+        {"explain 0004-pow-grad-nan --seeds 9223372036854775808", "--seeds must be 1..4096, got 9223372036854775808"},
+        {"case 0004 fix 18446744073709551616", "SEED must be 1..9007199254740992"},
+        {"compare a b --factor inf", "--factor needs a number above 1, got 'inf' (finite"},
+        {"compare a b --factor 1", "--factor needs a number above 1, got '1'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+        char *out;
+        int st = run(NULL, cases[i].args, &out);
+        cr_expect_eq(st, 2, "lab %s exited %d:\n%s", cases[i].args, st, out);
+        EXPECT_IN(out, cases[i].want);
+        free(out);
+    }
+}
+
+/* The last seed of the seed space runs and is written to JSON exactly (not as a rounded double). */
+Test(cli, largest_seed_is_exact_in_json, .timeout = 60)
+{
+    char *out;
+    int st = run(NULL, "replay --incident 0004-pow-grad-nan --variant fix --first-seed 9007199254740991 --seeds 2 "
+                       "--no-plots --quiet --out build/test-cli-bigseed", &out);
+    cr_expect_eq(st, 0, "%s", out);
+    free(out);
+    char *text;
+    size_t len;
+    cr_assert_eq(lab_fs_read_all("build/test-cli-bigseed/results.jsonl", &text, &len), LAB_OK);
+    cr_expect(strstr(text, "\"seed\":9007199254740991,") != NULL, "%s", text);
+    cr_expect(strstr(text, "\"seed\":9007199254740992,") != NULL, "%s", text);
+    free(text);
+}
+
+/* `lab COMMAND --help` is usage, exit 0, for every command; `lab help` states the ranges and exit codes. */
+Test(cli, every_command_has_help_with_exit_0)
+{
+    const char *cmds[] = {"list", "replay", "explain", "golden", "plots", "case", "bench", "report", "compare", "help"};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; ++i) {
+        char args[64], *out;
+        snprintf(args, sizeof args, "%s --help", cmds[i]);
+        int st = run("LAB_ROOT=/nonexistent", args, &out);
+        cr_expect_eq(st, 0, "lab %s exited %d:\n%s", args, st, out);
+        EXPECT_IN(out, "usage: lab");
+        EXPECT_IN(out, cmds[i]);
+        free(out);
+    }
+    char *out;
+    cr_expect_eq(run(NULL, "replay -h", &out), 0);
+    free(out);
+    cr_expect_eq(run(NULL, "help", &out), 0);
+    EXPECT_IN(out, "Exit status: 0 ok");
+    EXPECT_IN(out, "1 the verdict is NOT OK; 2 bad usage;");
+    EXPECT_IN(out, "3 the lab could not do the job");
+    EXPECT_IN(out, "--seeds 1..1048576");
+    EXPECT_IN(out, "1..9007199254740992 (2^53)");
+    EXPECT_IN(out, "-j 1..1024");
+    EXPECT_IN(out, "--timeout\n                                     1..86400 s");
+    free(out);
+}
+
+/* --backend cuda without a usable device: exit 3 with the probe's reason; auto falls back and says so;
+ * --gpu-optional asks for the skip. */
+Test(cli, cuda_backend_without_a_device_is_exit_3_with_the_reason, .timeout = 120)
+{
+    char *out;
+    int st = run(NULL, "replay --incident 0004 --seeds 1 --backend cuda --no-plots --quiet --out build/test-cli-cuda", &out);
+    if (st == 0 || st == 1) {
+        free(out);
+        cr_skip_test("a CUDA device is usable here: nothing to refuse");
+    }
+    cr_expect_eq(st, 3, "exit %d:\n%s", st, out);
+    EXPECT_IN(out, "--backend cuda: no usable CUDA device: ");
+    EXPECT_IN(out, "CUDA");
+    free(out);
+    st = run(NULL, "replay --incident 0004 --seeds 1 --backend auto --no-plots --quiet --out build/test-cli-cuda", &out);
+    cr_expect_eq(st, 0, "exit %d:\n%s", st, out);
+    EXPECT_IN(out, "backend auto: cpu (");
+    free(out);
+    st = run(NULL, "replay --incident 0004 --seeds 1 --backend cuda --gpu-optional --no-plots --quiet --out build/test-cli-cuda",
+             &out);
+    cr_expect_eq(st, 0, "exit %d:\n%s", st, out);
+    EXPECT_IN(out, "cases SKIP (--gpu-optional)");
+    free(out);
+}
+
+/* Exit 3: the lab could not do the job (here: no results to draw from). */
+Test(cli, a_job_the_lab_cannot_do_is_exit_3)
+{
+    char *out;
+    int st = run(NULL, "plots --out /nonexistent/replay", &out);
+    cr_expect_eq(st, 3, "exit %d:\n%s", st, out);
+    free(out);
 }

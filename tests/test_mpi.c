@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,16 +33,37 @@ static void need_mpi(void)
 
 #define MPIRUN "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 mpirun"
 
-/* Runs `mpirun [flags] -np 2 LAB replay --mpi ARGS --out DIR`; skips the test when the lab has no MPI. */
+/* The deadline of one mpirun in these tests (below every test's .timeout, so the helper, not Criterion,
+ * ends a hung job and kills its whole session). */
+#define MPI_DEADLINE_S 150.0
+
+static double mpi_wall_s; /* wall time of the last mpi_replay */
+
+/* Runs `mpirun [flags] -np 2 LAB replay --mpi ARGS --out DIR` in a session of its own under
+ * MPI_DEADLINE_S, with Open MPI's session files under DIR.ompi (checked empty afterwards, then removed);
+ * expects no process of the run left behind. Skips the test when the lab has no MPI. */
 static int mpi_replay(const char *env, const char *mpirun_flags, const char *args, const char *dir, char **out)
 {
-    char cmd[2048];
+    char cmd[4096], base[4200];
     cr_assert(access(lab_test_bin(), X_OK) == 0, "%s not built (make builds it)", lab_test_bin());
+    snprintf(base, sizeof base, "%s.ompi", dir);
+    cr_assert_eq(mkdir(base, 0700), 0, "mkdir %s", base);
     /* The same lab path as the single-process run: it is part of every case's replay command. */
-    snprintf(cmd, sizeof cmd, "%s " MPIRUN " %s -np 2 '%s' replay --mpi %s --out '%s'", env ? env : "", mpirun_flags,
-             lab_test_bin(), args, dir);
-    int st = lab_test_sh(cmd, out);
+    snprintf(cmd, sizeof cmd, "%s OMPI_MCA_orte_tmpdir_base='%s' " MPIRUN " %s -np 2 '%s' replay --mpi %s --out '%s'",
+             env ? env : "", base, mpirun_flags, lab_test_bin(), args, dir);
+    double t0 = lab_test_sh_now();
+    int st = lab_test_sh_deadline(cmd, MPI_DEADLINE_S, out);
+    mpi_wall_s = lab_test_sh_now() - t0;
     if (strstr(*out, "has no MPI")) cr_skip_test("this lab build has no MPI (MPI=0 or a sanitizer build): %s", lab_test_bin());
+    cr_expect_neq(st, LAB_TEST_SH_TIMED_OUT, "mpirun still running after %.0f s: killed:\n%s", MPI_DEADLINE_S, *out);
+    /* Nothing of the run is left (the helper would have killed it: count what it missed), and Open MPI
+     * removed its session files. */
+    cr_expect_eq(lab_test_count_procs(dir), 0, "processes of the run left behind (%s)", dir);
+    char chk[8600], *left;
+    snprintf(chk, sizeof chk, "find '%s' -mindepth 1 -type f | head -n 5; rm -rf '%s'", base, base);
+    lab_test_sh(chk, &left);
+    cr_expect_str_eq(left, "", "Open MPI session files left under %s:\n%s", base, left);
+    free(left);
     return st;
 }
 
@@ -199,13 +221,15 @@ Test(mpi, merged_report_equals_single_process_case_by_case, .timeout = 240)
 /* Runs a replay where rank 1 fails after reporting half of its cases; checks what rank 0 still delivers.
  * (That a delivered case equals the single-process one is the merged-report test's job; here a delivered
  * case must simply be a real result: PASS for the fix, FAIL for the bug, with metrics.) */
-static void rank_failure(const char *fault, const char *outcome, const char *status, const char *why)
+static void rank_failure(const char *fault, const char *outcome, const char *status, const char *why, double bound_s)
 {
     need_mpi();
     char *two = tmpdir(), *out2, env[128];
     const char *args = "--incident 0004 --seeds 4 --no-plots --timeout 15";
     snprintf(env, sizeof env, "LAB_MPI_TEST_FAULT=%s", fault);
     mpi_replay(env, "--enable-recovery", args, two, &out2);
+    /* The job ends within its deadline plus the stated grace (lab_mpi.h), and some slack for start-up. */
+    cr_expect_lt(mpi_wall_s, bound_s, "the job took %.1f s (bound %.0f s)", mpi_wall_s, bound_s);
     EXPECT_IN(out2, "NOT OK: a rank failed");
     EXPECT_IN(out2, why);
 
@@ -249,12 +273,14 @@ static void rank_failure(const char *fault, const char *outcome, const char *sta
 
 Test(mpi, dead_rank_cases_are_crash_with_the_rank_named, .timeout = 240)
 {
-    rank_failure("crash:1", "CRASH", "crashed", "died after reporting 2 of 4 cases");
+    /* No watchdog to wait out: MPI start-up, 8 short cases, the abort (grace 20 s), slack. */
+    rank_failure("crash:1", "CRASH", "crashed", "died after reporting 2 of 4 cases", 60);
 }
 
 Test(mpi, hung_rank_cases_are_hang_with_the_rank_named, .timeout = 240)
 {
-    rank_failure("hang:1", "HANG", "hung", "after reporting 2 of 4 cases: hung");
+    /* --timeout 15 + LAB_MPI_GRACE_S 10 before the rank is judged hung, the abort (grace 20 s), slack. */
+    rank_failure("hang:1", "HANG", "hung", "after reporting 2 of 4 cases: hung", 90);
 }
 
 Test(mpi, bad_fault_spec_is_named, .timeout = 120)

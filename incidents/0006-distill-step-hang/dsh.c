@@ -553,6 +553,12 @@ static const lab_variant dsh_variants[] = {
      dsh_old_g1, DSH_CUDA_FN(dsh_old_g1), 0, NULL},
 };
 
+/* What the criterion compares, for plots (lab_metric_spec): the first separates bug and fix. */
+static const lab_metric_spec dsh_metric_specs[] = {
+    {"hung", 0, 1, NULL, "the job hung (1) or completed (0): every bug seed hangs, the fixes complete"},
+    {"job_s", DSH_DEADLINE_S, 1, NULL, "wall time of the job against the deadline: a stalled job is killed after the stall window"},
+};
+
 const lab_incident dsh_incident = {
     .id = "0006-distill-step-hang",
     .title = "distillation step-counter hang under gradient accumulation (Open MPI)",
@@ -571,5 +577,7 @@ const lab_incident dsh_incident = {
     .figures = NULL,
     .default_seeds = 8,
     .bench = NULL,
+    .metric_specs = dsh_metric_specs,
+    .n_metric_specs = (int)(sizeof dsh_metric_specs / sizeof dsh_metric_specs[0]),
 };
 LAB_INCIDENT_REGISTER(dsh_incident);

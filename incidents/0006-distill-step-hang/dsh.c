@@ -457,6 +457,11 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
         dsh_rmdir(dir);
         return st;
     }
+    /* The case's trace for Perfetto and the timeline figure (dsh_trace_export); a failure to write it is not the case's. */
+    char trace_stem[1200];
+    dsh_trace_export_stem(c->root, c->variant ? c->variant->name : "case", lab_backend_name(c->backend), c->seed,
+                          trace_stem, sizeof trace_stem);
+    int traced = dsh_trace_export(trace_stem, tr, world, &a) == LAB_OK;
     /* At the golden seed the fixed job must follow the modelled schedule record for record. */
     double golden_bad = NAN;
     if (variant == DSH_VAR_FIX && c->seed == DSH_GOLDEN_SEED && c->backend == LAB_BACKEND_CPU) {
@@ -511,6 +516,8 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
                  outputs_bad ? ", teacher outputs mismatched" : "", finished && steps_ok ? "" : ", steps incomplete");
     if (golden_bad > 0)
         snprintf(what + strlen(what), sizeof what - strlen(what), ", %.0f records off the golden schedule", golden_bad);
+    if (!clean && traced) fprintf(stderr, "0006 seed %llu: trace of this case (Perfetto): %s.trace.json\n",
+                                  (unsigned long long)c->seed, trace_stem);
     /* The step-counter finding first: the case's detail line holds 240 characters. */
     if (a.counters[0])
         lab_result_verdict(r, clean, "N=%d G=%d steps=%d: %s; %s; %s", p.trainers, p.g, p.steps, what, a.counters,
@@ -574,7 +581,7 @@ const lab_incident dsh_incident = {
     .timeout_s = 20,
     .golden_bless = dsh_golden_bless,
     .drift_metric = NULL,
-    .figures = NULL,
+    .figures = dsh_trace_figures,
     .default_seeds = 8,
     .bench = NULL,
     .metric_specs = dsh_metric_specs,

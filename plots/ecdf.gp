@@ -50,5 +50,10 @@ if (n_ninf > 0) {
 set label 6 caption at graph 0.5, graph 1.085 center noenhanced font ",14" tc rgb "#303030"
 if (strlen(note) > 0) { set label 7 note at graph 0.0, graph 1.025 left noenhanced font ",13" tc rgb "#b00020" }
 array pal[8] = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#a6761d", "#e6ab02", "#666666"]
-plot for [i=1:nseries] datafile index (sblock[i] >= 0 ? sblock[i] : 0) \
-     using 1:(sblock[i] >= 0 ? $2 : NaN) with steps lw 3 lc rgb pal[(scolor[i] - 1) % 8 + 1] dt sdash[i] title stitle[i]
+if (nblocks == 0) {
+    # No series has a value (every case skipped or without the metric): the legend still names them all.
+    plot for [i=1:nseries] NaN with steps lw 3 lc rgb pal[(scolor[i] - 1) % 8 + 1] dt sdash[i] title stitle[i]
+} else {
+    plot for [i=1:nseries] datafile index (sblock[i] >= 0 ? sblock[i] : 0) \
+         using 1:(sblock[i] >= 0 ? $2 : NaN) with steps lw 3 lc rgb pal[(scolor[i] - 1) % 8 + 1] dt sdash[i] title stitle[i]
+}

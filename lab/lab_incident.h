@@ -90,6 +90,22 @@ typedef struct lab_variant {
                                         with other cases' workers */
 } lab_variant;
 
+/* ---- Metric specifications (issue 21: plots draw the criterion) -------------------------------- */
+/* One metric of an incident's criterion, as plots draw it: its name as recorded with lab_result_metric,
+ * the bound the criterion applies and on which side a case passes. A plot draws the bound as a line and,
+ * for a bound above zero, the metric as a fraction of it (1.0 is the line). A census metric that must be
+ * exactly 0 (non-finite count, out-of-bounds writes, hung) has tolerance 0 and higher_is_worse 1. */
+typedef struct {
+    const char *name;             /* metric name as recorded ("max_rel_err", "oob_writes") */
+    double tolerance;             /* the criterion's bound: the same #define the criterion compares with */
+    int higher_is_worse;          /* 1: value <= tolerance passes (errors, counts); 0: value >= tolerance passes
+                                     (a cosine) */
+    const char *tolerance_metric; /* NULL, or a metric of the same case holding that case's own bound (the bound
+                                     depends on the case, e.g. 0001's "tol" from T); then tolerance is unused */
+    const char *caption;          /* one line under the figure: what to look for */
+} lab_metric_spec;
+/* ---- end of metric specifications -------------------------------------------------------------- */
+
 /* Makes the state every variant of one (seed, backend) shares: inputs, the float64 reference. The runner
  * owns it (one per worker process, reused while consecutive cases have the same incident, seed and
  * backend) and frees it with teardown. c->variant is the first variant of the group; the state must not
@@ -133,6 +149,12 @@ typedef struct lab_incident {
      * 0.76 ms, B=32 T=500)"), and the device ceilings it compares against. LAB_ERR_UNSUPPORTED (no
      * GPU, say why with lab_err_set) is a skip. NULL: none. */
     lab_status (*bench)(FILE *out);
+    /* ---- Metric specifications (issue 21) ---- The criterion's metrics with their bounds, for plots and
+     * `lab compare`; metric_specs[0] is the metric that separates bug and fix (drawn with its threshold in
+     * <id>.png). NULL / 0: none (plots fall back to plot_metric without a threshold). */
+    const lab_metric_spec *metric_specs;
+    int n_metric_specs;
+    /* ---- end of metric specifications ---- */
 } lab_incident;
 
 /* One case of a replay as read back from results.jsonl (outcome, verdict, detail, metrics). */

@@ -12,6 +12,7 @@
 #include "lab_args.h"
 #include "lab_bench.h"
 #include "lab_compare.h"
+#include "lab_compare_plot.h"
 #include "lab_fs.h"
 #include "lab_golden.h"
 #include "lab_incident.h"
@@ -66,11 +67,16 @@ static const struct {
      "                                     benchmarks go into it with --bench, and by default on --backend cuda\n"
      "  report --replot DIR                render a report's plots here (made where gnuplot was missing)\n"},
     {"compare",
-     "  compare A B [--factor F] [--strict]\n"
+     "  compare A B [--factor F] [--strict] [--out DIR]\n"
      "                                     compare two report folders: changed outcomes, metrics moved by more\n"
      "                                     than F times (default 10), new or missing incidents and variants;\n"
      "                                     exit 1 if an outcome regressed (--strict: also moves and missing ones),\n"
-     "                                     2 if a report cannot be read or is invalid (the field is named)\n"},
+     "                                     2 if a report cannot be read or is invalid (the field is named).\n"
+     "                                     --out DIR: also per incident both distributions against the tolerance\n"
+     "                                     (DIR/<id>.png, DIR/index.html); 3 when they cannot be drawn\n"},
+    {"trend",
+     "  trend [--out DIR] REPORT...        each fix's margin to its tolerance across reports in time order\n"
+     "                                     (DIR/trend.png, default build/trend)\n"},
     {"new", "  new NNNN-slug                      a new incident directory from incidents/_template\n"},
     {"help", "  help                               this text (`lab COMMAND --help`: one command's)\n"},
 };
@@ -547,6 +553,7 @@ static int lab_cmd_compare(int argc, char **argv)
     const char *dirs[2];
     int nd = 0;
     lab_compare_opts co = {10.0, 0};
+    const char *plot_dir = NULL;
     for (int i = 0; i < argc; ++i) {
         if (!strcmp(argv[i], "--factor")) {
             const char *v = i + 1 < argc ? argv[++i] : NULL;
@@ -554,6 +561,9 @@ static int lab_cmd_compare(int argc, char **argv)
                 return lab_usage_error("%s", lab_err_msg());
         } else if (!strcmp(argv[i], "--strict")) {
             co.strict = 1;
+        } else if (!strcmp(argv[i], "--out")) { /* drift figures (lab_compare_plot) */
+            if (i + 1 >= argc) return lab_usage_error("compare: --out needs a folder");
+            plot_dir = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return lab_usage_error("compare: unknown flag '%s'", argv[i]);
         } else if (nd == 2) {
@@ -569,6 +579,11 @@ static int lab_cmd_compare(int argc, char **argv)
         /* A folder that is not a valid report is bad input given on the command line. */
         fprintf(stderr, "lab compare: %s\n", lab_err_msg());
         return LAB_EXIT_USAGE;
+    }
+    int npng = 0;
+    if (plot_dir && lab_compare_plot_run(dirs[0], dirs[1], plot_dir, co.factor, lab_root(), stdout, &npng) != LAB_OK) {
+        fprintf(stderr, "lab compare: figures: %s\n", lab_err_msg());
+        return LAB_EXIT_FAILED;
     }
     return res.failed ? LAB_EXIT_NOT_OK : LAB_EXIT_OK;
 }
@@ -593,6 +608,7 @@ int main(int argc, char **argv)
     }
     /* compare reads only the two report folders: it runs anywhere. */
     if (!strcmp(argv[1], "compare")) return lab_cmd_compare(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "trend")) return lab_compare_plot_trend_cmd(argc - 2, argv + 2, lab_root());
     char probe[4096];
     snprintf(probe, sizeof probe, "%s/incidents", lab_root());
     if (!lab_fs_exists(probe)) {

@@ -1,7 +1,8 @@
-/* lab_plot: turns a replay's results.jsonl into per-incident data files and gnuplot PNGs. */
+/* lab_plot: turns a replay's results.jsonl into per-incident figures: each criterion metric's distribution
+ * over seeds per variant and backend with its bound, the error metrics as fractions of their tolerances,
+ * and the incidents' own figures. */
 #include "lab_plot.h"
 
-#include <cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,157 +10,168 @@
 
 #include "lab_fs.h"
 #include "lab_gnuplot.h"
-#include "lab_incident.h"
 #include "lab_isolate.h"
 
-/* One parsed line of results.jsonl. */
-typedef struct {
-    const lab_incident *inc;
-    lab_figure_case c;
-} lab_plot_point;
-
-/* The k-th per-seed metric of an incident (0: the separating metric, 1: the drift metric), or NULL. */
-static const char *lab_plot_metric(const lab_incident *inc, int k, int *use_log)
+int lab_plot_spec_value(const lab_metric_spec *m, const lab_resread_rec *r, double *v)
 {
-    *use_log = k == 0 ? inc->plot_log : 1;
-    return k == 0 ? inc->plot_metric : inc->drift_metric;
-}
-
-/* Fills one record from a parsed JSON object; 0 if it is not a case record. */
-static int lab_plot_record(const cJSON *o, lab_plot_point *p)
-{
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "incident");
-    const cJSON *var = cJSON_GetObjectItemCaseSensitive(o, "variant");
-    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(o, "seed");
-    if (!cJSON_IsString(id) || !cJSON_IsString(var) || !cJSON_IsNumber(seed)) return 0;
-    memset(p, 0, sizeof *p);
-    p->inc = lab_incident_find(id->valuestring);
-    p->c.variant = p->inc ? lab_incident_variant(p->inc, var->valuestring) : NULL;
-    p->c.seed = (uint64_t)seed->valuedouble;
-    const cJSON *be = cJSON_GetObjectItemCaseSensitive(o, "backend");
-    if (!cJSON_IsString(be) || lab_backend_parse(be->valuestring, &p->c.backend) != LAB_OK) p->c.backend = LAB_BACKEND_CPU;
-    const cJSON *out = cJSON_GetObjectItemCaseSensitive(o, "outcome");
-    p->c.outcome = LAB_OUT_ERROR;
-    for (int k = 0; k < LAB_OUT_COUNT && cJSON_IsString(out); ++k)
-        if (strcmp(out->valuestring, lab_outcome_name((lab_outcome)k)) == 0) p->c.outcome = k;
-    p->c.r.verdict_set = p->c.outcome == LAB_OUT_PASS || p->c.outcome == LAB_OUT_FAIL;
-    p->c.r.passed = p->c.outcome == LAB_OUT_PASS;
-    p->c.r.skipped = p->c.outcome == LAB_OUT_SKIP;
-    const cJSON *det = cJSON_GetObjectItemCaseSensitive(o, "detail");
-    if (cJSON_IsString(det)) snprintf(p->c.r.detail, sizeof p->c.r.detail, "%s", det->valuestring);
-    const cJSON *m;
-    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(o, "metrics"))
-        lab_result_metric(&p->c.r, m->string, cJSON_IsNumber(m) ? m->valuedouble : NAN);
+    if (!lab_resread_metric(r, m->name, v)) return 0;
+    if (m->tolerance_metric) {
+        double tol;
+        if (lab_resread_metric(r, m->tolerance_metric, &tol) != 1 || tol <= 0) return 0;
+        *v = *v / tol;
+    }
     return 1;
 }
 
-static lab_status lab_plot_parse(const char *path, lab_plot_point **pts, size_t *n)
+int lab_plot_margin(const lab_metric_spec *m, double value, double *margin)
 {
-    char *text;
-    size_t len;
-    lab_status st = lab_fs_read_all(path, &text, &len);
-    if (st != LAB_OK) return st;
-    size_t cap = 1024, cnt = 0, line = 0;
-    lab_plot_point *p = malloc(cap * sizeof *p);
-    if (!p) {
-        free(text);
-        return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
+    if (m->tolerance_metric) return 0;
+    if (m->higher_is_worse && m->tolerance > 0) {
+        *margin = value / m->tolerance;
+        return 1;
     }
-    for (char *s = text, *e; *s; s = e + (*e != '\0')) {
-        e = strchr(s, '\n');
-        if (!e) e = s + strlen(s);
-        line++;
-        if (e == s) continue;
-        if (cnt == cap) {
-            lab_plot_point *np = realloc(p, 2 * cap * sizeof *p);
-            if (!np) {
-                free(p);
-                free(text);
-                return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
+    if (!m->higher_is_worse && m->tolerance < 1) {
+        *margin = (1.0 - value) / (1.0 - m->tolerance);
+        return 1;
+    }
+    return 0;
+}
+
+/* The series of one figure: one per variant (in the incident's order) and backend present. */
+typedef struct {
+    char name[160];
+    double *v;
+    size_t n, missing;
+    int color, dash;
+} lab_plot_ser;
+
+static void lab_plot_free(lab_plot_ser *s, int n)
+{
+    for (int i = 0; i < n; ++i) free(s[i].v);
+}
+
+/* The incident's records, backends present (bit 0 cpu, bit 1 cuda). */
+static int lab_plot_backends(const lab_resread_set *rs, const lab_incident *inc)
+{
+    int b = 0;
+    for (size_t i = 0; i < rs->n; ++i)
+        if (rs->recs[i].inc == inc) b |= 1 << (rs->recs[i].backend == LAB_BACKEND_CUDA);
+    return b;
+}
+
+/* Builds the series of one metric spec: per variant and backend, value (or margin when as_margin). */
+static lab_status lab_plot_series(const lab_resread_set *rs, const lab_incident *inc, const lab_metric_spec *m,
+                                  int as_margin, int dash, const char *suffix, lab_plot_ser *out, int *n_out, int cap)
+{
+    int be = lab_plot_backends(rs, inc);
+    int ns = 0;
+    for (int v = 0; v < inc->n_variants; ++v)
+        for (int b = 0; b < 2; ++b) {
+            if (!(be & (1 << b)) || ns == cap) continue;
+            lab_plot_ser *s = &out[ns];
+            memset(s, 0, sizeof *s);
+            size_t cnt = 0;
+            for (size_t i = 0; i < rs->n; ++i)
+                cnt += rs->recs[i].var == &inc->variants[v] && (int)(rs->recs[i].backend == LAB_BACKEND_CUDA) == b;
+            s->v = malloc((cnt ? cnt : 1) * sizeof *s->v);
+            if (!s->v) {
+                lab_plot_free(out, ns);
+                return lab_err_set(LAB_ERR_NOMEM, "plots: out of memory");
             }
-            p = np;
-            cap *= 2;
+            for (size_t i = 0; i < rs->n; ++i) {
+                const lab_resread_rec *r = &rs->recs[i];
+                if (r->var != &inc->variants[v] || (int)(r->backend == LAB_BACKEND_CUDA) != b) continue;
+                double x;
+                if (!lab_plot_spec_value(m, r, &x) || (as_margin && !lab_plot_margin(m, x, &x))) {
+                    s->missing++;
+                    continue;
+                }
+                s->v[s->n++] = x;
+            }
+            int l = snprintf(s->name, sizeof s->name, "%s%s (%s, %s)", inc->variants[v].name, suffix,
+                             lab_role_name(inc->variants[v].role), b ? "cuda" : "cpu");
+            if (s->missing)
+                snprintf(s->name + l, sizeof s->name - (size_t)l, "; %zu case%s without it (skipped, crashed, hung)",
+                         s->missing, s->missing == 1 ? "" : "s");
+            s->color = v + 1;
+            s->dash = dash + b;
+            ns++;
         }
-        cJSON *o = cJSON_ParseWithLength(s, (size_t)(e - s));
-        int is_case = o && lab_plot_record(o, &p[cnt]);
-        cJSON_Delete(o);
-        if (!is_case) {
-            free(p);
-            free(text);
-            return lab_err_set(LAB_ERR_FORMAT, "%s:%zu: not a case record (needs incident, variant, seed)", path, line);
-        }
-        if (p[cnt].inc && p[cnt].c.variant) cnt++; /* records of incidents this build lacks are left out */
-    }
-    free(text);
-    *pts = p;
-    *n = cnt;
+    *n_out = ns;
     return LAB_OK;
 }
 
-static int lab_plot_seed_cmp(const void *a, const void *b)
+static lab_status lab_plot_draw(const char *root, const char *script, const char *dir, const char *stem,
+                                const lab_gnuplot_ecdf_spec *sp, lab_plot_ser *s, int ns)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    lab_gnuplot_series gs[64];
+    for (int i = 0; i < ns && i < 64; ++i) gs[i] = (lab_gnuplot_series){s[i].name, s[i].v, s[i].n, s[i].color, s[i].dash};
+    return lab_gnuplot_ecdf(root, script, dir, stem, sp, gs, ns < 64 ? ns : 64);
 }
 
-/* Writes the .dat of one incident's k-th per-seed metric (seed, then one column per variant). */
-static lab_status lab_plot_write_dat(const char *path, const lab_incident *inc, const char *metric, int use_log,
-                                     const lab_plot_point *p, size_t n, size_t *n_hidden, size_t *n_drawn)
+/* The figure of one metric spec (k = 0: <id>.png, the separating metric). */
+static lab_status lab_plot_metric_fig(const char *root, const char *dir, const lab_resread_set *rs,
+                                      const lab_incident *inc, const lab_metric_spec *m, int k)
 {
-    uint64_t *seeds = malloc((n ? n : 1) * sizeof *seeds);
-    const char *names[64];
-    char namebuf[64][96];
-    if (!seeds) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
-    size_t ns = 0;
-    for (size_t i = 0; i < n; ++i)
-        if (p[i].inc == inc) seeds[ns++] = p[i].c.seed;
-    qsort(seeds, ns, sizeof *seeds, lab_plot_seed_cmp);
-    size_t u = 0;
-    for (size_t i = 0; i < ns; ++i)
-        if (u == 0 || seeds[u - 1] != seeds[i]) seeds[u++] = seeds[i];
-    int nv = inc->n_variants < 64 ? inc->n_variants : 64;
-    for (int v = 0; v < nv; ++v) {
-        snprintf(namebuf[v], sizeof namebuf[v], "%s(%s)", inc->variants[v].name, lab_role_name(inc->variants[v].role));
-        names[v] = namebuf[v];
+    lab_plot_ser s[64];
+    int ns;
+    lab_status st = lab_plot_series(rs, inc, m, 0, 1, "", s, &ns, 64);
+    if (st != LAB_OK) return st;
+    char stem[256], title[256], xlab[160], thr[160];
+    if (k == 0) snprintf(stem, sizeof stem, "%s", inc->id);
+    else snprintf(stem, sizeof stem, "%s-%s", inc->id, m->name);
+    snprintf(title, sizeof title, "%s: %s over seeds%s", inc->id, m->name, k == 0 ? " (the metric that separates bug and fix)" : "");
+    lab_gnuplot_ecdf_spec sp = {title, xlab, m->caption, 1, m->tolerance, m->higher_is_worse, thr, 0, NULL};
+    if (m->tolerance_metric) {
+        snprintf(xlab, sizeof xlab, "%s / %s (the case's own tolerance)", m->name, m->tolerance_metric);
+        snprintf(thr, sizeof thr, "tolerance (1.0): %s passes", m->higher_is_worse ? "left" : "right");
+        sp.threshold = 1.0;
+    } else if (m->tolerance == 0 && m->higher_is_worse) {
+        snprintf(xlab, sizeof xlab, "%s", m->name);
+        snprintf(thr, sizeof thr, "must be 0");
+    } else {
+        snprintf(xlab, sizeof xlab, "%s", m->name);
+        snprintf(thr, sizeof thr, "bound %.4g: %s passes", m->tolerance, m->higher_is_worse ? "left" : "right");
     }
-    FILE *f = lab_gnuplot_dat_open(path, "seed", names, nv);
-    if (!f) {
-        free(seeds);
-        return LAB_ERR_IO;
-    }
-    *n_hidden = 0;
-    *n_drawn = 0;
-    for (size_t s = 0; s < u; ++s) {
-        fprintf(f, "%llu", (unsigned long long)seeds[s]);
-        for (int v = 0; v < nv; ++v) {
-            double val = NAN;
-            for (size_t i = 0; i < n; ++i)
-                if (p[i].inc == inc && p[i].c.variant == &inc->variants[v] && p[i].c.seed == seeds[s])
-                    val = lab_result_get(&p[i].c.r, metric);
-            if (!isfinite(val) || (use_log && val <= 0)) {
-                fprintf(f, " NaN");
-                *n_hidden += 1;
-            } else {
-                fprintf(f, " %.9g", val);
-                *n_drawn += 1;
-            }
-        }
-        fprintf(f, "\n");
-    }
-    free(seeds);
-    return lab_gnuplot_dat_close(f, path);
+    if (!m->caption) sp.caption = "distribution over seeds per variant and backend";
+    if (isnan(m->tolerance) && !m->tolerance_metric) sp.has_threshold = 0;
+    st = lab_plot_draw(root, LAB_GNUPLOT_ECDF, dir, stem, &sp, s, ns);
+    lab_plot_free(s, ns);
+    return st;
 }
 
-/* The incidents present in the results, each once, in first-seen order. */
-static size_t lab_plot_incidents(const lab_plot_point *p, size_t n, const lab_incident **out)
+/* <id>-margin.png: every spec with a scale, as a fraction of its tolerance. 0 figures when none has one. */
+static lab_status lab_plot_margin_fig(const char *root, const char *dir, const lab_resread_set *rs,
+                                      const lab_incident *inc, int *drawn)
 {
-    size_t m = 0;
-    for (size_t i = 0; i < n; ++i) {
-        int seen = 0;
-        for (size_t k = 0; k < m; ++k) seen |= out[k] == p[i].inc;
-        if (!seen) out[m++] = p[i].inc;
+    lab_plot_ser s[64];
+    int ns = 0;
+    lab_status st = LAB_OK;
+    *drawn = 0;
+    for (int k = 0; k < inc->n_metric_specs && st == LAB_OK; ++k) {
+        const lab_metric_spec *m = &inc->metric_specs[k];
+        double probe;
+        int scaled = m->tolerance_metric != NULL, as_margin = !scaled && lab_plot_margin(m, 0.5, &probe);
+        if (!scaled && !as_margin) continue;
+        char suffix[64];
+        snprintf(suffix, sizeof suffix, " %s", m->name);
+        int got = 0;
+        st = lab_plot_series(rs, inc, m, as_margin, 1 + 2 * k, suffix, s + ns, &got, 64 - ns);
+        ns += got;
     }
-    return m;
+    if (st == LAB_OK && ns > 0) {
+        char stem[256], title[256];
+        snprintf(stem, sizeof stem, "%s-margin", inc->id);
+        snprintf(title, sizeof title, "%s: error metrics as a fraction of their tolerance", inc->id);
+        lab_gnuplot_ecdf_spec sp = {title, "metric / tolerance (a cosine: (1 - cos) / (1 - bound))",
+                                    "each error metric over its tolerance: below 1.0 passes; the fix's distance to the "
+                                    "line is its margin on this device",
+                                    1, 1.0, 1, "tolerance (1.0): left passes", 0, NULL};
+        st = lab_plot_draw(root, LAB_GNUPLOT_MARGIN, dir, stem, &sp, s, ns);
+        *drawn = st == LAB_OK;
+    }
+    lab_plot_free(s, ns);
+    return st;
 }
 
 typedef struct {
@@ -178,22 +190,22 @@ static lab_status lab_plot_fig_job(void *ctx, size_t job, lab_case_result *r)
 
 /* Runs every incident's figures() in its own process (all cores, 300 s watchdog each); failures are
  * printed to `report` and counted in *n_failed. */
-static lab_status lab_plot_figures(const lab_incident **incs, size_t ni, const lab_plot_point *p, size_t n,
-                                   const char *root, const char *dir, FILE *report, int *n_failed)
+static lab_status lab_plot_figures(const lab_incident **incs, size_t ni, const lab_resread_set *rs, const char *root,
+                                   const char *dir, FILE *report, int *n_failed)
 {
     *n_failed = 0;
     size_t nf = 0;
     const lab_incident *fi[256];
     lab_figure_ctx fx[256];
-    lab_figure_case *cases = malloc((n ? n : 1) * sizeof *cases);
+    lab_figure_case *cases = malloc((rs->n ? rs->n : 1) * sizeof *cases);
     if (!cases) return lab_err_set(LAB_ERR_NOMEM, "figures: out of memory");
     size_t used = 0;
     for (size_t i = 0; i < ni && nf < 256; ++i) {
         if (!incs[i]->figures) continue;
         fi[nf] = incs[i];
         fx[nf] = (lab_figure_ctx){incs[i], root, dir, cases + used, 0};
-        for (size_t k = 0; k < n; ++k)
-            if (p[k].inc == incs[i]) cases[used++] = p[k].c;
+        for (size_t k = 0; k < rs->n; ++k)
+            if (rs->recs[k].inc == incs[i] && lab_resread_figure_case(&rs->recs[k], &cases[used])) used++;
         fx[nf].n_cases = (size_t)(cases + used - fx[nf].cases);
         nf++;
     }
@@ -218,49 +230,45 @@ lab_status lab_plot_results(const char *out_dir, const char *root, FILE *report,
     char path[4096], dir[4096];
     *n_png = 0;
     snprintf(path, sizeof path, "%s/results.jsonl", out_dir);
-    lab_plot_point *p = NULL;
-    size_t n = 0;
-    lab_status st = lab_plot_parse(path, &p, &n);
+    lab_resread_set rs;
+    lab_status st = lab_resread_load(path, &rs);
     if (st != LAB_OK) return st;
     snprintf(dir, sizeof dir, "%s/plots", out_dir);
-    const lab_incident **incs = malloc((n ? n : 1) * sizeof *incs);
+    const lab_incident **incs = malloc((rs.n ? rs.n : 1) * sizeof *incs);
     if (!incs || (st = lab_fs_mkdirs(dir)) != LAB_OK) {
-        free(p);
+        lab_resread_free(&rs);
         free(incs);
         return incs ? st : lab_err_set(LAB_ERR_NOMEM, "plots: out of memory");
     }
-    size_t ni = lab_plot_incidents(p, n, incs);
-    int have_gnuplot = lab_gnuplot_available();
+    /* The incidents present (and known to this build), each once, in first-seen order. */
+    size_t ni = 0;
+    for (size_t i = 0; i < rs.n; ++i) {
+        int seen = !rs.recs[i].inc || !rs.recs[i].var;
+        for (size_t k = 0; k < ni && !seen; ++k) seen = incs[k] == rs.recs[i].inc;
+        if (!seen) incs[ni++] = rs.recs[i].inc;
+    }
+    int missing_gnuplot = 0;
     for (size_t i = 0; i < ni && st == LAB_OK; ++i) {
         const lab_incident *inc = incs[i];
-        for (int k = 0; k < 2 && st == LAB_OK; ++k) {
-            int use_log;
-            const char *metric = lab_plot_metric(inc, k, &use_log);
-            if (!metric) continue;
-            char dat[4096], png[4096], title[512];
-            size_t hidden = 0, drawn = 0;
-            const char *suffix = k == 0 ? "" : "-drift";
-            snprintf(dat, sizeof dat, "%s/%s%s.dat", dir, inc->id, suffix);
-            snprintf(png, sizeof png, "%s/%s%s.png", dir, inc->id, suffix);
-            if ((st = lab_plot_write_dat(dat, inc, metric, use_log, p, n, &hidden, &drawn)) != LAB_OK || !have_gnuplot) continue;
-            if (drawn == 0) { /* nothing finite to draw (every case skipped, or the metric never recorded) */
-                fprintf(report, "plots: %s: no finite %s on any case, no PNG\n", inc->id, metric);
-                continue;
-            }
-            snprintf(title, sizeof title, "%s: %s%s", inc->id, metric,
-                     hidden ? (use_log ? " (non-finite or <= 0 values not drawn)" : " (non-finite values not drawn)") : "");
-            lab_gnuplot_spec spec = {dat, png, title, "seed", metric, 0, use_log, 0};
-            if ((st = lab_gnuplot_xy(root, &spec)) == LAB_OK) *n_png += 1;
+        lab_metric_spec fallback = {inc->plot_metric, NAN, 1, NULL, "distribution over seeds per variant and backend"};
+        const lab_metric_spec *specs = inc->n_metric_specs > 0 ? inc->metric_specs : inc->plot_metric ? &fallback : NULL;
+        int n_specs = inc->n_metric_specs > 0 ? inc->n_metric_specs : inc->plot_metric ? 1 : 0;
+        for (int k = 0; k < n_specs && st == LAB_OK; ++k) {
+            st = lab_plot_metric_fig(root, dir, &rs, inc, &specs[k], k);
+            if (st == LAB_ERR_UNSUPPORTED) missing_gnuplot = 1, st = LAB_OK;
         }
+        int drawn = 0;
+        if (st == LAB_OK && inc->n_metric_specs > 0) st = lab_plot_margin_fig(root, dir, &rs, inc, &drawn);
+        if (st == LAB_ERR_UNSUPPORTED) missing_gnuplot = 1, st = LAB_OK;
     }
-    if (st == LAB_OK) {
+    if (st == LAB_OK && !missing_gnuplot) {
         int failed = 0;
-        st = lab_plot_figures(incs, ni, p, n, root, dir, report, &failed);
-        *n_png = lab_fs_count_suffix(dir, ".png");
+        st = lab_plot_figures(incs, ni, &rs, root, dir, report, &failed);
     }
-    free(p);
+    if (st == LAB_OK) *n_png = lab_fs_count_suffix(dir, ".png");
+    lab_resread_free(&rs);
     free(incs);
-    if (st == LAB_OK && !have_gnuplot)
+    if (st == LAB_OK && missing_gnuplot)
         return lab_err_set(LAB_ERR_UNSUPPORTED, "gnuplot not found: plot data written to %s, no PNG", dir);
     return st;
 }

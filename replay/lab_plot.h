@@ -1,18 +1,36 @@
-/* lab_plot: turns a replay's results.jsonl into per-incident data files and gnuplot PNGs. */
+/* lab_plot: turns a replay's results.jsonl into per-incident figures: each criterion metric's distribution
+ * over seeds per variant and backend with its bound, the error metrics as fractions of their tolerances,
+ * and the incidents' own figures. */
 #ifndef LAB_PLOT_H
 #define LAB_PLOT_H
 
 #include <stdio.h>
 
 #include "lab_err.h"
+#include "lab_incident.h"
+#include "lab_resread.h"
 
-/* Reads <out_dir>/results.jsonl, and for each incident in it writes <out_dir>/plots/<id>.dat (seed, then
- * the incident's plot_metric per variant; NaN where a case has no finite value) and renders
- * <out_dir>/plots/<id>.png with <root>/plots/xy.gp; likewise <id>-drift.{dat,png} for the incident's
- * drift_metric (log scale) where it has one. Then runs each incident's figures() in its own process under
- * a watchdog; a figure that fails is printed to `report` and does not fail the call. *n_png receives the
- * PNG files in the plots folder. LAB_ERR_IO / LAB_ERR_FORMAT name the results file and line;
- * LAB_ERR_UNSUPPORTED if gnuplot is missing (the .dat files are still written). */
+/* Reads <out_dir>/results.jsonl (lab_resread) and for each incident in it draws into <out_dir>/plots/
+ * (each figure as <stem>.dat, .par, .cmd, .caption and .png, the kind's script copied beside them):
+ *  - <id>.png: the distribution (ECDF) of the separating metric (metric_specs[0], else plot_metric) per
+ *    variant and backend, with the criterion's bound; NaN/Inf in marked bands, zeros on a marked floor;
+ *  - <id>-<metric>.png: the same for every other metric of metric_specs;
+ *  - <id>-margin.png: every metric with a bound above zero as a fraction of it (1.0 is the line);
+ * then runs each incident's figures() in its own process under a watchdog; a figure that fails is printed
+ * to `report` and does not fail the call. *n_png receives the PNG files in the plots folder. LAB_ERR_IO /
+ * LAB_ERR_FORMAT name the results file and line; LAB_ERR_UNSUPPORTED if gnuplot is missing (the .dat and
+ * .par files are still written). */
 lab_status lab_plot_results(const char *out_dir, const char *root, FILE *report, int *n_png);
+
+/* The value a figure draws for metric spec m of record r: the metric itself, or, when the spec's bound
+ * comes from a per-case metric (tolerance_metric), the metric as a fraction of that bound. 0 when r lacks
+ * the metric (or its bound), else 1 with *v set (possibly NaN/Inf). */
+int lab_plot_spec_value(const lab_metric_spec *m, const lab_resread_rec *r, double *v);
+
+/* The margin of a value against its spec: value / tolerance for an upper bound above zero, (1 - value) /
+ * (1 - tolerance) for a lower bound below 1 (a cosine); 1.0 is the line, below passes. NaN stays NaN.
+ * Returns 0 when the spec has no such scale (a bound of exactly 0, a per-case bound: use
+ * lab_plot_spec_value, which is already a fraction). */
+int lab_plot_margin(const lab_metric_spec *m, double value, double *margin);
 
 #endif

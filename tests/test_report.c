@@ -12,6 +12,8 @@
 
 #include "lab_fs.h"
 #include "lab_gnuplot.h"
+#include "lab_device.h"
+#include "lab_html.h"
 #include "lab_report.h"
 #include "tests/lab_test_sh.h"
 
@@ -145,7 +147,8 @@ Test(report, cli_writes_a_self_contained_folder, .init = mkdir_tmp, .fini = rm_t
     cr_expect_eq(cJSON_GetArraySize(AT(inc, "failures")), 0);
     int n_plots = cJSON_GetArraySize(AT(inc, "plots"));
     if (lab_gnuplot_available()) {
-        cr_expect_eq(n_plots, 2, "separating and drift plot");
+        /* 0004's figures: the separating metric (<id>.png), one per other spec metric, and the margin. */
+        cr_expect_eq(n_plots, 1 + 2 + 1, "separating metric, max_rel_err_square, max_rel_err_rms, margin");
         cr_expect_str_eq(cJSON_GetStringValue(AT(inc, "plots", "#0")), "plots/0004-pow-grad-nan.png");
     }
 
@@ -193,6 +196,7 @@ Test(report, html_in_headless_chromium, .init = mkdir_tmp, .fini = rm_tmp, .time
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
              "HOME=%s timeout 120 %s --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=%s/chrome "
+             "--window-size=1400,1000 "
              "--virtual-time-budget=5000 --dump-dom 'file://%s/index.html' 2>/dev/null",
              dir, browser, dir, dir);
     st = lab_test_sh(cmd, &out);
@@ -204,6 +208,16 @@ Test(report, html_in_headless_chromium, .init = mkdir_tmp, .fini = rm_tmp, .time
     char want[64];
     snprintf(want, sizeof want, "data-images-decoded=\"%d/%d\"", n_plots, n_plots);
     EXPECT_IN(out, want);
+    /* Reading size: every figure drawn and shown at least 1000 px wide, no text below 12 px. */
+    snprintf(want, sizeof want, "data-images-wide=\"%d/%d\"", n_plots, n_plots);
+    EXPECT_IN(out, want);
+    const char *fp = strstr(out, "data-min-font-px=\"");
+    cr_assert_not_null(fp, "the page reported no font size");
+    double min_px = strtod(fp + strlen("data-min-font-px=\""), NULL);
+    cr_expect_geq(min_px, 12.0, "smallest text on the page %.1f px", min_px);
+    /* Grouped per incident with the story's one-line summary. */
+    EXPECT_IN(out, "<section id=\"inc-0004-pow-grad-nan\">");
+    EXPECT_IN(out, "<p class=\"summary\">");
     if (lab_gnuplot_available()) cr_expect_gt(n_plots, 0, "gnuplot is here: plots expected");
     free(out);
 }
@@ -365,14 +379,14 @@ Test(report, malformed_inputs_named, .init = mkdir_tmp, .fini = rm_tmp)
 
     rm_tmp();
     o.since = 0;
-    cr_expect_eq(lab_report_html("/nonexistent-lab-report"), LAB_ERR_IO);
+    cr_expect_eq(lab_html_write("/nonexistent-lab-report"), LAB_ERR_IO);
     cr_expect(strstr(lab_err_msg(), "/nonexistent-lab-report/report.json") != NULL, "%s", lab_err_msg());
 }
 
 /* The build facts come from the generated header: a commit (or "unknown" outside git), the compiler. */
 Test(report, build_facts)
 {
-    cJSON *b = lab_report_build_json();
+    cJSON *b = lab_device_build_json();
     cr_assert_not_null(b);
     const char *commit = cJSON_GetStringValue(AT(b, "commit"));
     cr_assert_not_null(commit);

@@ -168,6 +168,13 @@ static const lab_variant crf_oob_variants[] = {
              "their masked zeros to one address"},
 };
 
+/* What the criterion compares, for plots (lab_metric_spec): the first separates bug and fix. */
+static const lab_metric_spec co_metric_specs[] = {
+    {"oob_writes", 0, 1, NULL, "atomics outside their allocation: the fix has none (on the 0 floor), every bug seed has some"},
+    {"nonfinite_frac", 0, 1, NULL, "share of non-finite gradients: must be 0; the bug's damage shows here only when a neighbour is non-finite"},
+    {"max_rel_err", 0, 1, "tol", "normalised gradient error as a fraction of the case's tolerance (tol from T): below 1 passes"},
+};
+
 const lab_incident crf_oob_incident = {
     .id = CRF_OOB_ID,
     .title = "semi-Markov CRF backward: padding lanes' atomics out of bounds",
@@ -194,6 +201,8 @@ const lab_incident crf_oob_incident = {
     .figures = NULL,
     .default_seeds = 24,
     .bench = NULL,
+    .metric_specs = co_metric_specs,
+    .n_metric_specs = (int)(sizeof co_metric_specs / sizeof co_metric_specs[0]),
 };
 
 LAB_INCIDENT_REGISTER(crf_oob_incident);

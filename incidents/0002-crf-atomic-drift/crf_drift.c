@@ -337,6 +337,12 @@ static const lab_variant crf_drift_variants[] = {
              "blocks)"},
 };
 
+/* What the criterion compares, for plots (lab_metric_spec): the first separates bug and fix. */
+static const lab_metric_spec cd_metric_specs[] = {
+    {"r2r", CRF_DRIFT_R2R_TOL, 1, NULL, "run-to-run difference of two schedules: float32 atomics far above the line, the deterministic fix at exactly 0"},
+    {"max_rel_err", 0, 1, "tol", "normalised gradient error as a fraction of the case's tolerance (tol from T): below 1 passes"},
+};
+
 const lab_incident crf_drift_incident = {
     .id = CRF_DRIFT_ID,
     .title = "semi-Markov CRF backward: float32 atomics make gradients differ run to run",
@@ -361,6 +367,8 @@ const lab_incident crf_drift_incident = {
     .figures = crf_drift_figures,
     .default_seeds = 12,
     .bench = CD_BENCH,
+    .metric_specs = cd_metric_specs,
+    .n_metric_specs = (int)(sizeof cd_metric_specs / sizeof cd_metric_specs[0]),
 };
 
 LAB_INCIDENT_REGISTER(crf_drift_incident);

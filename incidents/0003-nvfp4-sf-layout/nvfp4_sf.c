@@ -506,6 +506,14 @@ static const lab_variant nvfp4_sf_variants[] = {
              "src[m*K_sf + k] (the code after the first fix)"},
 };
 
+/* What the criterion compares, for plots (lab_metric_spec): the first separates bug and fix. */
+static const lab_metric_spec nv_metric_specs[] = {
+    {"cos_random", NVFP4_SF_MIN_COSINE, 0, NULL, "worst cosine of the random workloads: the fix at 1, scrambled scale factors far below the line"},
+    {"err_over_bound", 1.0, 1, NULL, "worst error as a fraction of its per-element rounding bound (the criterion's literal 1.0): below 1 passes"},
+    {"rel_l2_random", NVFP4_SF_TOL_REL_L2, 1, NULL, "relative L2 error of the random workloads against its statistical tolerance"},
+    {"nonfinite", 0, 1, NULL, "non-finite outputs: must be 0"},
+};
+
 const lab_incident nvfp4_sf_incident = {
     .id = NVFP4_SF_ID,
     .title = "NVFP4 block-scale-factor layout: size vs cosize, and M/K swapped in the remap",
@@ -531,6 +539,8 @@ const lab_incident nvfp4_sf_incident = {
     .figures = nv_figures,
     .default_seeds = 32,
     .bench = NV_BENCH,
+    .metric_specs = nv_metric_specs,
+    .n_metric_specs = (int)(sizeof nv_metric_specs / sizeof nv_metric_specs[0]),
 };
 
 LAB_INCIDENT_REGISTER(nvfp4_sf_incident);

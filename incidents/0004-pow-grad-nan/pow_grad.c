@@ -533,6 +533,13 @@ static const lab_variant pow_grad_variants[] = {
      .what = "d/dbase = g * e * pow(base, e - 1), pow with a runtime exponent lowered as exp((e - 1) * log(base))"},
 };
 
+/* What the criterion compares, for plots (lab_metric_spec): the first separates bug and fix. */
+static const lab_metric_spec pg_metric_specs[] = {
+    {"nonfinite_frac", 0, 1, NULL, "share of NaN gradients: the bug's (every negative base) in the NaN band or above 0, the fix on the 0 floor"},
+    {"max_rel_err_square", POW_GRAD_TOL_SQUARE, 1, NULL, "x^2 gradient error against its rounding bound: below 1 passes"},
+    {"max_rel_err_rms", POW_GRAD_TOL_RMS, 1, NULL, "rms-norm gradient error against its rounding bound: below 1 passes"},
+};
+
 const lab_incident pow_grad_incident = {
     .id = POW_GRAD_ID,
     .title = "pow() gradient NaN for negative bases",
@@ -554,6 +561,8 @@ const lab_incident pow_grad_incident = {
     .timeout_s = 60,
     .golden_bless = pow_grad_golden_bless,
     .drift_metric = "max_rel_err_rms",
+    .metric_specs = pg_metric_specs,
+    .n_metric_specs = (int)(sizeof pg_metric_specs / sizeof pg_metric_specs[0]),
 };
 
 LAB_INCIDENT_REGISTER(pow_grad_incident);

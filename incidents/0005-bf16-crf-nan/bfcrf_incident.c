@@ -345,6 +345,15 @@ static const lab_variant bfcrf_variants[] = {
      .what = "the CRF in bf16: every elementwise result rounded to bf16, reductions in float32 rounded to bf16"},
 };
 
+/* What the criterion compares, for plots (lab_metric_spec): the first separates bug and fix. */
+static const lab_metric_spec bfcrf_metric_specs[] = {
+    {"first_nan_step", 0, 1, NULL, "first training step with a non-finite value: the fix never has one (0 floor), the bf16 bug does"},
+    {"max_marg_sum_err", BFCRF_TOL_MARG_SUM, 1, NULL, "worst |sum of marginals - 1| over training (finite steps): below 1 of the tolerance passes"},
+    {"probe_marg_err", BFCRF_TOL_MARG_SUM, 1, NULL, "probe marginals against the float64 reference: below 1 of the tolerance passes"},
+    {"probe_logz_err", BFCRF_TOL_NEG_LOSS, 1, NULL, "probe log Z against the float64 reference: below 1 of the tolerance passes"},
+    {"max_abs_score", BFCRF_SCORE_BOUND, 1, NULL, "largest |score|: the tolerances hold below this bound"},
+};
+
 const lab_incident bfcrf_incident = {
     .id = BFCRF_ID,
     .title = "bf16 linear-chain CRF training goes NaN",
@@ -368,6 +377,8 @@ const lab_incident bfcrf_incident = {
     .figures = bfcrf_figures,
     .default_seeds = BFCRF_DEFAULT_SEEDS,
     .bench = BFCRF_BENCH,
+    .metric_specs = bfcrf_metric_specs,
+    .n_metric_specs = (int)(sizeof bfcrf_metric_specs / sizeof bfcrf_metric_specs[0]),
 };
 
 LAB_INCIDENT_REGISTER(bfcrf_incident);

@@ -480,6 +480,11 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
         dsh_rmdir(dir);
         return st;
     }
+    /* The case's trace for Perfetto and the timeline figure (dsh_trace_export); a failure to write it is not the case's. */
+    char trace_stem[1200];
+    dsh_trace_export_stem(c->root, c->variant ? c->variant->name : "case", lab_backend_name(c->backend), c->seed,
+                          trace_stem, sizeof trace_stem);
+    int traced = dsh_trace_export(trace_stem, tr, world, &a) == LAB_OK;
     /* At the golden seed the fixed job must follow the modelled schedule record for record. */
     double golden_bad = NAN;
     if (variant == DSH_VAR_FIX && c->seed == DSH_GOLDEN_SEED && c->backend == LAB_BACKEND_CPU) {
@@ -535,6 +540,8 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
                  outputs_bad ? ", teacher outputs mismatched" : "", finished && steps_ok ? "" : ", steps incomplete");
     if (golden_bad > 0)
         snprintf(what + strlen(what), sizeof what - strlen(what), ", %.0f records off the golden schedule", golden_bad);
+    if (!clean && traced) fprintf(stderr, "0006 seed %llu: trace of this case (Perfetto): %s.trace.json\n",
+                                  (unsigned long long)c->seed, trace_stem);
     /* The step-counter finding first: the case's detail line holds 240 characters. */
     if (a.counters[0])
         lab_result_verdict(r, clean, "N=%d G=%d steps=%d: %s; %s; %s", p.trainers, p.g, p.steps, what, a.counters,
@@ -571,6 +578,12 @@ static const lab_variant dsh_variants[] = {
              "bug needs G > 1)"},
 };
 
+/* What the criterion compares, for plots (lab_metric_spec): the first separates bug and fix. */
+static const lab_metric_spec dsh_metric_specs[] = {
+    {"hung", 0, 1, NULL, "the job hung (1) or completed (0): every bug seed hangs, the fixes complete"},
+    {"job_s", DSH_DEADLINE_S, 1, NULL, "wall time of the job against the deadline: a stalled job is killed after the stall window"},
+};
+
 const lab_incident dsh_incident = {
     .id = "0006-distill-step-hang",
     .title = "distillation step-counter hang under gradient accumulation (Open MPI)",
@@ -588,8 +601,10 @@ const lab_incident dsh_incident = {
     .timeout_s = 90, /* the runner's watchdog: above start-up (60 s) plus the run's deadline (8 s) */
     .golden_bless = dsh_golden_bless,
     .drift_metric = NULL,
-    .figures = NULL,
+    .figures = dsh_trace_figures,
     .default_seeds = 8,
     .bench = NULL,
+    .metric_specs = dsh_metric_specs,
+    .n_metric_specs = (int)(sizeof dsh_metric_specs / sizeof dsh_metric_specs[0]),
 };
 LAB_INCIDENT_REGISTER(dsh_incident);

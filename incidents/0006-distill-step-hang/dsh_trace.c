@@ -1,4 +1,5 @@
-/* dsh_trace: the collective trace of incident 0006: ring-buffer writer (shared file mapping), reader and analyzer. */
+/* dsh_trace: the collective trace of incident 0006: ring-buffer writer (shared file mapping), reader and analyzer
+ * (the export is in dsh_trace_export.c: the MPI job links this file without cJSON). */
 #include "dsh_trace.h"
 
 #include <errno.h>
@@ -313,3 +314,4 @@ lab_status dsh_trace_analyze(const dsh_rank_trace *ranks, int world, dsh_analysi
                  a->empty_shape_rank, (long long)a->empty_shape_seq);
     return LAB_OK;
 }
+

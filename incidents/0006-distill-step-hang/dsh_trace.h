@@ -127,6 +127,31 @@ lab_status dsh_trace_analyze(const dsh_rank_trace *ranks, int world, dsh_analysi
 /* Writes "a-b" or "a" for a sorted set of ranks into buf (e.g. "ranks 0-3", "rank 4"). */
 void dsh_trace_ranks_str(const int *ranks, int n, char *buf, size_t cap);
 
+/* ---- export: Chrome trace JSON (Perfetto, chrome://tracing) and the timeline figure ---- */
+
+/* Where a case's exported trace goes: <root>/build/traces/0006-distill-step-hang/<variant>-<backend>-seed<S>
+ * (suffixes .trace.json, .dat, .png are added by the functions below). */
+void dsh_trace_export_stem(const char *root, const char *variant, const char *backend, uint64_t seed, char *buf,
+                           size_t cap);
+
+/* Writes <stem>.trace.json: {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}} with, per rank
+ * (pid = rank, named by a "process_name" metadata event), every collective it entered as a complete event
+ * ("ph": "X", ts/dur in microseconds since the job's start; tid 1; args: seq, op, root, count, step, micro,
+ * completed), its micro-steps (tid 2, "step S micro M") and exchanges (tid 3, bcast to scatter), a "C"
+ * counter event of its step counter at each collective, an instant event ("ph": "i") "stall" at the first
+ * unmatched sequence number with the analyzer's verdict, and one "counter diverged" where the step counters
+ * part (a->counters); and <stem>.dat, the Gantt rows (rank, enter, leave, op, seq, completed) that
+ * plots/timeline.gp draws. Errors: LAB_ERR_IO naming the file, LAB_ERR_NOMEM. */
+lab_status dsh_trace_export(const char *stem, const dsh_rank_trace *ranks, int world, const dsh_analysis *a);
+
+struct lab_figure_ctx;
+/* The incident's figures() (lab_incident.figures): for the first fix case and the first bug case of the
+ * replay that ran (and exported a trace), a per-rank Gantt of collectives <plots_dir>/<id>-timeline-<variant>.png
+ * with plots/timeline.gp, from the exported Gantt rows; the stall and the diverged counter are marked.
+ * LAB_ERR_UNSUPPORTED when no case has a trace (every case skipped) or gnuplot is missing; errors as
+ * lab_gnuplot_render. */
+lab_status dsh_trace_figures(const struct lab_figure_ctx *fx);
+
 #ifdef __cplusplus
 }
 #endif

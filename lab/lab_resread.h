@@ -1,0 +1,67 @@
+/* lab_resread: the one reader of results.jsonl (the writer is lab_results): case records back in memory. */
+#ifndef LAB_RESREAD_H
+#define LAB_RESREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lab_err.h"
+#include "lab_incident.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Metrics kept per record: more than a case can record (LAB_MAX_METRICS), so a file written by another
+ * build reads back whole. */
+#define LAB_RESREAD_MAX_METRICS 32
+
+/* One line of results.jsonl. Strings absent from the line are "". */
+typedef struct {
+    char incident[64];
+    char variant[64];
+    char role[8];                /* "fix" / "bug" ("" when absent) */
+    uint64_t seed;
+    lab_backend backend;         /* cpu when absent or unknown */
+    int outcome;                 /* lab_outcome (lab_isolate.h); LAB_OUT_ERROR when absent or unknown */
+    int ok;                      /* 1 met its role, 0 did not, -1 neither (SKIP) or absent */
+    double wall_s;               /* NaN when absent */
+    char detail[240];
+    char error[240];
+    char replay[512];
+    int n_metrics;
+    struct {
+        char name[LAB_METRIC_NAME];
+        double value;            /* non-finite values come back as NaN, +Inf or -Inf, as recorded */
+    } metrics[LAB_RESREAD_MAX_METRICS];
+    const lab_incident *inc;     /* the incident in this build, NULL when this build lacks it */
+    const lab_variant *var;      /* likewise the variant */
+} lab_resread_rec;
+
+typedef struct {
+    lab_resread_rec *recs;       /* in file order */
+    size_t n;
+} lab_resread_set;
+
+/* Reads every case record of the results.jsonl at path into *out (lab_resread_free releases it). Each
+ * non-empty line must be a JSON object with a string "incident", a string "variant" and a number "seed";
+ * otherwise LAB_ERR_FORMAT naming path:line and what is missing. LAB_ERR_IO naming the path when it cannot
+ * be read, LAB_ERR_NOMEM when out of memory. *out is empty on error. */
+lab_status lab_resread_load(const char *path, lab_resread_set *out);
+
+/* Releases a set (and empties it); an empty set is fine. */
+void lab_resread_free(lab_resread_set *s);
+
+/* The value of metric name in r: 1 with *v set when recorded finite, 2 with *v NaN/+Inf/-Inf when recorded
+ * non-finite, 0 (and *v NaN) when the record has no such metric. */
+int lab_resread_metric(const lab_resread_rec *r, const char *name, double *v);
+
+/* The record as an incident's figures() sees it (lab_figure_case): variant, seed, backend, outcome,
+ * verdict, detail and the first LAB_MAX_METRICS metrics. r->var must be set (NULL: returns 0). */
+int lab_resread_figure_case(const lab_resread_rec *r, lab_figure_case *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -28,12 +28,15 @@ Test(new, template_becomes_an_incident_that_compiles)
     cr_assert_eq(lab_fs_read_all(path, &text, &len), LAB_OK);
     cr_expect(strstr(text, "$(eval $(call lab_incident,0999-probe-thing))") != NULL, "%s", text);
     free(text);
-    /* The generated incident and its test compile against the lab's headers (the template is code). */
+    /* The generated incident and its test compile against the lab's headers (the template is code). Where
+     * Criterion's development files are absent (a bare GPU host), only the incident itself is compiled. */
+    int have_criterion = system("pkg-config --exists criterion") == 0;
     snprintf(cmd, sizeof cmd,
              "cc -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Ilab "
              "-Ikernels -fsyntax-only '%s/incidents/0999-probe-thing/probe_thing.c' && "
-             "cc -std=gnu11 -Wall -Ilab $(pkg-config --cflags criterion) -fsyntax-only "
-             "'%s/incidents/0999-probe-thing/test_probe_thing.c'", root, root);
+             "{ [ %d = 0 ] || cc -std=gnu11 -Wall -Ilab $(pkg-config --cflags criterion) -fsyntax-only "
+             "'%s/incidents/0999-probe-thing/test_probe_thing.c'; }", root, have_criterion, root);
+    if (!have_criterion) cr_log_warn("criterion not installed: the generated test was not compiled");
     cr_expect_eq(system(cmd), 0, "the generated incident does not compile");
     /* Never overwritten; malformed ids refused naming them. */
     cr_expect_eq(lab_new_incident(root, "0999-probe-thing"), LAB_ERR_ARG);

@@ -140,7 +140,10 @@ Test(hld, bug_full_log_deadlocks_and_names_the_write, .timeout = 60)
         cr_expect_eq(o.pipe_fill, o.pipe_capacity, "the pipe is full");
         cr_expect_eq(o.parent_read_at_end, 0, "the parent read nothing");
         cr_expect_eq(o.reply_len, 0);
-        cr_expect_eq(o.exit_code, 128 + SIGKILL, "killed by the case");
+        /* Killed by the case: SIGKILL, or SIGPIPE where the case's clean-up closed the pipe first (seen on a
+         * 16-core GPU host). Either way not an exit of its own. */
+        cr_expect(o.exit_code == 128 + SIGKILL || o.exit_code == 128 + SIGPIPE, "killed by the case: exit %d",
+                  o.exit_code);
         cr_expect_geq(o.detect_s, HLD_STALL_S);
         cr_expect_lt(o.detect_s, HLD_STALL_S + 0.5, "detected by the stall window, not a deadline: %.3f s", o.detect_s);
         cr_expect_eq(lab_result_get(&r, "blocked_syscall"), (double)SYS_write);

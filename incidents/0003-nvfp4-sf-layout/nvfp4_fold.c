@@ -243,7 +243,7 @@ lab_status nvfp4_fold_figure(const lab_figure_ctx *fx)
     }
     if ((st = lab_gnuplot_dat_close(f, dat)) != LAB_OK) return st;
     lab_gnuplot_spec spec = {dat, png,
-                             "0003: loss of folding the global scale into E4M3 (both operands' data x 2^e, seed 1)",
-                             "e (data magnitude 2^e x the replay's)", "relative L2 error / fraction of scales", 0, 0, 0};
+                             "0003: loss of folding the global scale into E4M3 (both operands data times 2^e, seed 1)",
+                             "e: data magnitude 2^e times the replay default", "relative L2 error / fraction of scales", 0, 0, 0};
     return lab_gnuplot_xy(fx->root, &spec);
 }

@@ -1,5 +1,6 @@
 /* nvfp4_sf: incident 0003's workloads (shapes, Philox inputs, stale memory), the case runner on CPU and CUDA and the criterion of the NVFP4 scale-factor layout incident. */
 #include "nvfp4_sf.h"
+#include "nvfp4_fold.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -63,6 +64,13 @@ static lab_status nv_values(float *x, size_t rows, size_t k, nvfp4_sf_data data,
     }
     free(u);
     return LAB_OK;
+}
+
+lab_status nvfp4_sf_values(const nvfp4_sf_work *w, int operand, uint64_t seed, float *x)
+{
+    size_t rows = operand ? w->shape.n : w->shape.m;
+    return nv_values(x, rows, w->shape.k, w->data, seed, w->shape_index, operand ? NVFP4_SF_T_B : NVFP4_SF_T_A,
+                     operand ? NVFP4_SF_T_B_EXP : NVFP4_SF_T_A_EXP);
 }
 
 /* Stale bytes: the top 8 bits of each word, through the batched uniform fill (u = (word >> 8) * 2^-24, so
@@ -414,10 +422,41 @@ static lab_status nv_case_group(const nv_group *g, uint64_t seed, lab_nvfp4_rema
 /* ---------------------------------------------------------------------------------------------- */
 /* Variants                                                                                        */
 
+/* The fold workloads of a group: its ragged and large random workloads (nvfp4_fold_case scales them). */
+static const size_t nv_fold_wi[] = {0, 2};
+#define NV_NFOLD (sizeof nv_fold_wi / sizeof nv_fold_wi[0])
+
+/* The fold case of a group: folded (bug) or with the global scales as alpha (the fix's own check). */
+static lab_status nv_fold_group(const nv_group *g, uint64_t seed, int fold, nvfp4_fold_gemm_fn gemm,
+                                nvfp4_fold_gemm_fn cpu_check, lab_case_result *r)
+{
+    nvfp4_sf_work ws[NV_NFOLD];
+    const double *refs[NV_NFOLD], *abss[NV_NFOLD];
+    for (size_t i = 0; i < NV_NFOLD; ++i) ws[i] = g->w[nv_fold_wi[i]], refs[i] = g->ref[nv_fold_wi[i]], abss[i] = g->abs[nv_fold_wi[i]];
+    return nvfp4_fold_case(ws, refs, abss, NV_NFOLD, seed, fold, gemm, cpu_check, r);
+}
+
+/* A variant's case: the fold variant runs the fold case alone; every other one runs the layout case, and the
+ * fix also the fold workloads at the seed's magnitudes with alpha (it must pass there too). */
+static lab_status nv_run(const lab_case *c, lab_case_result *r, nvfp4_sf_gemm_fn gemm, nvfp4_sf_gemm_fn cpu_check,
+                         nvfp4_fold_gemm_fn fgemm, nvfp4_fold_gemm_fn fcheck)
+{
+    int param = c->variant->param;
+    if (param & NVFP4_FOLD_FLAG) return nv_fold_group(c->group, c->seed, 1, fgemm, fcheck, r);
+    lab_nvfp4_remap_kind kind = (lab_nvfp4_remap_kind)(param & 0xff);
+    lab_status st = nv_case_group(c->group, c->seed, kind, gemm, cpu_check, c->golden_dir, r);
+    if (st != LAB_OK || kind != LAB_NVFP4_REMAP_FIX) return st;
+    lab_case_result m;
+    memset(&m, 0, sizeof m);
+    if ((st = nv_fold_group(c->group, c->seed, 0, fgemm, fcheck, &m)) != LAB_OK) return st;
+    lab_result_metric(r, "mag_err_over_bound", lab_result_get(&m, "err_over_bound"));
+    if (r->passed && !m.passed) lab_result_verdict(r, 0, "at other magnitudes, %s", m.detail);
+    return LAB_OK;
+}
+
 static lab_status nv_run_cpu(const lab_case *c, lab_case_result *r)
 {
-    return nv_case_group(c->group, c->seed, (lab_nvfp4_remap_kind)c->variant->param, nvfp4_sf_run_cpu, NULL,
-                         c->golden_dir, r);
+    return nv_run(c, r, nvfp4_sf_run_cpu, NULL, nvfp4_fold_run_cpu, NULL);
 }
 
 #ifdef LAB_HAVE_CUDA
@@ -427,9 +466,9 @@ static lab_status nv_run_cuda(const lab_case *c, lab_case_result *r)
     lab_status st = lab_cuda_device_info(0, &info);
     if (st != LAB_OK) return st;
     nvfp4_sf_cuda_stale_reused = nvfp4_sf_cuda_stale_buffers = 0;
-    /* The bit-for-bit comparison with the CPU kernel on a sample of seeds (lab_case_xcheck). */
-    st = nv_case_group(c->group, c->seed, (lab_nvfp4_remap_kind)c->variant->param, nvfp4_sf_run_cuda,
-                       lab_case_xcheck(c) ? nvfp4_sf_run_cpu : NULL, c->golden_dir, r);
+    /* The bit-for-bit comparisons with the CPU kernels on a sample of seeds (lab_case_xcheck). */
+    int x = lab_case_xcheck(c);
+    st = nv_run(c, r, nvfp4_sf_run_cuda, x ? nvfp4_sf_run_cpu : NULL, nvfp4_fold_run_cuda, x ? nvfp4_fold_run_cpu : NULL);
     if (st != LAB_OK) return st;
     char detail[sizeof r->detail];
     snprintf(detail, sizeof detail, "%s", r->detail);
@@ -491,7 +530,9 @@ static lab_status nv_figures(const lab_figure_ctx *fx)
     if (st != LAB_OK) return st;
     lab_gnuplot_spec spec = {dat, png, "0003 NVFP4 SF layout: cosine with the float64 reference per seed",
                              "seed", "cosine, min over shapes (-0.5: outputs hold NaN)", 0, 0, 0};
-    return lab_gnuplot_xy(fx->root, &spec);
+    st = lab_gnuplot_xy(fx->root, &spec);
+    lab_status st2 = nvfp4_fold_figure(fx);
+    return st != LAB_OK ? st : st2;
 }
 
 static const lab_variant nvfp4_sf_variants[] = {
@@ -504,6 +545,10 @@ static const lab_variant nvfp4_sf_variants[] = {
     {.name = "bug-mk-swap", .role = LAB_ROLE_BUG, .param = LAB_NVFP4_REMAP_MK_SWAP, .detect = LAB_DETECT_FAIL,
      .what = "remap over cosize with M and K swapped in the source coordinate: src[k*M + m] instead of "
              "src[m*K_sf + k] (the code after the first fix)"},
+    {.name = "bug-fold-global-scale", .role = LAB_ROLE_BUG, .param = LAB_NVFP4_REMAP_FIX | NVFP4_FOLD_FLAG,
+     .detect = LAB_DETECT_FAIL,
+     .what = "the float32 global scales folded into the E4M3 block scales (e4m3(sf / global), alpha 1) instead of "
+             "passed as the GEMM's per-expert alpha: a second E4M3 rounding, flushes and saturation by magnitude"},
 };
 
 /* What the criterion compares, for plots (lab_metric_spec): the first separates bug and fix. */

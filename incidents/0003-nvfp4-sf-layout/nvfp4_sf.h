@@ -87,6 +87,10 @@ lab_status nvfp4_sf_work_init(nvfp4_sf_work *w, int shape_index, const nvfp4_sf_
                               uint64_t seed);
 void nvfp4_sf_work_free(nvfp4_sf_work *w);
 
+/* The unquantised float values of operand 0 (A, m x k) or 1 (B, n x k) of workload w of seed, as
+ * nvfp4_sf_work_init drew them before quantizing. x: rows * k floats. LAB_ERR_NOMEM. */
+lab_status nvfp4_sf_values(const nvfp4_sf_work *w, int operand, uint64_t seed, float *x);
+
 /* Stale byte o of a stream: the top 8 bits of lab_rng_u32(seed, stream, o) (uniform over 0..255, so the
  * E4M3 NaN codes 0x7F and 0xFF come up with probability 2/256 each byte). */
 uint8_t nvfp4_sf_stale_byte(uint64_t seed, uint32_t stream, uint64_t o);

@@ -30,6 +30,12 @@ bfcrf_train_cfg bfcrf_case_cfg(uint64_t seed, bfcrf_prec p)
     cfg.stop_at_nonfinite = 1;
     cfg.clip = BFCRF_DEFAULT_CLIP;
     cfg.feat_scale = BFCRF_DEFAULT_FEAT_SCALE;
+    if (seed != 0 && seed % BFCRF_DUAL_EVERY == 0) {
+        cfg.lr = BFCRF_DUAL_LR;
+        cfg.steps = BFCRF_DUAL_STEPS;
+        cfg.dual_loss = 1;
+        cfg.crf_weight = BFCRF_DUAL_CRF_WEIGHT;
+    }
     return cfg;
 }
 
@@ -160,6 +166,8 @@ void bfcrf_criterion(const bfcrf_train_cfg *cfg, const bfcrf_train_stats *s, dou
 {
     lab_result_metric(r, "first_nan_step", (double)s->first_nonfinite_step);
     lab_result_metric(r, "lr", cfg->lr);
+    lab_result_metric(r, "crf_weight", cfg->dual_loss ? cfg->crf_weight : 0.0);
+    lab_result_metric(r, "final_ce", s->final_ce);
     lab_result_metric(r, "steps_run", (double)s->steps_run);
     lab_result_metric(r, "min_loss", s->min_loss);
     lab_result_metric(r, "final_loss", s->final_loss);
@@ -173,9 +181,9 @@ void bfcrf_criterion(const bfcrf_train_cfg *cfg, const bfcrf_train_stats *s, dou
     const char *g = golden_checked ? " (against the golden)" : "";
     if (s->first_nonfinite_step)
         lab_result_verdict(r, 0, "non-finite at step %d of %d (lr %.2g): %.0f non-finite gradients; marginals off "
-                           "since step %d (max %.3g), gradient > %.0e since step %d", s->first_nonfinite_step,
+                           "since step %d (max %.3g), gradient > %.0e since step %d%s", s->first_nonfinite_step,
                            cfg->steps, cfg->lr, s->nonfinite_count, s->first_marg_step, s->max_marg, BFCRF_GRAD_HUGE,
-                           s->first_grad_overflow_step);
+                           s->first_grad_overflow_step, cfg->dual_loss ? " [dual loss CE + 0.1 CRF]" : "");
     else if (!(s->max_abs_score < BFCRF_SCORE_BOUND))
         lab_result_verdict(r, 0, "a score reached %.4g, beyond %g where the tolerances hold", s->max_abs_score,
                            BFCRF_SCORE_BOUND);
@@ -189,9 +197,10 @@ void bfcrf_criterion(const bfcrf_train_cfg *cfg, const bfcrf_train_stats *s, dou
         lab_result_verdict(r, 0, "probe off the float64 reference%s: logZ err %.3g (tol %g), marginal err %.3g (tol %g)",
                            g, probe_logz_err, BFCRF_TOL_NEG_LOSS, probe_marg_err, BFCRF_TOL_MARG_SUM);
     else
-        lab_result_verdict(r, 1, "%d steps at lr %.2g finite; min loss %.3g, max |marg sum - 1| %.2g, max score %.0f; "
-                           "probe logZ err %.2g, marg err %.2g%s", s->steps_run, cfg->lr, s->min_loss,
-                           s->max_marg_sum_err, s->max_abs_score, probe_logz_err, probe_marg_err, g);
+        lab_result_verdict(r, 1, "%d steps at lr %.2g finite%s; min CRF loss %.3g, max |marg sum - 1| %.2g, max score "
+                           "%.0f; probe logZ err %.2g, marg err %.2g%s", s->steps_run, cfg->lr,
+                           cfg->dual_loss ? " (dual loss CE + 0.1 CRF)" : "", s->min_loss, s->max_marg_sum_err,
+                           s->max_abs_score, probe_logz_err, probe_marg_err, g);
 }
 
 /* The variant's run on the CPU (param: the CRF's precision): the training run, the probe, the judge. */

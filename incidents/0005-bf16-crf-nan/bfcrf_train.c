@@ -97,6 +97,44 @@ void bfcrf_clip_grads(float *g, size_t n, double max_norm)
 
 static int bfcrf_finite(float v) { return !isnan(v) && !isinf(v); }
 
+/* The dual loss's token cross-entropy and the weighting of the CRF term, in place on one step's outputs:
+ * returns the mean cross-entropy over the batch's valid tokens, log-softmax over the 33 bf16 logits in float32
+ * (autocast runs cross_entropy in float32); cb->demis becomes bf16(bf16(dCE) + bf16(w * dCRF)) (each gradient
+ * reaches the bf16 logits in bf16, and autograd adds the two there), w = bf16(crf_weight) in the bug (the
+ * loss sum is bf16) and crf_weight in the fix; the CRF parameter gradients g are scaled by w (rounded to bf16
+ * in the bug). Never fails. */
+static double bfcrf_dual_loss(bfcrf_batch *cb, bfcrf_prec prec, double crf_weight, bfcrf_grads *g)
+{
+    int bf = prec == BFCRF_PREC_BF16;
+    float w = bf ? lab_bf16_round((float)crf_weight) : (float)crf_weight;
+    int ntok = 0;
+    for (int b = 0; b < cb->batch; ++b) ntok += cb->len[b];
+    double ce = 0.0;
+    for (int b = 0; b < cb->batch; ++b)
+        for (int t = 0; t < cb->len[b]; ++t) {
+            size_t o = ((size_t)b * BFCRF_TMAX + t) * NT;
+            const float *e = cb->emis + o;
+            float m = e[0];
+            for (int j = 1; j < NT; ++j) m = e[j] > m ? e[j] : m;
+            float s = 0.0f;
+            for (int j = 0; j < NT; ++j) s += expf(e[j] - m);
+            float lse = m + logf(s);
+            int y = cb->tags[(size_t)b * BFCRF_TMAX + t];
+            ce += (double)(lse - e[y]);
+            for (int j = 0; j < NT; ++j) {
+                float d = (expf(e[j] - lse) - (j == y ? 1.0f : 0.0f)) / (float)ntok;
+                float dc = w * cb->demis[o + j];
+                cb->demis[o + j] = lab_bf16_round(lab_bf16_round(d) + lab_bf16_round(dc));
+            }
+        }
+    for (int k = 0; k < NT * NT; ++k) g->trans[k] = bf ? lab_bf16_round(w * g->trans[k]) : w * g->trans[k];
+    for (int j = 0; j < NT; ++j) {
+        g->start[j] = bf ? lab_bf16_round(w * g->start[j]) : w * g->start[j];
+        g->end[j] = bf ? lab_bf16_round(w * g->end[j]) : w * g->end[j];
+    }
+    return ntok > 0 ? ce / ntok : 0.0;
+}
+
 lab_status bfcrf_train(uint64_t seed, const bfcrf_train_cfg *cfg, bfcrf_train_stats *st)
 {
     float *lc = st->loss_curve, *gc = st->logit_curve;
@@ -106,7 +144,8 @@ lab_status bfcrf_train(uint64_t seed, const bfcrf_train_cfg *cfg, bfcrf_train_st
     st->min_loss = INFINITY;
     st->final_loss = NAN;
     if (!(cfg->lr > 0) || cfg->warmup < 0 || cfg->steps < 1 || cfg->batch < 1 || cfg->batch > 256 ||
-        (cfg->prec != BFCRF_PREC_BF16 && cfg->prec != BFCRF_PREC_F32) || !(cfg->clip >= 0))
+        (cfg->prec != BFCRF_PREC_BF16 && cfg->prec != BFCRF_PREC_F32) || !(cfg->clip >= 0) ||
+        (cfg->dual_loss && !(cfg->crf_weight > 0)))
         return lab_err_set(LAB_ERR_ARG, "bfcrf_train: bad config (lr %g, warmup %d, steps %d, batch %d, clip %g)",
                            cfg->lr, cfg->warmup, cfg->steps, cfg->batch, cfg->clip);
     const int B = cfg->batch, bf = cfg->prec == BFCRF_PREC_BF16;
@@ -132,8 +171,8 @@ lab_status bfcrf_train(uint64_t seed, const bfcrf_train_cfg *cfg, bfcrf_train_st
     lab_rng_fill_uniform(p + OFF_T, NTT + 2 * NT, seed, BFCRF_STREAM_INIT, NF * NT);
     for (int k = OFF_T; k < NPARAM; ++k) p[k] = p[k] * 0.2f - 0.1f;
 
-    double tail_sum = 0.0;
-    int tail_n = 0;
+    double tail_sum = 0.0, ce_sum = 0.0;
+    int tail_n = 0, ce_n = 0;
     for (int step = 1; step <= cfg->steps; ++step) {
         /* Batch and bf16 emissions: E = bf16(sum_f x W16 + b16), float32 accumulation in f order. */
         float W16[NF * NT], b16[NT];
@@ -159,7 +198,13 @@ lab_status bfcrf_train(uint64_t seed, const bfcrf_train_cfg *cfg, bfcrf_train_st
 
         bfcrf_view(p, cfg->prec, P);
         float loss = bfcrf_loss_grad(P, &cb, cfg->prec, G);
-        if (st->loss_curve) st->loss_curve[step - 1] = loss;
+        float total = loss;
+        if (cfg->dual_loss) {
+            double ce = bfcrf_dual_loss(&cb, cfg->prec, cfg->crf_weight, G);
+            total = (float)ce + (bf ? lab_bf16_round((float)cfg->crf_weight) : (float)cfg->crf_weight) * loss;
+            if (step > cfg->steps - 50) ce_sum += ce, ++ce_n;
+        }
+        if (st->loss_curve) st->loss_curve[step - 1] = total;
         st->steps_run = step;
         for (int b = 0; b < B; ++b) {
             double a = fabs(cb.logz[b]) > fabs(cb.gold[b]) ? fabs(cb.logz[b]) : fabs(cb.gold[b]);
@@ -179,7 +224,7 @@ lab_status bfcrf_train(uint64_t seed, const bfcrf_train_cfg *cfg, bfcrf_train_st
                     st->first_marg_step = step;
             }
         if (step > cfg->steps - 50) {
-            tail_sum += loss;
+            tail_sum += total;
             ++tail_n;
         }
 
@@ -247,6 +292,7 @@ lab_status bfcrf_train(uint64_t seed, const bfcrf_train_cfg *cfg, bfcrf_train_st
         }
     }
     st->final_loss = tail_n > 0 ? tail_sum / tail_n : NAN;
+    st->final_ce = ce_n > 0 ? ce_sum / ce_n : NAN;
     if (isinf(st->min_loss)) st->min_loss = NAN;
     st->cpu_s = (double)(clock() - c0) / CLOCKS_PER_SEC;
 done:

@@ -374,3 +374,31 @@ Test(bfcrf, cuda_bf16_forward_bit_for_bit)
     free(ca);
 }
 #endif
+
+/* The write-up's second configuration (every 7th seed): lr 1e-4, loss CE + 0.1 * CRF, 2000 steps. The bf16
+ * CRF goes NaN after warm-up (seed 7 at the step the README records), the float32 CRF trains all 2000 steps
+ * with its invariants intact, and the dual loss's cross-entropy is learned (final CE below 1). */
+Test(bfcrf, second_configuration_dual_loss_seed_7, .timeout = 120)
+{
+    bfcrf_train_cfg cb = bfcrf_case_cfg(7, BFCRF_PREC_BF16), cf = bfcrf_case_cfg(7, BFCRF_PREC_F32);
+    cr_expect_eq(cb.lr, 1e-4);
+    cr_expect_eq(cb.dual_loss, 1);
+    cr_expect_eq(cb.crf_weight, 0.1);
+    cr_expect_eq(cb.steps, 2000);
+    cr_expect_eq(bfcrf_case_cfg(6, BFCRF_PREC_BF16).dual_loss, 0);
+    lab_case_result rb, rf;
+    memset(&rb, 0, sizeof rb);
+    memset(&rf, 0, sizeof rf);
+    cr_assert_eq(lab_case_run_named(&bfcrf_incident, "bug-bf16-crf", 7, LAB_BACKEND_CPU, ".", &rb), LAB_OK, "%s",
+                 lab_err_msg());
+    cr_assert_eq(lab_case_run_named(&bfcrf_incident, "fix", 7, LAB_BACKEND_CPU, ".", &rf), LAB_OK, "%s", lab_err_msg());
+    double step = lab_result_get(&rb, "first_nan_step");
+    cr_expect_eq(rb.passed, 0, "%s", rb.detail);
+    cr_expect(step > BFCRF_DEFAULT_WARMUP && step <= 2000, "bf16 NaN at step %g", step);
+    cr_expect_eq(lab_result_get(&rb, "first_marg_step"), 1.0);
+    cr_expect_eq(rf.passed, 1, "%s", rf.detail);
+    cr_expect_eq(lab_result_get(&rf, "steps_run"), 2000.0);
+    cr_expect_eq(lab_result_get(&rf, "crf_weight"), 0.1);
+    cr_expect_lt(lab_result_get(&rf, "final_ce"), 1.0);
+    cr_expect_eq(cf.dual_loss, 1);
+}

@@ -109,10 +109,38 @@ typedef struct {
     int fd;
     size_t first, end;         /* the child's jobs not yet reported: [first, end) */
     double start;              /* start of the job in progress (the watchdog's clock) */
+    double delay0;             /* the child's run-queue wait (s) when that job started */
     int ended;                 /* the child said it stopped on purpose */
     size_t got;
     lab_isolate_msg msg;
 } lab_isolate_slot;
+
+/* Seconds process pid has spent runnable but waiting for a CPU (the second field of /proc/PID/schedstat);
+ * 0 where that file cannot be read (the watchdog then counts plain wall time). */
+static double lab_isolate_run_delay(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    unsigned long long run = 0, wait = 0;
+    int n = fscanf(f, "%llu %llu", &run, &wait);
+    fclose(f);
+    return n == 2 ? 1e-9 * (double)wait : 0;
+}
+
+/* Whether the job in slot s is hung: it has had timeout_s seconds of wall time in which it was not
+ * waiting for a CPU, so a case starved by a loaded machine is not judged hung for being slow (a deadlock
+ * sleeps and accrues no wait; a busy loop runs). LAB_ISOLATE_WALL_CAP times the timeout in plain wall time
+ * ends any job. */
+#define LAB_ISOLATE_WALL_CAP 10.0
+static int lab_isolate_overdue(const lab_isolate_slot *s, double now, double timeout_s)
+{
+    double wall = now - s->start;
+    if (wall <= timeout_s) return 0;
+    if (wall > LAB_ISOLATE_WALL_CAP * timeout_s) return 1;
+    return wall - (lab_isolate_run_delay(s->pid) - s->delay0) > timeout_s;
+}
 
 /* The slots of the run in progress (for lab_isolate_slowest). */
 static lab_isolate_slot *lab_isolate_cur_slots;
@@ -198,7 +226,7 @@ static void lab_isolate_died(int wstatus, int hung, double timeout_s, double wal
     o->wall_s = wall_s;
     if (hung) {
         o->outcome = LAB_OUT_HANG;
-        snprintf(o->error, sizeof o->error, "no result after %.1f s: killed by the watchdog", timeout_s);
+        snprintf(o->error, sizeof o->error, "no result in %.1f s (not counting time spent waiting for a CPU): killed by the watchdog", timeout_s);
     } else if (WIFSIGNALED(wstatus)) {
         o->outcome = LAB_OUT_CRASH;
         o->signal = WTERMSIG(wstatus);
@@ -235,6 +263,7 @@ static void lab_isolate_drain(lab_isolate_slot *s, void *ctx, lab_job_done_fn do
             s->first++;
         }
         s->start = now;
+        s->delay0 = lab_isolate_run_delay(s->pid);
     }
 }
 
@@ -342,6 +371,7 @@ lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs,
             slots[i].first = a;
             slots[i].end = b;
             slots[i].start = lab_isolate_now();
+            slots[i].delay0 = 0; /* a new process has waited for nothing yet */
             running++;
         }
         if (result != LAB_OK && running == 0) break;
@@ -363,7 +393,7 @@ lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs,
             int wstatus = 0, hung = 0;
             pid_t w = waitpid(s->pid, &wstatus, WNOHANG);
             if (w == 0) {
-                if (lab_isolate_now() - s->start <= timeout_s) continue;
+                if (!lab_isolate_overdue(s, lab_isolate_now(), timeout_s)) continue;
                 kill(-s->pid, SIGKILL);
                 kill(s->pid, SIGKILL);
                 waitpid(s->pid, &wstatus, 0);

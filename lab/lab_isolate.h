@@ -36,7 +36,9 @@ typedef void (*lab_job_done_fn)(void *ctx, size_t job, const lab_job_outcome *o)
 
 /* Runs jobs 0..n-1, each in its own forked process (its own process group, so a job's own children die
  * with it; the child also gets PR_SET_PDEATHSIG SIGKILL, so no job outlives the runner, even a runner
- * killed by SIGKILL), at most `jobs` at once. A child that exceeds timeout_s seconds is killed (SIGKILL to its
+ * killed by SIGKILL), at most `jobs` at once. A child that has had timeout_s seconds of wall time in which
+ * it was not waiting for a CPU (run-queue wait from /proc/PID/schedstat is not counted, so a case slowed by
+ * a loaded machine is not a hang; 10 x timeout_s of plain wall time ends any job) is killed (SIGKILL to its
  * group) and is HANG; one ended by a signal is CRASH (signal named); one that exits without reporting is
  * ERROR. The mapping from the reported result: skipped -> SKIP, verdict passed -> PASS, else FAIL, no
  * verdict -> ERROR. Fills out[0..n) and calls done() for each. Returns LAB_ERR_IO only if fork/pipe

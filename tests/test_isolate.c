@@ -1,5 +1,9 @@
 /* test_isolate: every outcome of an isolated job (PASS, FAIL, CRASH, HANG, SKIP, ERROR), parallelism, orphans. */
+#define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,4 +166,58 @@ Test(isolate, batched_watchdog_restarts_per_job)
     lab_job_outcome out[10];
     cr_assert_eq(lab_isolate_run_batched(10, job_slow, NULL, 1, 10, 1.0, NULL, out), LAB_OK);
     for (int i = 0; i < 10; ++i) cr_expect_eq(out[i].outcome, LAB_OUT_PASS, "job %d: %s", i, lab_outcome_name(out[i].outcome));
+}
+
+/* A job starved of CPU by a loaded machine is slow, not hung; one that sleeps forever is hung. Four busy
+ * processes share one CPU with the job (affinity), so a job that needs 0.4 CPU-seconds takes about 2 s of
+ * wall time under a 0.6 s watchdog: a wall-clock watchdog would kill it (the false alarm this test pins). */
+static lab_status job_cpu(void *ctx, size_t i, lab_case_result *r)
+{
+    if (i == 1) {
+        for (;;) pause(); /* a deadlock: no CPU wanted, none waited for */
+    }
+    struct timespec t;
+    double used = 0;
+    volatile double x = 0;
+    while (used < 0.4) {
+        for (int k = 0; k < 100000; ++k) x += k;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+        used = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    }
+    lab_result_verdict(r, 1, "0.4 CPU-seconds of work done");
+    return LAB_OK;
+}
+
+Test(isolate, a_starved_job_is_slow_not_hung, .timeout = 60)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    cr_assert_eq(sched_getaffinity(0, sizeof one, &one), 0);
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &one)) ++cpu;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
+    pid_t hogs[4];
+    for (int h = 0; h < 4; ++h) {
+        hogs[h] = fork();
+        cr_assert_geq(hogs[h], 0);
+        if (hogs[h] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            for (volatile unsigned long k = 0;; ++k) {}
+        }
+    }
+    lab_job_outcome out[2];
+    lab_status st = lab_isolate_run(2, job_cpu, NULL, 2, 0.6, NULL, out);
+    for (int h = 0; h < 4; ++h) {
+        kill(hogs[h], SIGKILL);
+        waitpid(hogs[h], NULL, 0);
+    }
+    cr_assert_eq(st, LAB_OK);
+    cr_expect_eq(out[0].outcome, LAB_OUT_PASS, "starved job: %s after %.2f s (%s)", lab_outcome_name(out[0].outcome),
+                 out[0].wall_s, out[0].error);
+    cr_expect_gt(out[0].wall_s, 0.6, "the job was starved (%.2f s wall): the test shows nothing otherwise",
+                 out[0].wall_s);
+    cr_expect_eq(out[1].outcome, LAB_OUT_HANG, "sleeping job: %s", lab_outcome_name(out[1].outcome));
+    cr_expect_lt(out[1].wall_s, 3.0, "a deadlock is still caught within its timeout: %.2f s", out[1].wall_s);
 }

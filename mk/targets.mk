@@ -17,7 +17,7 @@ $(BUILD)/obj/incidents/%.o: LAB_INC = -Ikernels
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LAB_INC) $(PKG_CFLAGS) $(if $(findstring test_,$(notdir $<)),$(CRIT_CFLAGS)) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(LAB_INC) $(PKG_CFLAGS) $(if $(findstring test_,$(notdir $<)),$(CRIT_CFLAGS) -Itests) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.cu.o: %.cu | $(DEPS_OK)
 	@mkdir -p $(@D)

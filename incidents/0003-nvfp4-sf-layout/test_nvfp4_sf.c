@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lab_test_case.h"
 #include "lab_format.h"
 #include "lab_fs.h"
 #include "lab_golden.h"
@@ -389,17 +390,7 @@ Test(nvfp4_trap, mk_swap_cosine_on_random_data_by_shape, .timeout = 60)
 
 static lab_case_result run_case(const char *variant, uint64_t seed, const char *root)
 {
-    const lab_variant *v = lab_incident_variant(&nvfp4_sf_incident, variant);
-    cr_assert_not_null(v, "variant %s", variant);
-    lab_case c;
-    char c_gdir[4096];
-    lab_case_init(&c, &nvfp4_sf_incident, v, seed, LAB_BACKEND_CPU, root, c_gdir, sizeof c_gdir);
-    lab_case_result r;
-    memset(&r, 0, sizeof r);
-    lab_status st = lab_case_run(&c, &r);
-    cr_assert_eq(st, LAB_OK, "%s seed %llu: %s", variant, (unsigned long long)seed, lab_err_msg());
-    cr_assert(r.verdict_set);
-    return r;
+    return lab_test_run(&nvfp4_sf_incident, variant, seed, root);
 }
 
 Test(nvfp4_incident, registered_with_its_variants)

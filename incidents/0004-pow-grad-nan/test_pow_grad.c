@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lab_test_case.h"
 #include "lab_fs.h"
 #include "lab_golden.h"
 #include "lab_incident.h"
@@ -29,17 +30,7 @@ static float runtime(float v)
 /* Runs one CPU case of a variant from the repository root (the tests' working directory). */
 static lab_case_result run_case(const char *variant, uint64_t seed, const char *root)
 {
-    const lab_variant *v = lab_incident_variant(&pow_grad_incident, variant);
-    cr_assert_not_null(v, "variant %s", variant);
-    lab_case c;
-    char c_gdir[4096];
-    lab_case_init(&c, &pow_grad_incident, v, seed, LAB_BACKEND_CPU, root, c_gdir, sizeof c_gdir);
-    lab_case_result r;
-    memset(&r, 0, sizeof r);
-    lab_status st = lab_case_run(&c, &r);
-    cr_assert_eq(st, LAB_OK, "%s seed %llu: %s", variant, (unsigned long long)seed, lab_err_msg());
-    cr_assert(r.verdict_set, "%s seed %llu: no verdict", variant, (unsigned long long)seed);
-    return r;
+    return lab_test_run(&pow_grad_incident, variant, seed, root);
 }
 
 /* ---- the descriptor ------------------------------------------------------------------------- */

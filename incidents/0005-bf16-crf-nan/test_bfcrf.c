@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lab_test_case.h"
 #include "bfcrf.h"
 #include "lab_format.h"
 #include "lab_fs.h"
@@ -21,17 +22,7 @@
 
 static lab_case_result run_case(const char *variant, uint64_t seed)
 {
-    const lab_variant *v = lab_incident_variant(&bfcrf_incident, variant);
-    cr_assert_not_null(v, "variant %s", variant);
-    lab_case c;
-    char c_gdir[4096];
-    lab_case_init(&c, &bfcrf_incident, v, seed, LAB_BACKEND_CPU, ".", c_gdir, sizeof c_gdir);
-    lab_case_result r;
-    memset(&r, 0, sizeof r);
-    lab_status st = lab_case_run(&c, &r);
-    cr_assert_eq(st, LAB_OK, "%s seed %llu: %s", variant, (unsigned long long)seed, lab_err_msg());
-    cr_assert(r.verdict_set, "%s seed %llu: no verdict", variant, (unsigned long long)seed);
-    return r;
+    return lab_test_run(&bfcrf_incident, variant, seed, ".");
 }
 
 /* ---- the descriptor and the grammar ----------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lab_test_case.h"
 #include "dsh.h"
 #include "dsh_trace.h"
 #include "lab_golden.h"
@@ -212,17 +213,7 @@ static int have_mpi(void)
 
 static lab_case_result run_case(const char *variant, uint64_t seed)
 {
-    const lab_variant *v = lab_incident_variant(&dsh_incident, variant);
-    cr_assert_not_null(v, "variant %s", variant);
-    lab_case c;
-    char c_gdir[4096];
-    lab_case_init(&c, &dsh_incident, v, seed, LAB_BACKEND_CPU, ".", c_gdir, sizeof c_gdir);
-    lab_case_result r;
-    memset(&r, 0, sizeof r);
-    lab_status st = lab_case_run(&c, &r);
-    cr_assert_eq(st, LAB_OK, "%s seed %llu: %s", variant, (unsigned long long)seed, lab_err_msg());
-    cr_assert(r.verdict_set && !r.skipped, "%s seed %llu: %s", variant, (unsigned long long)seed, r.detail);
-    return r;
+    return lab_test_run(&dsh_incident, variant, seed, ".");
 }
 
 Test(dsh_job, params_cover_the_ranges)

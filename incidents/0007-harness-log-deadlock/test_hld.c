@@ -17,6 +17,7 @@
 
 #include <openssl/sha.h>
 
+#include "lab_test_case.h"
 #include "hld.h"
 #include "lab_fs.h"
 #include "lab_golden.h"
@@ -60,16 +61,7 @@ static lab_case_result run_judge(hld_case *cs, hld_variant v, const hld_watch *w
 
 static lab_case_result run_variant(const char *name, uint64_t seed)
 {
-    const lab_variant *v = lab_incident_variant(&hld_incident, name);
-    cr_assert_not_null(v, "variant %s", name);
-    lab_case c;
-    char c_gdir[4096];
-    lab_case_init(&c, &hld_incident, v, seed, LAB_BACKEND_CPU, ".", c_gdir, sizeof c_gdir);
-    lab_case_result r;
-    memset(&r, 0, sizeof r);
-    cr_assert_eq(lab_case_run(&c, &r), LAB_OK, "%s seed %llu: %s", name, (unsigned long long)seed, lab_err_msg());
-    cr_assert(r.verdict_set, "%s seed %llu: no verdict", name, (unsigned long long)seed);
-    return r;
+    return lab_test_run(&hld_incident, name, seed, ".");
 }
 
 /* ---- the descriptor and the seeds' sizes ----------------------------------------------------- */

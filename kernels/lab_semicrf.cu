@@ -16,6 +16,11 @@
 #define SG_THREADS 256                   /* marginal kernel: 4 groups of C_PAD lanes */
 #define SG_KGROUPS (SG_THREADS / SG_PAD)
 #define SG_GUARD_WORDS 2048              /* guard zone each side of a guarded allocation (>= 1056 strays) */
+/* Farthest a stray access of any layout reaches past its allocation: 1056 elements of up to 8 bytes (the
+ * unpadded transition tile, as in the CPU emulation). A gradient guard zone is SG_GUARD_WORDS * 8 bytes,
+ * so its words from this offset on are a tripwire: any change there means a write went farther than the
+ * index arithmetic allows, and the case cannot vouch that it stayed inside its own memory. */
+#define SG_STRAY_REACH_BYTES (1056 * 8)
 
 /* ---- device helpers (the same arithmetic as lab_semicrf.c) ---------------------------------------- */
 
@@ -435,6 +440,7 @@ struct sg_buf {
     unsigned char *base = nullptr;
     void *p = nullptr;
     size_t bytes = 0, guard_bytes = 0;
+    std::vector<uint32_t> head, tail; /* a guarded gradient buffer: its guard zones as written */
 };
 
 static lab_status sg_alloc(sg_buf *b, size_t bytes, size_t guard_bytes)
@@ -470,13 +476,36 @@ static lab_status sg_upload_input(sg_buf *b, const float *x, size_t n, int guard
     return LAB_OK;
 }
 
-/* Gradient buffer of exactly n elements of esz bytes, zeroed: an atomic past it is outside its
- * cudaMalloc, where compute-sanitizer memcheck reports it. */
-static lab_status sg_alloc_grad(sg_buf *b, size_t n, size_t esz)
+/* Gradient buffer of n elements of esz bytes, zeroed. Unguarded: exactly n elements, so an atomic past it
+ * is outside its cudaMalloc, where compute-sanitizer memcheck reports it. Guarded: between guard zones of
+ * the seed's neighbour contents (as the CPU emulation's arena), kept on the host for sg_guard_breach. */
+static lab_status sg_alloc_grad(sg_buf *b, size_t n, size_t esz, int guarded, uint64_t seed, uint64_t zone)
 {
-    lab_status st = sg_alloc(b, n * esz, 0);
+    size_t gb = guarded ? SG_GUARD_WORDS * 8 : 0;
+    lab_status st = sg_alloc(b, n * esz, gb);
     if (st != LAB_OK) return st;
     LAB_CUDA_CHECK(cudaMemset(b->p, 0, n * esz));
+    if (guarded) {
+        b->head.resize(gb / 4);
+        b->tail.resize(gb / 4);
+        lab_semicrf_guard_fill(b->head.data(), gb / 4, seed, 0x40000000ull * zone);
+        lab_semicrf_guard_fill(b->tail.data(), gb / 4, seed, 0x40000000ull * zone + 0x20000000ull);
+        LAB_CUDA_CHECK(cudaMemcpy(b->base, b->head.data(), gb, cudaMemcpyHostToDevice));
+        LAB_CUDA_CHECK(cudaMemcpy((unsigned char *)b->p + n * esz, b->tail.data(), gb, cudaMemcpyHostToDevice));
+    }
+    return LAB_OK;
+}
+
+/* Words of a guarded gradient buffer's zones changed where no stray may reach: the whole head zone (no
+ * index is negative) and the tail zone from SG_STRAY_REACH_BYTES on. 0 for an unguarded buffer. */
+static lab_status sg_guard_breach(const sg_buf *b, size_t *breach)
+{
+    if (b->tail.empty()) return LAB_OK;
+    std::vector<uint32_t> h(b->head.size()), t(b->tail.size());
+    LAB_CUDA_CHECK(cudaMemcpy(h.data(), b->base, h.size() * 4, cudaMemcpyDeviceToHost));
+    LAB_CUDA_CHECK(cudaMemcpy(t.data(), (unsigned char *)b->p + b->bytes, t.size() * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < h.size(); ++i) *breach += h[i] != b->head[i];
+    for (size_t i = SG_STRAY_REACH_BYTES / 4; i < t.size(); ++i) *breach += t[i] != b->tail[i];
     return LAB_OK;
 }
 
@@ -638,8 +667,7 @@ static lab_status sg_prepare(const lab_semicrf_problem *p, const lab_semicrf_con
     int exact = cfg->exact_alloc;
     int padded = cfg->layout == LAB_SEMICRF_LAYOUT_PADDED;
     /* Stray layouts: inputs between guard zones of the seed's neighbour contents (what a stray load reads),
-     * unless cfg->exact_alloc asks for exact allocations so memcheck also sees the stray loads.
-     * Gradient buffers are always exact: memcheck sees every stray atomic. */
+     * unless cfg->exact_alloc asks for exact allocations so memcheck also sees the stray loads and atomics. */
     int guarded = !padded && !exact;
     long W = padded ? SG_PAD : C;
     size_t esz = cfg->accum == LAB_SEMICRF_ACC_F64_ATOMIC ? 8 : 4;
@@ -668,12 +696,14 @@ static lab_status sg_prepare(const lab_semicrf_problem *p, const lab_semicrf_con
         LAB_CUDA_CHECK(cudaGetLastError());
     }
     if ((st = sg_alloc(&S.logz, (size_t)B * 4, 0)) != LAB_OK) return st;
-    /* the transition buffer (farthest strays, ~4 KB past it) first, so other allocations follow it */
-    if ((st = sg_alloc_grad(&S.gtrans, (size_t)W * W, esz)) != LAB_OK) return st;
-    if ((st = sg_alloc_grad(&S.gcum, ncum, esz)) != LAB_OK) return st;
-    if ((st = sg_alloc_grad(&S.gdur, (size_t)K * W, esz)) != LAB_OK) return st;
-    if ((st = sg_alloc_grad(&S.gps, npos, esz)) != LAB_OK) return st;
-    if ((st = sg_alloc_grad(&S.gpe, npos, esz)) != LAB_OK) return st;
+    /* Gradients of a stray layout sit between guard zones too (zones 6..10): a stray atomic changes the
+     * seed's neighbour contents, as in the CPU emulation, and never memory the case does not own. */
+    uint64_t gs = cfg->guard_seed;
+    if ((st = sg_alloc_grad(&S.gtrans, (size_t)W * W, esz, guarded, gs, 6)) != LAB_OK) return st;
+    if ((st = sg_alloc_grad(&S.gcum, ncum, esz, guarded, gs, 7)) != LAB_OK) return st;
+    if ((st = sg_alloc_grad(&S.gdur, (size_t)K * W, esz, guarded, gs, 8)) != LAB_OK) return st;
+    if ((st = sg_alloc_grad(&S.gps, npos, esz, guarded, gs, 9)) != LAB_OK) return st;
+    if ((st = sg_alloc_grad(&S.gpe, npos, esz, guarded, gs, 10)) != LAB_OK) return st;
     if ((st = sg_alloc(&S.oob, 2 * sizeof(unsigned long long), 0)) != LAB_OK) return st;
     if (mode == SG_DET_V1) {
         if ((st = sg_alloc(&S.wse, (size_t)B * T * K * SG_PAD * 4, 0)) != LAB_OK) return st;
@@ -764,6 +794,18 @@ static lab_status sg_readback(const lab_semicrf_problem *p, sg_ctx &x, lab_semic
         }
     o->oob_reads = (size_t)oob[0]; /* loads and atomics outside their allocation, counted by the kernel */
     o->oob_writes = (size_t)oob[1];
+    /* Contained: guard zones around every gradient buffer, and none changed beyond the strays' reach. */
+    const sg_buf *grads[] = {&S.gtrans, &S.gcum, &S.gdur, &S.gps, &S.gpe};
+    size_t breach = 0;
+    for (const sg_buf *b : grads) {
+        lab_status st = sg_guard_breach(b, &breach);
+        if (st != LAB_OK) {
+            lab_semicrf_out_free(o);
+            return st;
+        }
+    }
+    o->guard_breach = breach;
+    o->contained = !S.gtrans.tail.empty() && breach == 0;
     return LAB_OK;
 }
 

@@ -146,6 +146,9 @@ typedef struct {
     size_t same_addr_lanes;   /* lanes of one atomic instruction that share an address with another lane */
     size_t n_atomics;         /* atomic additions issued (all lanes) */
     size_t guard_nonfinite_read; /* OOB loads that returned a non-finite value */
+    size_t guard_breach;      /* CUDA, guarded: guard-zone words changed where no stray may reach */
+    int contained;            /* CUDA: every gradient buffer between guard zones and guard_breach == 0, so
+                                 every access of the run stayed in memory it allocated (and freed) */
 } lab_semicrf_out;
 
 void lab_semicrf_out_free(lab_semicrf_out *o);
@@ -253,8 +256,9 @@ lab_status lab_semicrf_golden_compare(const char *dir, uint64_t seed, const lab_
  * (s, b) grid of 4 x C_PAD threads, layout, accumulation and guards as in cfg (schedule_seed unused: the
  * GPU picks the order). Inputs are the host problem's (lab_rng) values. Unpadded and clamped layouts:
  * every input sits between guard zones holding the seed's neighbour contents (what a stray load reads),
- * unless cfg->exact_alloc asks for exact allocations; gradient buffers are always exact-size
- * cudaMallocs, so compute-sanitizer memcheck reports every stray atomic. The kernel counts loads and
+ * and so does every gradient buffer (its zones read back after the run: o->guard_breach, o->contained),
+ * unless cfg->exact_alloc asks for exact allocations, where compute-sanitizer memcheck reports every stray
+ * load and atomic. The kernel counts loads and
  * atomics outside their allocation (o->oob_reads, o->oob_writes, as the CPU emulation does) without
  * preventing them. Fills o (allocated here); `reps`
  * runs (1 for a case); *ms_backward (may be NULL) gets the median time of the accumulation stage (marginal

@@ -42,6 +42,11 @@ typedef struct {
     int skip_class;                  /* lab_skip_class, when skipped */
     int retire_worker;               /* this process must run no further case (a device error, state the
                                         case may have corrupted): the runner gives the next case a fresh one */
+    int memory_contained;            /* a memory-bug case (variant.sanitizer) vouches that its stray accesses
+                                        stayed in memory it allocated fresh and freed: stray reads saw only
+                                        guard zones of seeded contents, stray writes only guard zones that
+                                        it read back intact past the kernel's farthest reach. Its worker then
+                                        runs further cases; without it, the worker retires. */
     char detail[240];                /* one line: why it passed/failed/skipped */
     int n_metrics;
     struct { char name[LAB_METRIC_NAME]; double value; } metrics[LAB_MAX_METRICS];
@@ -83,7 +88,8 @@ typedef struct lab_variant {
     const char *sanitizer;           /* bug only: the compute-sanitizer tool that flags this variant's CUDA
                                         run ("memcheck", "initcheck", "racecheck"); NULL: none expected.
                                         Fix variants must be clean under every tool. A variant with a
-                                        sanitizer is a memory bug: its worker runs no case after it. */
+                                        sanitizer is a memory bug: its worker runs no case after it unless
+                                        the case reports memory_contained. */
     unsigned detect;                 /* bug only: the outcomes that detect it (LAB_DETECT_*); 0 means
                                         LAB_DETECT_FAIL. Any other outcome is inconclusive (NOT OK). */
     int gpus;                        /* GPUs a CUDA case needs, given to it alone; 0: one GPU, shared

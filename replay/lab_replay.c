@@ -50,8 +50,10 @@ lab_status lab_replay_case(const lab_case *c, lab_case_result *r)
     }
     lab_status st = lab_case_run(c, r);
     /* A device error may have taken the context down, and a memory bug may have written where nothing
-     * checks: either way this worker judges no further case. */
-    if (st == LAB_ERR_DEVICE || v->sanitizer || lab_result_get(r, "device_error") > 0) r->retire_worker = 1;
+     * checks unless the case vouches it did not (memory_contained): either way this worker judges no
+     * further case. */
+    if (st == LAB_ERR_DEVICE || (v->sanitizer && !r->memory_contained) || lab_result_get(r, "device_error") > 0)
+        r->retire_worker = 1;
     return st;
 }
 

@@ -39,9 +39,10 @@ typedef struct {
 
 /* Plans n_groups groups of group_size cases of incident inc on backend b, with at most jobs_cap workers
  * (<= 0: no cap beyond the machine). CPU: one worker per core, one group per worker run. CUDA: every
- * worker holds one context; single-GPU cases share the GPUs (worker k on GPU k mod ngpu), several groups
- * per worker (at most 64 cases); a case that needs N > 1 GPUs gets N GPUs alone, floor(ngpu / N) workers.
- * Memory-bug variants are handled by the runner (their worker retires after them), not here. */
+ * worker holds one context; single-GPU cases share the GPUs (worker k on GPU k mod ngpu), each worker one
+ * equal share of the groups (one context start per worker and incident); a case that needs N > 1 GPUs gets N GPUs alone, floor(ngpu / N) workers.
+ * Memory-bug variants are handled by the runner (their worker retires after them unless the case reports
+ * its strays contained), not here. */
 lab_sched_plan lab_sched_plan_incident(const lab_sched_machine *m, const lab_incident *inc, lab_backend b,
                                        size_t n_groups, size_t group_size, int jobs_cap);
 

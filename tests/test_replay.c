@@ -2,6 +2,7 @@
 #include <cJSON.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,9 @@
 #include "lab_plot.h"
 #include "lab_replay.h"
 #include "lab_results.h"
+#ifdef LAB_HAVE_CUDA
+#include "lab_cuda.h"
+#endif
 
 static lab_status run_pass(const lab_case *c, lab_case_result *r)
 {
@@ -432,4 +436,101 @@ Test(replay, seed_groups_share_a_worker_and_memory_bugs_retire_it, .init = mkout
         cr_expect_eq(recs[i].seed, seeds[i % 8]);
     }
     free(recs);
+}
+
+/* A memory-bug case that vouches for its strays (memory_contained) keeps its worker; one that does not,
+ * or that saw a device error, retires it. */
+static lab_status run_contained(const lab_case *c, lab_case_result *r)
+{
+    r->memory_contained = c->variant->param & 1;
+    if (c->variant->param & 2) lab_result_metric(r, "device_error", 1.0);
+    lab_result_verdict(r, 0, "detected");
+    return LAB_OK;
+}
+Test(replay, contained_memory_bugs_keep_their_worker)
+{
+    static const lab_variant vs[] = {
+        {.name = "bug-contained", .role = LAB_ROLE_BUG, .what = "vouches", .param = 1, .sanitizer = "memcheck"},
+        {.name = "bug-loose", .role = LAB_ROLE_BUG, .what = "does not", .param = 0, .sanitizer = "memcheck"},
+        {.name = "bug-device", .role = LAB_ROLE_BUG, .what = "vouches, device error", .param = 3, .sanitizer = "memcheck"},
+        {.name = "bug-plain", .role = LAB_ROLE_BUG, .what = "no memory bug", .param = 0},
+    };
+    static const lab_incident inc = {.id = "9006-contained", .title = "contained", .summary = "synthetic",
+                                     .variants = vs, .n_variants = 4, .run_cpu = run_contained};
+    const int want_retire[] = {0, 1, 1, 0};
+    for (int i = 0; i < 4; ++i) {
+        lab_case c;
+        char gdir[4096];
+        lab_case_init(&c, &inc, &vs[i], 1, LAB_BACKEND_CPU, ".", gdir, sizeof gdir);
+        lab_case_result r;
+        cr_assert_eq(lab_replay_case(&c, &r), LAB_OK);
+        cr_expect_eq(r.retire_worker, want_retire[i], "%s", vs[i].name);
+    }
+}
+
+/* Issue 12: a worker that runs many cases gives each the result it gets in a process of its own. The
+ * memory-bug incidents (0001: strays between guard zones; 0003: stale layout memory) over 3 seeds, every
+ * variant, in seed groups with the memory bugs last: all in one process, then each case alone; outcome,
+ * verdict, detail and every metric equal, bit for bit. On a GPU the CUDA backend (one context for all the
+ * cases, and no memory bug may retire it), else the CPU. */
+#define BATCH_MAX 64
+typedef struct {
+    lab_case c[BATCH_MAX];
+    char gdir[BATCH_MAX][4096];
+    size_t n;
+} batch_cases;
+static lab_status batch_case_job(void *vctx, size_t j, lab_case_result *r)
+{
+    batch_cases *b = vctx;
+    return lab_replay_case(&b->c[j], r);
+}
+static int metric_bits_equal(double a, double b) { return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof a) == 0; }
+
+Test(replay, batched_cases_equal_one_process_each, .timeout = 900)
+{
+    lab_backend backend = LAB_BACKEND_CPU;
+#ifdef LAB_HAVE_CUDA
+    char why[240];
+    if (lab_cuda_ready(why, sizeof why) == LAB_OK) backend = LAB_BACKEND_CUDA;
+    else cr_log_info("no usable GPU (%s): the CPU backend only", why);
+#endif
+    static batch_cases b;
+    b.n = 0;
+    const char *ids[] = {"0001-crf-oob-atomics", "0003-nvfp4-sf-layout"};
+    for (size_t i = 0; i < 2; ++i) {
+        const lab_incident *inc = lab_incident_find(ids[i]);
+        cr_assert_not_null(inc, "%s is registered", ids[i]);
+        for (uint64_t seed = 1; seed <= 3; ++seed)
+            for (int memory_bug = 0; memory_bug < 2; ++memory_bug)
+                for (int v = 0; v < inc->n_variants; ++v) {
+                    if ((inc->variants[v].sanitizer != NULL) != memory_bug) continue;
+                    cr_assert_lt(b.n, BATCH_MAX);
+                    lab_case_init(&b.c[b.n], inc, &inc->variants[v], seed, backend, ".", b.gdir[b.n], sizeof b.gdir[0]);
+                    b.n++;
+                }
+    }
+    lab_job_outcome *many = calloc(b.n, sizeof *many), *one = calloc(b.n, sizeof *one);
+    cr_assert(many && one);
+    cr_assert_eq(lab_isolate_run_batched(b.n, batch_case_job, &b, 1, b.n, 300, NULL, many), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(lab_isolate_run_batched(b.n, batch_case_job, &b, 2, 1, 300, NULL, one), LAB_OK, "%s", lab_err_msg());
+    for (size_t j = 0; j < b.n; ++j) {
+        const lab_case *c = &b.c[j];
+        const lab_case_result *x = &many[j].r, *y = &one[j].r;
+        char what[160];
+        snprintf(what, sizeof what, "%s %s seed %llu (%s)", c->incident->id, c->variant->name,
+                 (unsigned long long)c->seed, lab_backend_name(backend));
+        cr_expect_eq(many[j].outcome, one[j].outcome, "%s: %s batched, %s alone", what,
+                     lab_outcome_name(many[j].outcome), lab_outcome_name(one[j].outcome));
+        cr_expect_eq(x->passed, y->passed, "%s", what);
+        cr_expect_str_eq(x->detail, y->detail, "%s", what);
+        cr_expect_eq(x->retire_worker, 0, "%s retired its worker (%s)", what, x->detail);
+        cr_expect_eq(x->n_metrics, y->n_metrics, "%s", what);
+        for (int m = 0; m < x->n_metrics && m < y->n_metrics; ++m) {
+            cr_expect_str_eq(x->metrics[m].name, y->metrics[m].name, "%s", what);
+            cr_expect(metric_bits_equal(x->metrics[m].value, y->metrics[m].value), "%s: %s %.17g batched, %.17g alone",
+                      what, x->metrics[m].name, x->metrics[m].value, y->metrics[m].value);
+        }
+    }
+    free(many);
+    free(one);
 }

@@ -123,6 +123,9 @@ static lab_status co_run_cpu(const lab_case *c, lab_case_result *r)
     lab_status st = lab_semicrf_emulate(&g->p, &cfg, &o);
     if (st != LAB_OK) return st;
     st = co_judge(c->seed, &g->p, &o, &g->ref, c->golden_dir, r, NULL);
+    /* The emulation's strays land in its own arena's guard zones, and one beyond them is an error, never
+     * an access (kernels/lab_semicrf.c, sc_addr): contained by construction. */
+    r->memory_contained = 1;
     lab_semicrf_out_free(&o);
     return st;
 }
@@ -136,6 +139,11 @@ static lab_status co_run_cuda(const lab_case *c, lab_case_result *r)
     lab_status st = lab_semicrf_cuda_run(&g->p, &cfg, 1, &o, NULL);
     if (st == LAB_OK) {
         st = co_judge(c->seed, &g->p, &o, &g->ref, c->golden_dir, r, NULL);
+        /* The stray layouts' buffers sit between guard zones read back intact past the strays' reach: the
+         * worker may go on (the runner retires it otherwise). */
+        r->memory_contained = o.contained;
+        if (cfg.layout != LAB_SEMICRF_LAYOUT_PADDED && !cfg.exact_alloc)
+            lab_result_metric(r, "guard_breach", (double)o.guard_breach);
         lab_semicrf_out_free(&o);
     } else if (st == LAB_ERR_DEVICE && cfg.layout != LAB_SEMICRF_LAYOUT_PADDED) {
         /* A layout that strays past its buffers can take the context down: a fault on an unmapped

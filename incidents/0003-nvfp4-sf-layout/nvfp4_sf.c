@@ -456,6 +456,7 @@ static lab_status nv_run(const lab_case *c, lab_case_result *r, nvfp4_sf_gemm_fn
 
 static lab_status nv_run_cpu(const lab_case *c, lab_case_result *r)
 {
+    r->memory_contained = 1; /* as on the GPU (nv_run_cuda): every access inside the case's own buffers */
     return nv_run(c, r, nvfp4_sf_run_cpu, NULL, nvfp4_fold_run_cpu, NULL);
 }
 
@@ -470,6 +471,11 @@ static lab_status nv_run_cuda(const lab_case *c, lab_case_result *r)
     int x = lab_case_xcheck(c);
     st = nv_run(c, r, nvfp4_sf_run_cuda, x ? nvfp4_sf_run_cpu : NULL, nvfp4_fold_run_cuda, x ? nvfp4_fold_run_cpu : NULL);
     if (st != LAB_OK) return st;
+    /* Contained by construction: the memory bug reads bytes of its own fresh layout allocation that nothing
+     * wrote (stale pool contents the case itself put there, nv_stale_alloc), and every remap writes below
+     * the layout's cosize and reads below rows * k_sf of its source (kernels/lab_nvfp4.cu); every buffer is
+     * allocated and freed by the case. So its worker may run further cases. */
+    r->memory_contained = 1;
     char detail[sizeof r->detail];
     snprintf(detail, sizeof detail, "%s", r->detail);
     lab_result_verdict(r, r->passed, "%s [%s sm_%d%d; stale blocks reused %d/%d]", detail, info.name, info.cc_major,

@@ -314,15 +314,33 @@ lab_status lab_isolate_run(size_t n, lab_job_fn fn, void *ctx, int jobs, double 
 lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs, size_t batch, double timeout_s,
                                    lab_job_done_fn done, lab_job_outcome *out)
 {
-    if (jobs < 1) jobs = 1;
     if (batch < 1) batch = 1;
+    size_t nr = (n + batch - 1) / batch;
+    size_t *bounds = malloc((nr + 1) * sizeof *bounds);
+    if (!bounds) return lab_err_set(LAB_ERR_NOMEM, "isolate: out of memory");
+    for (size_t b = 0; b <= nr; ++b) bounds[b] = b * batch < n ? b * batch : n;
+    lab_status st = lab_isolate_run_ranges(n, fn, ctx, jobs, bounds, nr, timeout_s, NULL, done, out);
+    free(bounds);
+    return st;
+}
+
+lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, const size_t *bounds, size_t nranges,
+                                  double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
+                                  lab_job_outcome *out)
+{
+    if (jobs < 1) jobs = 1;
     if (timeout_s <= 0) timeout_s = 60;
+    if (nranges > 0 && (bounds[0] != 0 || bounds[nranges] != n))
+        return lab_err_set(LAB_ERR_ARG, "isolate: ranges cover [%zu, %zu), not the %zu jobs", bounds[0], bounds[nranges], n);
+    for (size_t r = 0; r < nranges; ++r)
+        if (bounds[r + 1] < bounds[r]) return lab_err_set(LAB_ERR_ARG, "isolate: range %zu ends before it starts", r);
     lab_isolate_slot *slots = calloc((size_t)jobs, sizeof *slots);
     struct pollfd *pfd = calloc((size_t)jobs, sizeof *pfd);
     lab_isolate_queue q = {0};
     int qerr = 0;
-    /* Batches in reverse, so the stack hands out job 0 first. */
-    for (size_t b = (n + batch - 1) / batch; b-- > 0;) qerr |= lab_isolate_push(&q, b * batch, b * batch + batch < n ? b * batch + batch : n);
+    /* Ranges in reverse, so the stack hands out job 0 first; empty ones are not runs. */
+    for (size_t r = nranges; r-- > 0;)
+        if (bounds[r + 1] > bounds[r]) qerr |= lab_isolate_push(&q, bounds[r], bounds[r + 1]);
     if (!slots || !pfd || qerr) {
         free(slots);
         free(pfd);
@@ -391,9 +409,10 @@ lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs,
             if (!s->pid) continue;
             lab_isolate_drain(s, ctx, done, out);
             int wstatus = 0, hung = 0;
+            double job_timeout = timeout_of && s->first < s->end ? timeout_of(ctx, s->first) : timeout_s;
             pid_t w = waitpid(s->pid, &wstatus, WNOHANG);
             if (w == 0) {
-                if (!lab_isolate_overdue(s, lab_isolate_now(), timeout_s)) continue;
+                if (!lab_isolate_overdue(s, lab_isolate_now(), job_timeout)) continue;
                 kill(-s->pid, SIGKILL);
                 kill(s->pid, SIGKILL);
                 waitpid(s->pid, &wstatus, 0);
@@ -406,7 +425,7 @@ lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs,
             close(s->fd);
             if (s->first < s->end && !(s->ended && !hung && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
                 /* The job in progress died with its process; the rest of the batch goes back. */
-                lab_isolate_died(wstatus, hung, timeout_s, lab_isolate_now() - s->start, &out[s->first]);
+                lab_isolate_died(wstatus, hung, job_timeout, lab_isolate_now() - s->start, &out[s->first]);
                 if (done) done(ctx, s->first, &out[s->first]);
                 s->first++;
             }

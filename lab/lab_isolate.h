@@ -71,7 +71,19 @@ int lab_isolate_slowest(size_t *job, double *elapsed_s);
 lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs, size_t batch, double timeout_s,
                                    lab_job_done_fn done, lab_job_outcome *out);
 
-/* In a child of lab_isolate_run(_batched): the slot (0 .. jobs-1) it runs in, so a worker can take the
+/* The watchdog of one job, in seconds (called in the parent). */
+typedef double (*lab_job_timeout_fn)(void *ctx, size_t job);
+
+/* Like lab_isolate_run_batched, with the batches given: a child runs the jobs of one range [bounds[r],
+ * bounds[r + 1]) for r < nranges (bounds[0] = 0, bounds[nranges] = n, never decreasing; an empty range
+ * starts no child), so a worker can run jobs of several kinds (incidents) in one process. The watchdog of
+ * job j is timeout_of(ctx, j), or timeout_s for every job when timeout_of is NULL. LAB_ERR_ARG for ranges
+ * that do not cover the n jobs in order. */
+lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, const size_t *bounds, size_t nranges,
+                                  double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
+                                  lab_job_outcome *out);
+
+/* In a child of lab_isolate_run(_batched, _ranges): the slot (0 .. jobs-1) it runs in, so a worker can take the
  * resources of its slot (a GPU); -1 in the parent. */
 int lab_isolate_worker_slot(void);
 

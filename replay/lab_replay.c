@@ -180,36 +180,113 @@ static size_t lab_replay_order(const lab_case_record *recs, size_t start, size_t
     return gmax;
 }
 
-/* Runs the cases an incident at a time (records are grouped by incident), each under its incident's
- * watchdog and the scheduler's plan. */
+/* The watchdog of job `job` of the run in progress: its incident's. */
+static double lab_replay_job_timeout(void *vctx, size_t job)
+{
+    lab_replay_ctx *ctx = vctx;
+    return lab_replay_watchdog(ctx->opts, ctx->recs[ctx->order[ctx->offset + job]].incident);
+}
+
+/* Whether an incident's plan lets its workers run other incidents' cases too: single-GPU CUDA cases,
+ * one context per worker, GPUs shared. Those incidents run as one pool, so a worker starts its context
+ * once for all of them (the driver serialises context starts: about 0.2 s each). */
+static int lab_replay_poolable(const lab_replay_opts *opts, const lab_sched_plan *p)
+{
+    return !opts->sanitize && p->gpus_per_worker == 1 && !p->exclusive && !p->gpus_missing;
+}
+
+/* One incident of a run: its records [start, end) in execution order in ctx->order, its group size. */
+typedef struct {
+    size_t start, end, group_size, n_groups;
+} lab_replay_part;
+
+/* Lays the parts' jobs out worker by worker into ctx->order[base ..]: worker k's range holds the k-th
+ * share of every part's groups, so one child runs its share of every incident in one CUDA context.
+ * bounds gets workers + 1 entries (relative to base). */
+static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_replay_part *parts, size_t np,
+                                         int workers, size_t *bounds)
+{
+    size_t total = parts[np - 1].end - base, k = 0;
+    size_t *tmp = malloc((total ? total : 1) * sizeof *tmp);
+    if (!tmp) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    for (int w = 0; w < workers; ++w) {
+        bounds[w] = k;
+        for (size_t i = 0; i < np; ++i) {
+            const lab_replay_part *pt = &parts[i];
+            size_t per = (pt->n_groups + (size_t)workers - 1) / (size_t)workers * pt->group_size;
+            size_t a = pt->start + (size_t)w * per, e = a + per;
+            if (a > pt->end) a = pt->end;
+            if (e > pt->end) e = pt->end;
+            for (size_t j = a; j < e; ++j) tmp[k++] = ctx->order[j];
+        }
+    }
+    bounds[workers] = k;
+    memcpy(ctx->order + base, tmp, total * sizeof *tmp);
+    free(tmp);
+    return LAB_OK;
+}
+
+/* Runs the cases (records are grouped by incident): an incident at a time under its plan, except that
+ * consecutive incidents with poolable plans run as one pool; every job under its incident's watchdog. */
 static lab_status lab_replay_execute(lab_replay_ctx *ctx)
 {
     const lab_replay_opts *opts = ctx->opts;
     lab_job_outcome *out = calloc(ctx->n ? ctx->n : 1, sizeof *out);
     ctx->order = calloc(ctx->n ? ctx->n : 1, sizeof *ctx->order);
-    if (!out || !ctx->order) {
-        free(out);
-        free(ctx->order);
-        return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    size_t n_inc = 0;
+    for (size_t i = 0; i < ctx->n; ++i) n_inc += i == 0 || ctx->recs[i].incident != ctx->recs[i - 1].incident;
+    lab_replay_part *parts = calloc(n_inc ? n_inc : 1, sizeof *parts);
+    lab_sched_plan *plans = calloc(n_inc ? n_inc : 1, sizeof *plans);
+    size_t *bounds = NULL;
+    lab_status st = LAB_OK;
+    if (!out || !ctx->order || !parts || !plans) {
+        st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+        goto done;
     }
     lab_sched_probe(&ctx->machine);
-    size_t start = 0;
-    lab_status st = LAB_OK;
-    while (start < ctx->n && st == LAB_OK) {
+    /* Every incident's execution order and plan. */
+    for (size_t i = 0, start = 0; i < n_inc; ++i) {
         const lab_incident *inc = ctx->recs[start].incident;
         size_t end = start;
         while (end < ctx->n && ctx->recs[end].incident == inc) ++end;
-        size_t group_size = lab_replay_order(ctx->recs, start, end, ctx->order);
-        size_t n_groups = (end - start + group_size - 1) / group_size;
-        ctx->plan = lab_sched_plan_incident(&ctx->machine, inc, opts->backend, n_groups, group_size, opts->jobs);
-        if (opts->sanitize) ctx->plan.batch = 1; /* each case is its own compute-sanitizer process anyway */
-        ctx->offset = start;
-        st = lab_isolate_run_batched(end - start, lab_replay_job, ctx, ctx->plan.workers, ctx->plan.batch,
-                                     lab_replay_watchdog(opts, inc), lab_replay_done, out + start);
+        size_t gs = lab_replay_order(ctx->recs, start, end, ctx->order);
+        parts[i] = (lab_replay_part){start, end, gs, (end - start + gs - 1) / gs};
+        plans[i] = lab_sched_plan_incident(&ctx->machine, inc, opts->backend, parts[i].n_groups, gs, opts->jobs);
+        if (opts->sanitize) plans[i].batch = 1; /* each case is its own compute-sanitizer process anyway */
         start = end;
     }
+    int most = 1;
+    for (size_t i = 0; i < n_inc; ++i)
+        if (plans[i].workers > most) most = plans[i].workers;
+    if (!(bounds = calloc((size_t)most + 1, sizeof *bounds))) {
+        st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n_inc && st == LAB_OK;) {
+        size_t j = i + 1;
+        ctx->plan = plans[i];
+        ctx->offset = parts[i].start;
+        if (lab_replay_poolable(opts, &plans[i])) {
+            for (; j < n_inc && lab_replay_poolable(opts, &plans[j]); ++j)
+                if (plans[j].workers > ctx->plan.workers) ctx->plan.workers = plans[j].workers;
+            st = lab_replay_pool_layout(ctx, parts[i].start, parts + i, j - i, ctx->plan.workers, bounds);
+            if (st == LAB_OK)
+                st = lab_isolate_run_ranges(parts[j - 1].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
+                                            bounds, (size_t)ctx->plan.workers, 0, lab_replay_job_timeout,
+                                            lab_replay_done, out + parts[i].start);
+        } else {
+            st = lab_isolate_run_batched(parts[i].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
+                                         ctx->plan.batch, lab_replay_watchdog(opts, ctx->recs[parts[i].start].incident),
+                                         lab_replay_done, out + parts[i].start);
+        }
+        i = j;
+    }
+done:
     free(out);
     free(ctx->order);
+    free(parts);
+    free(plans);
+    free(bounds);
     ctx->order = NULL;
     return st;
 }

@@ -221,3 +221,29 @@ Test(isolate, a_starved_job_is_slow_not_hung, .timeout = 60)
     cr_expect_eq(out[1].outcome, LAB_OUT_HANG, "sleeping job: %s", lab_outcome_name(out[1].outcome));
     cr_expect_lt(out[1].wall_s, 3.0, "a deadlock is still caught within its timeout: %.2f s", out[1].wall_s);
 }
+
+/* Given ranges: uneven ones each run in one child (an empty range starts none), every job reports once,
+ * and each job has its own watchdog: a 0.3 s job passes under 1 s and hangs under 0.1 s. */
+static double timeout_by_job(void *ctx, size_t job)
+{
+    (void)ctx;
+    return job == 4 ? 0.1 : 1.0;
+}
+static lab_status job_slow_pid(void *ctx, size_t i, lab_case_result *r)
+{
+    lab_result_metric(r, "pid", (double)getpid());
+    return job_slow(ctx, i, r);
+}
+Test(isolate, ranges_run_each_in_one_child_with_per_job_watchdogs)
+{
+    size_t bounds[] = {0, 3, 3, 7};
+    lab_job_outcome out[7];
+    cr_assert_eq(lab_isolate_run_ranges(7, job_slow_pid, NULL, 3, bounds, 3, 5.0, timeout_by_job, NULL, out), LAB_OK);
+    for (size_t i = 0; i < 7; ++i)
+        cr_expect_eq(out[i].outcome, i == 4 ? LAB_OUT_HANG : LAB_OUT_PASS, "job %zu: %s", i, lab_outcome_name(out[i].outcome));
+    double a = lab_result_get(&out[0].r, "pid");
+    cr_expect(a > 0 && lab_result_get(&out[1].r, "pid") == a && lab_result_get(&out[2].r, "pid") == a);
+    cr_expect(lab_result_get(&out[3].r, "pid") != a, "the second range has a child of its own");
+    size_t bad[] = {0, 5, 4, 7};
+    cr_expect_eq(lab_isolate_run_ranges(7, job_slow_pid, NULL, 3, bad, 3, 5.0, NULL, NULL, out), LAB_ERR_ARG);
+}

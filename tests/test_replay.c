@@ -534,3 +534,49 @@ Test(replay, batched_cases_equal_one_process_each, .timeout = 900)
     free(many);
     free(one);
 }
+
+/* Single-GPU CUDA incidents run as one pool: a worker runs its share of every incident in one process (one
+ * CUDA context). Two synthetic incidents, 6 seeds each, 2 workers, one GPU listed: on a GPU at most two
+ * worker processes ran all 12 cases; without one every case is SKIP needs-gpu through the same pool
+ * (each exactly once). */
+static const lab_variant pool_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid"}};
+static const lab_incident pool_a = {.id = "9007-pool-a", .title = "pool a", .summary = "synthetic",
+                                    .variants = pool_variants, .n_variants = 1, .run_cpu = run_pid,
+                                    .run_cuda = run_pid, .plot_metric = "pid"};
+static const lab_incident pool_b = {.id = "9008-pool-b", .title = "pool b", .summary = "synthetic",
+                                    .variants = pool_variants, .n_variants = 1, .run_cpu = run_pid,
+                                    .run_cuda = run_pid, .plot_metric = "pid"};
+Test(replay, single_gpu_incidents_share_one_pool, .init = mkout, .fini = rmout)
+{
+    setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+    const lab_incident *incs[] = {&pool_a, &pool_b};
+    uint64_t seeds[6] = {1, 2, 3, 4, 5, 6};
+    lab_replay_opts o = {.incidents = incs, .n_incidents = 2, .seeds = seeds, .n_seeds = 6, .backend = LAB_BACKEND_CUDA,
+                         .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    FILE *devnull = fopen("/dev/null", "w");
+    int ok;
+    lab_case_record *recs;
+    size_t n;
+    cr_assert_eq(lab_replay_run(&o, devnull, &ok, &recs, &n), LAB_OK);
+    fclose(devnull);
+    cr_assert_eq(n, 12);
+    double pids[12];
+    size_t distinct = 0, ran = 0;
+    for (size_t i = 0; i < n; ++i) {
+        cr_expect_eq(recs[i].incident, i < 6 ? &pool_a : &pool_b, "canonical order");
+        cr_expect_eq(recs[i].seed, seeds[i % 6]);
+        cr_expect_eq(recs[i].o.not_run, 0);
+        if (recs[i].o.outcome == LAB_OUT_SKIP) {
+            cr_expect_eq(recs[i].o.r.skip_class, LAB_SKIP_NEEDS_GPU, "%s", recs[i].o.r.detail);
+            continue;
+        }
+        cr_expect_eq(recs[i].o.outcome, LAB_OUT_PASS, "%s", recs[i].o.r.detail);
+        double p = lab_result_get(&recs[i].o.r, "pid");
+        size_t k = 0;
+        while (k < distinct && pids[k] != p) ++k;
+        if (k == distinct) pids[distinct++] = p;
+        ran++;
+    }
+    if (ran) cr_expect_leq(distinct, 2, "%zu worker processes for 12 cases of two incidents at -j 2", distinct);
+    free(recs);
+}

@@ -40,19 +40,33 @@ extern "C" lab_status lab_cuda_ready(char *why, size_t len)
     return st;
 }
 
+/* What does not change while a process lives (cudaGetDeviceProperties takes milliseconds, and a worker
+ * asks once per case): kept per device after the first query. */
+#define LAB_CUDA_CACHED 16
+static lab_cuda_info lab_cuda_cache[LAB_CUDA_CACHED];
+static int lab_cuda_cached[LAB_CUDA_CACHED];
+
 extern "C" lab_status lab_cuda_device_info(int device, lab_cuda_info *info)
 {
     memset(info, 0, sizeof *info);
     info->device = device;
-    cudaDeviceProp p;
-    LAB_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
-    snprintf(info->name, sizeof info->name, "%s", p.name);
-    info->cc_major = p.major;
-    info->cc_minor = p.minor;
-    info->multiprocessors = p.multiProcessorCount;
-    info->total_mem = p.totalGlobalMem;
-    LAB_CUDA_CHECK(cudaDriverGetVersion(&info->driver_version));
-    LAB_CUDA_CHECK(cudaRuntimeGetVersion(&info->runtime_version));
+    if (device >= 0 && device < LAB_CUDA_CACHED && lab_cuda_cached[device]) {
+        *info = lab_cuda_cache[device];
+    } else {
+        cudaDeviceProp p;
+        LAB_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+        snprintf(info->name, sizeof info->name, "%s", p.name);
+        info->cc_major = p.major;
+        info->cc_minor = p.minor;
+        info->multiprocessors = p.multiProcessorCount;
+        info->total_mem = p.totalGlobalMem;
+        LAB_CUDA_CHECK(cudaDriverGetVersion(&info->driver_version));
+        LAB_CUDA_CHECK(cudaRuntimeGetVersion(&info->runtime_version));
+        if (device >= 0 && device < LAB_CUDA_CACHED) {
+            lab_cuda_cache[device] = *info;
+            lab_cuda_cached[device] = 1;
+        }
+    }
     int prev = 0;
     LAB_CUDA_CHECK(cudaGetDevice(&prev));
     LAB_CUDA_CHECK(cudaSetDevice(device));
@@ -60,6 +74,6 @@ extern "C" lab_status lab_cuda_device_info(int device, lab_cuda_info *info)
     cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
     cudaSetDevice(prev);
     if (e != cudaSuccess) return lab_cuda_fail(__FILE__, __LINE__, "cudaMemGetInfo", cudaGetErrorString(e));
-    info->free_mem = free_b;
+    info->free_mem = free_b; /* this one changes: asked every time */
     return LAB_OK;
 }

@@ -32,7 +32,8 @@ typedef struct {
  * NULL; len is its capacity. */
 lab_status lab_cuda_ready(char *why, size_t len);
 
-/* Fills *info for device `device`. LAB_ERR_DEVICE (message "file:line: cudaXxx: <CUDA error text>")
+/* Fills *info for device `device` (what cannot change is queried once per process; free_mem every call).
+ * LAB_ERR_DEVICE (message "file:line: cudaXxx: <CUDA error text>")
  * if a query fails; info is then partly filled. */
 lab_status lab_cuda_device_info(int device, lab_cuda_info *info);
 

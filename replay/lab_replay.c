@@ -120,9 +120,9 @@ static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
         if (tty < 0) tty = isatty(STDERR_FILENO);
         double now = lab_replay_now(), el = now - ctx->t0;
         if (tty) {
-            fprintf(stderr, "\r\033[K[%zu/%zu] %.1fs %zu failing | %s %s seed %llu: %s", ctx->done, ctx->n, el,
-                    ctx->bad, c->incident->id, c->variant->name, (unsigned long long)c->seed,
-                    lab_outcome_name(o->outcome));
+            fprintf(stderr, "\r\033[K[%zu/%zu] %.1fs %.0f cases/s %zu failing | %s %s seed %llu: %s", ctx->done, ctx->n,
+                    el, el > 0 ? (double)ctx->done / el : 0.0, ctx->bad, c->incident->id, c->variant->name,
+                    (unsigned long long)c->seed, lab_outcome_name(o->outcome));
             if (ctx->done == ctx->n) fprintf(stderr, "\n");
         } else if (now - last_line >= LAB_REPLAY_PROGRESS_S || ctx->done == ctx->n) {
             /* Not a terminal (CI log, pipe): a whole line at most every LAB_REPLAY_PROGRESS_S seconds. */
@@ -132,7 +132,7 @@ static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
             size_t sj;
             double se;
             if (lab_isolate_slowest(&sj, &se)) {
-                const lab_case_record *r = &ctx->recs[ctx->offset + sj];
+                const lab_case_record *r = &ctx->recs[ctx->order[ctx->offset + sj]];
                 snprintf(slow, sizeof slow, "%s %s seed %llu (%.0f s)", r->incident->id, r->variant->name,
                          (unsigned long long)r->seed, se);
             }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lab_test_case.h"
 #include "lab_format.h"
 #include "lab_incident.h"
 #include "nvfp4_fold.h"
@@ -16,12 +17,7 @@
 
 static lab_case_result fold_case(const char *variant, uint64_t seed)
 {
-    lab_case_result r;
-    memset(&r, 0, sizeof r);
-    lab_status st = lab_case_run_named(&nvfp4_sf_incident, variant, seed, LAB_BACKEND_CPU, ".", &r);
-    cr_assert_eq(st, LAB_OK, "%s seed %llu: %s", variant, (unsigned long long)seed, lab_err_msg());
-    cr_assert(r.verdict_set);
-    return r;
+    return lab_test_run(&nvfp4_sf_incident, variant, seed, ".");
 }
 
 /* The fold by hand: 448 / 448 is 1 exactly; a quotient below 2^-10 flushes to 0; above 448 saturates; a

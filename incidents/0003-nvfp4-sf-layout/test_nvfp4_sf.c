@@ -7,13 +7,9 @@
 #include <string.h>
 
 #include "lab_test_case.h"
-#include "lab_format.h"
-#include "lab_fs.h"
 #include "lab_golden.h"
 #include "lab_incident.h"
-#include "lab_metric.h"
 #include "lab_nvfp4.h"
-#include "lab_rng.h"
 #include "nvfp4_sf.h"
 #ifdef LAB_HAVE_CUDA
 #include "lab_cuda.h"

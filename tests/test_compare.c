@@ -16,15 +16,7 @@
 
 /* Runs the lab with args (from the repository root) through tests/lab_test_sh.h (own session, deadline, stderr
  * with stdout); returns its exit status and its output. */
-static int lab(const char *args, char **out)
-{
-    char cmd[4096];
-    char *abs = realpath(lab_test_bin(), NULL);
-    cr_assert_not_null(abs, "%s not built (make builds it)", lab_test_bin());
-    snprintf(cmd, sizeof cmd, "'%s' %s", abs, args);
-    free(abs);
-    return lab_test_sh(cmd, out);
-}
+static int lab(const char *args, char **out) { return lab_test_lab(NULL, args, out); }
 
 #define EXPECT_IN(out, s) cr_expect(strstr(out, s) != NULL, "expected \"%s\" in:\n%.4000s", s, out)
 

@@ -11,9 +11,7 @@
 #include "lab_golden.h"
 #include "lab_semicrf.h"
 #include "lab_semicrf_arena.h"
-#ifdef LAB_HAVE_CUDA
-#include "lab_cuda.h"
-#endif
+#include "lab_test_case.h"
 
 /* ---- the kernel: reference against finite differences of log Z ------------------------------- */
 
@@ -261,10 +259,7 @@ Test(semicrf, golden_compare_passes_then_rejects_a_corrupted_golden_by_name)
  * scheduler). Skips without a GPU, saying why. */
 Test(semicrf, cuda_deterministic_accumulation_bitwise_over_20_runs, .timeout = 300)
 {
-    char why[240];
-    lab_status st = lab_cuda_ready(why, sizeof why);
-    if (st == LAB_ERR_UNSUPPORTED) cr_skip_test("no GPU: %s", why);
-    cr_assert_eq(st, LAB_OK, "%s", lab_err_msg());
+    lab_test_need_gpu();
     lab_semicrf_problem p;
     cr_assert_eq(lab_semicrf_case_problem(&p, 2), LAB_OK);
     lab_semicrf_config cfg = {LAB_SEMICRF_LAYOUT_PADDED, LAB_SEMICRF_ACC_DETERMINISTIC, LAB_SEMICRF_GUARDS_ALL, 2, 0};

@@ -78,15 +78,11 @@ Test(crf_oob, emulation_model_clamped_contention_adds_exact_zeros)
 }
 
 #ifdef LAB_HAVE_CUDA
-#include "lab_cuda.h"
 /* On a GPU: the CUDA fix agrees with the float64 reference; the unpadded layout strays exactly as often
  * as the CPU emulation counts for the same seed; the clamp has no strays. */
 Test(crf_oob, cuda_fix_agrees_and_bug_strays_as_on_cpu, .timeout = 300)
 {
-    char why[240];
-    lab_status st = lab_cuda_ready(why, sizeof why);
-    if (st == LAB_ERR_UNSUPPORTED) cr_skip_test("no GPU: %s", why);
-    cr_assert_eq(st, LAB_OK, "%s", lab_err_msg());
+    lab_test_need_gpu();
     const lab_variant *fix = lab_incident_variant(&crf_oob_incident, "fix");
     const lab_variant *bug = lab_incident_variant(&crf_oob_incident, "bug-unpadded");
     const lab_variant *clamp = lab_incident_variant(&crf_oob_incident, "clamp-first-fix");

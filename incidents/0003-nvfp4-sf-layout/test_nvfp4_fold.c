@@ -11,9 +11,6 @@
 #include "lab_incident.h"
 #include "nvfp4_fold.h"
 #include "nvfp4_sf.h"
-#ifdef LAB_HAVE_CUDA
-#include "lab_cuda.h"
-#endif
 
 static lab_case_result fold_case(const char *variant, uint64_t seed)
 {
@@ -127,8 +124,7 @@ Test(nvfp4_fold, production_shape_study, .timeout = 600)
 /* Without a GPU: skips, saying why. With one: the folded and the alpha GEMMs bit-identical to the CPU's. */
 Test(nvfp4_fold, cuda_matches_the_cpu_or_skips, .timeout = 300)
 {
-    char why[240];
-    if (lab_cuda_ready(why, sizeof why) != LAB_OK) cr_skip_test("no GPU: %s", why);
+    lab_test_need_gpu();
     for (uint64_t seed = 1; seed <= 2; ++seed) {
         const char *names[] = {"fix", "bug-fold-global-scale"};
         for (int k = 0; k < 2; ++k) {

@@ -254,10 +254,7 @@ Test(nvfp4_cuda, skips_cleanly_or_matches_the_cpu, .timeout = 300)
 /* The production shape (128, 6144, 7168) on the GPU only: the fix within its bound, the M/K swap caught. */
 Test(nvfp4_cuda, production_shape_on_the_gpu, .timeout = 600)
 {
-    char why[240];
-    if (lab_cuda_ready(why, sizeof why) == LAB_ERR_UNSUPPORTED) {
-        cr_skip_test("%s", why);
-    }
+    lab_test_need_gpu();
     nvfp4_sf_work w;
     cr_assert_eq(nvfp4_sf_work_init(&w, NVFP4_SF_LARGE, &nvfp4_sf_production, NVFP4_SF_RANDOM, 1), LAB_OK);
     size_t mn = w.shape.m * w.shape.n;

@@ -13,9 +13,6 @@
 #include "lab_golden.h"
 #include "lab_incident.h"
 #include "lab_metric.h"
-#ifdef LAB_HAVE_CUDA
-#include "lab_cuda.h"
-#endif
 
 #define NT BFCRF_TAGS
 #define GOLDEN_DIR "incidents/0005-bf16-crf-nan/golden"
@@ -307,10 +304,7 @@ Test(bfcrf, bug_goes_nan_within_run, .timeout = 120)
 /* On a GPU: the __nv_bfloat16 forward agrees with the CPU emulation bit for bit. Skips without a device. */
 Test(bfcrf, cuda_bf16_forward_bit_for_bit)
 {
-    char why[240];
-    lab_status st = lab_cuda_ready(why, sizeof why);
-    if (st == LAB_ERR_UNSUPPORTED) cr_skip_test("no CUDA device: %s", why);
-    cr_assert_eq(st, LAB_OK, "%s", lab_err_msg());
+    lab_test_need_gpu();
     enum { B = 4 };
     bfcrf_params P;
     float *emis = malloc((size_t)B * BFCRF_TMAX * NT * sizeof *emis);

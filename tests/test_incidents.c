@@ -173,6 +173,36 @@ Test(incidents, a_corrupted_golden_is_rejected_and_named, .timeout = 300)
     }
 }
 
+/* Every incident's golden_bless, into a fresh folder, writes the same files as the repository's golden/ (same
+ * names, same sha256): the goldens are regenerable from the float64 reference, bit for bit. */
+Test(incidents, blessing_again_reproduces_every_golden, .timeout = 300)
+{
+    size_t n;
+    char(*dirs)[64] = incident_dirs(&n);
+    for (size_t i = 0; i < n; ++i) {
+        const lab_incident *inc = lab_incident_find(dirs[i]);
+        cr_assert_not_null(inc);
+        char src[512], tmp[] = "/tmp/lab-bless-XXXXXX";
+        snprintf(src, sizeof src, "incidents/%s/golden", dirs[i]);
+        cr_assert_not_null(mkdtemp(tmp));
+        cr_assert_eq(inc->golden_bless(tmp), LAB_OK, "%s: %s", inc->id, lab_err_msg());
+        lab_golden_manifest m, again;
+        memset(&m, 0, sizeof m);
+        memset(&again, 0, sizeof again);
+        cr_assert_eq(lab_golden_manifest_read(src, &m), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(lab_golden_manifest_read(tmp, &again), LAB_OK, "%s", lab_err_msg());
+        cr_expect_eq(again.n, m.n, "%s: %zu goldens blessed, %zu in the repository", inc->id, again.n, m.n);
+        for (size_t k = 0; k < m.n; ++k) {
+            const lab_golden_entry *e = lab_golden_find(&again, m.entries[k].file);
+            cr_expect_not_null(e, "%s: %s not blessed again", inc->id, m.entries[k].file);
+            if (e) cr_expect_str_eq(e->sha256, m.entries[k].sha256, "%s: %s regenerates differently", inc->id, e->file);
+        }
+        lab_golden_manifest_free(&again);
+        lab_golden_manifest_free(&m);
+        remove_files(tmp);
+    }
+}
+
 /* An incident's benchmark, where it has one, is a skip (LAB_ERR_UNSUPPORTED) without a usable GPU. */
 Test(incidents, a_bench_without_a_gpu_is_a_skip)
 {

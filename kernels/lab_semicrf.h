@@ -48,6 +48,9 @@ typedef struct {
  * freed and zeroed. Lengths start at T. */
 lab_status lab_semicrf_problem_init(lab_semicrf_problem *p, int B, int T, int K, int C, int use_proj);
 void lab_semicrf_problem_free(lab_semicrf_problem *p);
+/* LAB_OK when every len[b] lies in 1..T, else LAB_ERR_ARG naming b and the length (the reference, the
+ * emulation and the gold segmentation check their problem with it first). */
+lab_status lab_semicrf_problem_check(const lab_semicrf_problem *p);
 
 /* Fills a problem from (seed, streams above): emissions e[b][t][c] = 0.5 normal, cum = running sum of e
  * in double rounded to float; trans, dur 0.3 normal; proj 0.1 normal; len[0] = T and len[b > 0]

@@ -27,7 +27,6 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, int *ok, la
 #else
 
 #include <cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <mpi.h>
 #include <signal.h>
@@ -40,6 +39,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, int *ok, la
 
 #include "lab_args.h"
 #include "lab_fs.h"
+#include "lab_sched.h"
 
 #define LAB_MPI_STR2(x) #x
 #define LAB_MPI_STR(x) LAB_MPI_STR2(x)
@@ -134,92 +134,25 @@ static double lab_mpi_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Picks this rank's GPU by local rank without any CUDA call, and describes it into desc. A
- * CUDA_VISIBLE_DEVICES list already set (a scheduler's allocation) is split among the local ranks;
- * otherwise the GPUs the NVIDIA driver lists under /proc/driver/nvidia/gpus (or, where that is not
- * mounted, `nvidia-smi -L`) are, in PCI order (CUDA_DEVICE_ORDER=PCI_BUS_ID unless already set).
- * Without a GPU nothing is set and desc says why. */
+/* Picks this rank's GPU by local rank, without any CUDA call, among the GPUs the scheduler's probe sees
+ * (lab_sched_probe: a CUDA_VISIBLE_DEVICES list already set by a scheduler, else the driver's listing in PCI
+ * order), makes it the only visible one (CUDA_VISIBLE_DEVICES; CUDA_DEVICE_ORDER=PCI_BUS_ID for the driver's
+ * listing, unless already set) and describes it into desc. Without a GPU nothing is set and desc says why. */
 static void lab_mpi_pick_device(int local_rank, int local_size, char *desc, size_t len)
 {
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-    if (vis) {
-        char list[256], *save = NULL, *items[64];
-        int n = 0;
-        snprintf(list, sizeof list, "%s", vis);
-        for (char *t = strtok_r(list, ",", &save); t && n < 64; t = strtok_r(NULL, ",", &save)) items[n++] = t;
-        if (n == 0 || !strcmp(items[0], "-1") || !strcmp(items[0], "")) {
-            snprintf(desc, len, "none (CUDA_VISIBLE_DEVICES='%s')", vis);
-            return;
-        }
-        char orig[256];
-        snprintf(orig, sizeof orig, "%s", vis);
-        const char *mine = items[local_rank % n];
-        snprintf(desc, len, "cuda (CUDA_VISIBLE_DEVICES=%s of '%s'%s)", mine, orig,
-                 local_size > n ? ", shared with other ranks" : "");
-        setenv("CUDA_VISIBLE_DEVICES", mine, 1);
+    lab_sched_machine m;
+    lab_sched_probe(&m);
+    if (m.ngpu == 0) {
+        snprintf(desc, len, "none (%s)", m.source);
         return;
     }
-    DIR *d = opendir("/proc/driver/nvidia/gpus");
-    char bus[64][64];
-    int n = 0;
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) && n < 64)
-            if (e->d_name[0] != '.') snprintf(bus[n++], sizeof bus[0], "%s", e->d_name);
-        closedir(d);
-    }
-    if (n == 0) {
-        /* No /proc listing (some containers): ask nvidia-smi, a separate process, so still no CUDA here. */
-        char names[64][128];
-        int m = 0;
-        char *argv[] = {"nvidia-smi", "-L", NULL};
-        FILE *p;
-        pid_t pid;
-        if (lab_isolate_spawn_read(argv, &p, &pid) == LAB_OK) { /* an argv: no shell */
-            char line[256];
-            while (fgets(line, sizeof line, p))
-                if (m < 64 && !strncmp(line, "GPU ", 4)) {
-                    line[strcspn(line, "\n")] = 0;
-                    snprintf(names[m++], sizeof names[0], "%s", line);
-                }
-            int ws;
-            lab_isolate_spawn_wait(p, pid, &ws);
-        }
-        if (m == 0) {
-            snprintf(desc, len, "none (no GPU in /proc/driver/nvidia/gpus or nvidia-smi -L)");
-            return;
-        }
-        int idx = local_rank % m;
-        char val[16];
-        snprintf(val, sizeof val, "%d", idx);
-        setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0); /* nvidia-smi lists in PCI order */
-        setenv("CUDA_VISIBLE_DEVICES", val, 1);
-        snprintf(desc, len, "cuda:%d (%s; %d GPU%s on host%s)", idx, names[idx], m, m > 1 ? "s" : "",
-                 local_size > m ? ", shared with other ranks" : "");
-        return;
-    }
-    qsort(bus, (size_t)n, sizeof bus[0], (int (*)(const void *, const void *))strcmp);
-    int idx = local_rank % n;
-    char model[128] = "unknown model", path[256], val[16];
-    snprintf(path, sizeof path, "/proc/driver/nvidia/gpus/%s/information", bus[idx]);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        char line[256];
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, "Model:", 6)) {
-                char *m = line + 6;
-                while (*m == ' ' || *m == '\t') ++m;
-                m[strcspn(m, "\n")] = 0;
-                snprintf(model, sizeof model, "%s", m);
-                break;
-            }
-        fclose(f);
-    }
-    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
-    snprintf(val, sizeof val, "%d", idx);
-    setenv("CUDA_VISIBLE_DEVICES", val, 1);
-    snprintf(desc, len, "cuda:%d %s (pci %s, %d GPU%s on host%s)", idx, model, bus[idx], n, n > 1 ? "s" : "",
-             local_size > n ? ", shared with other ranks" : "");
+    int idx = local_rank % m.ngpu;
+    char mine[sizeof m.gpu[0]];
+    snprintf(mine, sizeof mine, "%s", m.gpu[idx]);
+    if (!getenv("CUDA_VISIBLE_DEVICES")) setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0); /* the listing's order */
+    setenv("CUDA_VISIBLE_DEVICES", mine, 1);
+    snprintf(desc, len, "cuda:%s%s%s (of %d GPU%s from %s%s)", mine, m.what[idx][0] ? " " : "", m.what[idx], m.ngpu,
+             m.ngpu > 1 ? "s" : "", m.source, local_size > m.ngpu ? ", shared with other ranks" : "");
 }
 
 /* LAB_MPI_TEST_FAULT=crash:R | hang:R, for the tests of rank failure. */
@@ -402,27 +335,29 @@ static void lab_mpi_gather(lab_mpi_ctx *x, const char *my_host)
     }
 }
 
-/* Adds "mpi" and "ranks" to summary.json (and "ok": false when a rank failed). */
-static lab_status lab_mpi_annotate_summary(const char *out_dir, const lab_mpi_ctx *x, int rank_failed)
+/* What the merged summary.json says of the ranks (lab_replay_summary_fn). */
+typedef struct {
+    const lab_mpi_ctx *x;
+    int rank_failed;
+} lab_mpi_summary;
+
+/* Adds "mpi" and "ranks" to the summary rank 0 writes from the merged records (and "ok": false when a rank
+ * failed), in the staged result set before it is swapped in: no file is read back. */
+static lab_status lab_mpi_summary_fields(void *vctx, struct cJSON *root)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/summary.json", out_dir);
-    char *text;
-    size_t len;
-    lab_status st = lab_fs_read_all(path, &text, &len);
-    if (st != LAB_OK) return st;
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    if (!root) return lab_err_set(LAB_ERR_FORMAT, "%s: cannot parse the summary just written", path);
-    if (rank_failed) cJSON_ReplaceItemInObject(root, "ok", cJSON_CreateFalse());
+    const lab_mpi_summary *ms = vctx;
+    const lab_mpi_ctx *x = ms->x;
+    if (ms->rank_failed) cJSON_ReplaceItemInObject(root, "ok", cJSON_CreateFalse());
     cJSON *mpi = cJSON_AddObjectToObject(root, "mpi");
+    cJSON *arr = cJSON_AddArrayToObject(root, "ranks");
+    if (!mpi || !arr) return lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory for the summary's ranks");
     cJSON_AddNumberToObject(mpi, "ranks", x->size);
     cJSON_AddStringToObject(mpi, "split", "round-robin: case i of the canonical list runs on rank i % ranks");
-    cJSON_AddBoolToObject(mpi, "rank_failed", rank_failed);
-    cJSON *arr = cJSON_AddArrayToObject(root, "ranks");
+    cJSON_AddBoolToObject(mpi, "rank_failed", ms->rank_failed);
     for (int r = 0; r < x->size; ++r) {
         const lab_mpi_peer *rk = &x->ranks[r];
         cJSON *o = cJSON_CreateObject();
+        if (!o) return lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory for the summary's ranks");
         cJSON_AddNumberToObject(o, "rank", r);
         if (rk->have_hello) {
             cJSON_AddStringToObject(o, "host", rk->hello.host);
@@ -441,21 +376,7 @@ static lab_status lab_mpi_annotate_summary(const char *out_dir, const lab_mpi_ct
         if (rk->why[0]) cJSON_AddStringToObject(o, "why", rk->why);
         cJSON_AddItemToArray(arr, o);
     }
-    char *s = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!s) return lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", path);
-    size_t n = strlen(s);
-    char *buf = malloc(n + 2);
-    if (!buf) {
-        cJSON_free(s);
-        return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
-    }
-    memcpy(buf, s, n);
-    buf[n] = '\n';
-    cJSON_free(s);
-    st = lab_fs_write_atomic(path, buf, n + 1);
-    free(buf);
-    return st;
+    return LAB_OK;
 }
 
 lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok, lab_case_record **recs_out,
@@ -613,6 +534,9 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
     lab_status rep_st = LAB_OK;
     if (rank_failed) rep_st = lab_err_set(LAB_ERR_IO, "--mpi: a rank failed; its unreported cases name it");
     int rep_ok = 0;
+    lab_mpi_summary ms = {&x, rank_failed};
+    opts.summary_fields = lab_mpi_summary_fields;
+    opts.summary_ctx = &ms;
     lab_status st2 = lab_replay_report(&opts, report, x.all, x.n_all, wall, rep_st, &rep_ok);
 
     int hosts = 0;
@@ -633,7 +557,6 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
                 lab_mpi_status_name(rk->status), rk->have_hello ? rk->hello.device : "?");
         if (rk->why[0]) fprintf(report, "      %s\n", rk->why);
     }
-    if (st2 == LAB_OK && opts.out_dir) st2 = lab_mpi_annotate_summary(opts.out_dir, &x, rank_failed);
     if (rank_failed) fprintf(report, "NOT OK: a rank failed (see above); the merged files are written\n");
     fflush(report);
     fflush(stdout);

@@ -30,14 +30,16 @@ int lab_mpi_rank(void);
  * lab_replay_cases; case i belongs to rank i % size (round-robin keeps the incident grouping and spreads
  * each incident's cost). A rank runs its share isolated with opts->jobs cases at once, or, when
  * opts->jobs <= 0, (online CPUs / ranks on its host) at least 1. Before any case runs, a rank picks its
- * GPU by local rank through CUDA_VISIBLE_DEVICES (no CUDA call in the rank process: cases run in forked
- * children, and CUDA does not survive fork). Each finished case goes to rank 0 at once.
+ * GPU by local rank among those lab_sched_probe sees, through CUDA_VISIBLE_DEVICES (no CUDA call in the
+ * rank process: cases run in forked children, and CUDA does not survive fork). Each finished case goes to
+ * rank 0 at once.
  *
  * Rank 0 merges them into the canonical order and reports exactly as lab_replay_run does (table,
  * results.jsonl, summary.json, junit.xml, plots); summary.json also gets "mpi" (ranks, split) and
- * "ranks" (rank, host, pid, local rank, jobs, device, cases, reported, status). A rank whose process is
- * gone (same host: /proc says so) has its unreported cases CRASH; one silent for longer than the longest
- * watchdog of its unreported cases plus LAB_MPI_GRACE_S has them HANG; the error of each such case names
+ * "ranks" (rank, host, pid, local rank, jobs, device, cases, reported, status), added from memory in the
+ * staged result set before it replaces the output folder (lab_replay_opts.summary_fields). A rank whose
+ * process is gone (same host: /proc says so) has its unreported cases CRASH; one silent for longer than
+ * the longest watchdog of its unreported cases plus LAB_MPI_GRACE_S has them HANG; the error of each such case names
  * the rank, host and pid. The replay is then NOT OK whatever the roles, summary.json's "ok" is false, and
  * rank 0 ends a hung job with MPI_Abort(1) after writing every file. A rank dying only leaves rank 0
  * running when mpirun was started with --enable-recovery (Open MPI 4; otherwise mpirun kills the job).

@@ -499,9 +499,11 @@ static void lab_replay_resume_cmd(const lab_replay_opts *opts, const lab_case_re
                  opts->out_dir ? opts->out_dir : "build/replay");
 }
 
-/* Marks DIR/summary.json of an interrupted replay: "interrupted": true, "ok": false, the signal, the cases
- * planned and the resume command. */
-static lab_status lab_replay_mark_interrupted(const char *dir, int sig, size_t planned, const char *resume)
+/* Amends DIR/summary.json (the staged set) once, before the swap: for an interrupted replay (sig != 0)
+ * "interrupted": true, "ok": false, the signal, the cases planned and the resume command; then the caller's
+ * fields (opts->summary_fields, when set). Its errors, or the file's, are returned. */
+static lab_status lab_replay_amend_summary(const char *dir, const lab_replay_opts *opts, int sig, size_t planned,
+                                           const char *resume)
 {
     char path[PATH_MAX], *text;
     size_t len;
@@ -511,11 +513,17 @@ static lab_status lab_replay_mark_interrupted(const char *dir, int sig, size_t p
     cJSON *root = cJSON_Parse(text);
     free(text);
     if (!root) return lab_err_set(LAB_ERR_FORMAT, "%s: cannot parse the summary just written", path);
-    cJSON_ReplaceItemInObject(root, "ok", cJSON_CreateFalse());
-    cJSON_AddBoolToObject(root, "interrupted", 1);
-    cJSON_AddStringToObject(root, "signal", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "?");
-    cJSON_AddNumberToObject(root, "cases_planned", (double)planned);
-    cJSON_AddStringToObject(root, "resume", resume);
+    if (sig) {
+        cJSON_ReplaceItemInObject(root, "ok", cJSON_CreateFalse());
+        cJSON_AddBoolToObject(root, "interrupted", 1);
+        cJSON_AddStringToObject(root, "signal", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "?");
+        cJSON_AddNumberToObject(root, "cases_planned", (double)planned);
+        cJSON_AddStringToObject(root, "resume", resume);
+    }
+    if (opts->summary_fields && (st = opts->summary_fields(opts->summary_ctx, root)) != LAB_OK) {
+        cJSON_Delete(root);
+        return st;
+    }
     char *s = cJSON_Print(root);
     cJSON_Delete(root);
     if (!s) return lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", path);
@@ -604,7 +612,7 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
         if (st2 == LAB_OK) st2 = lab_results_write_jsonl(path, recs, n, opts->lab_bin);
         snprintf(path, sizeof path, "%s/summary.json", stage);
         if (st2 == LAB_OK) st2 = lab_results_write_summary(path, t, nt, lab_backend_name(opts->backend), n, wall, &sum_ok);
-        if (st2 == LAB_OK && sig) st2 = lab_replay_mark_interrupted(stage, sig, n_all, resume);
+        if (st2 == LAB_OK && (sig || opts->summary_fields)) st2 = lab_replay_amend_summary(stage, opts, sig, n_all, resume);
         snprintf(path, sizeof path, "%s/junit.xml", stage);
         if (st2 == LAB_OK) st2 = lab_results_write_junit(path, recs, n, opts->lab_bin);
         snprintf(path, sizeof path, "%s/results.tap", stage);

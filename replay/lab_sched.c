@@ -11,6 +11,46 @@
 
 static int lab_sched_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
 
+/* "<model> (pci <bus>)" from the driver's /proc/driver/nvidia/gpus/<bus>/information, "pci <bus>" without it. */
+static void lab_sched_model(const char *bus, char *out, size_t len)
+{
+    char path[256], line[256], model[96] = "";
+    snprintf(path, sizeof path, "/proc/driver/nvidia/gpus/%s/information", bus);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "Model:", 6)) {
+            char *v = line + 6;
+            while (*v == ' ' || *v == '\t') ++v;
+            v[strcspn(v, "\n")] = 0;
+            snprintf(model, sizeof model, "%s", v);
+            break;
+        }
+    if (f) fclose(f);
+    snprintf(out, len, "%s%spci %s%s", model, model[0] ? " (" : "", bus, model[0] ? ")" : "");
+}
+
+/* The GPUs `nvidia-smi -L` lists ("GPU <i>: <name> (UUID: ...)", in PCI order): a separate process, so still no
+ * CUDA call here. Nothing listed (or no nvidia-smi): no GPU. */
+static void lab_sched_probe_smi(lab_sched_machine *m)
+{
+    char *argv[] = {"nvidia-smi", "-L", NULL};
+    FILE *p;
+    pid_t pid;
+    if (lab_isolate_spawn_read(argv, &p, &pid) == LAB_OK) { /* an argv: no shell */
+        char line[256];
+        while (fgets(line, sizeof line, p))
+            if (m->ngpu < LAB_SCHED_MAX_GPUS && !strncmp(line, "GPU ", 4)) {
+                line[strcspn(line, "\n")] = 0;
+                snprintf(m->gpu[m->ngpu], sizeof m->gpu[0], "%d", m->ngpu);
+                snprintf(m->what[m->ngpu], sizeof m->what[0], "%s", line);
+                m->ngpu++;
+            }
+        int ws;
+        lab_isolate_spawn_wait(p, pid, &ws);
+    }
+    snprintf(m->source, sizeof m->source, "%s", m->ngpu ? "nvidia-smi -L" : "no GPU listed by the driver or nvidia-smi");
+}
+
 void lab_sched_probe(lab_sched_machine *m)
 {
     memset(m, 0, sizeof *m);
@@ -37,8 +77,15 @@ void lab_sched_probe(lab_sched_machine *m)
         closedir(d);
     }
     qsort(bus, (size_t)n, sizeof bus[0], lab_sched_cmp);
-    for (int i = 0; i < n; ++i) snprintf(m->gpu[i], sizeof m->gpu[0], "%d", i); /* PCI order, as the driver lists */
+    for (int i = 0; i < n; ++i) {
+        snprintf(m->gpu[i], sizeof m->gpu[0], "%d", i); /* PCI order, as the driver lists */
+        lab_sched_model(bus[i], m->what[i], sizeof m->what[0]);
+    }
     m->ngpu = n;
+    if (n == 0 && access("/dev/nvidiactl", F_OK) == 0) {
+        lab_sched_probe_smi(m);
+        return;
+    }
     snprintf(m->source, sizeof m->source, "%s", n ? "/proc/driver/nvidia/gpus" : "no GPU listed by the driver");
 }
 

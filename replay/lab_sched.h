@@ -19,11 +19,16 @@ typedef struct {
     int ngpu;                                 /* GPUs visible to this process */
     char gpu[LAB_SCHED_MAX_GPUS][32];         /* the CUDA_VISIBLE_DEVICES entry of each */
     char source[96];                          /* where the GPU list came from, for messages */
+    char what[LAB_SCHED_MAX_GPUS][128];       /* how the driver names each GPU (its model and PCI bus, or the
+                                                 line of `nvidia-smi -L`); "" when unknown (an entry of
+                                                 CUDA_VISIBLE_DEVICES) */
 } lab_sched_machine;
 
 /* Fills *m: CPUs from sysconf; GPUs from CUDA_VISIBLE_DEVICES when set (an allocation made by a
  * scheduler or by `--mpi`, "-1" or empty meaning none), else from the driver's /proc/driver/nvidia/gpus
- * listing (indices in PCI order). Never fails: no listing means no GPU. */
+ * listing (indices in PCI order), else, where the driver's device node /dev/nvidiactl exists without that
+ * listing (some containers), from `nvidia-smi -L` (started from an argv, in PCI order). No CUDA call either
+ * way. Never fails: no listing means no GPU. */
 void lab_sched_probe(lab_sched_machine *m);
 
 /* How one incident's cases run. Cases come in groups (one seed, every selected variant), run in this

@@ -1,4 +1,4 @@
-/* lab_test_case: what the incidents' own tests share: one CPU case through the contract, asserted to have run. */
+/* lab_test_case: what the incidents' own tests (and the shared kernels' tests) share: one CPU case through the contract, asserted to have run; the GPU-or-skip preamble of a CUDA test. */
 #ifndef LAB_TEST_CASE_H
 #define LAB_TEST_CASE_H
 
@@ -20,5 +20,19 @@ static inline lab_case_result lab_test_run(const lab_incident *inc, const char *
               (unsigned long long)seed, r.detail);
     return r;
 }
+
+#ifdef LAB_HAVE_CUDA
+#include "lab_cuda.h"
+/* The preamble of a test that needs a GPU: skips the calling test, saying why, where no GPU is usable
+ * (lab_cuda_ready: LAB_ERR_UNSUPPORTED); fails it on any other error of the probe (a broken driver is not a
+ * missing GPU). Returns only when a GPU is usable. */
+static inline void lab_test_need_gpu(void)
+{
+    char why[240];
+    lab_status st = lab_cuda_ready(why, sizeof why);
+    if (st == LAB_ERR_UNSUPPORTED) cr_skip_test("no GPU: %s", why);
+    cr_assert_eq(st, LAB_OK, "%s", lab_err_msg());
+}
+#endif
 
 #endif

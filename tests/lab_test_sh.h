@@ -191,4 +191,17 @@ static inline int lab_test_sh(const char *cmd, char **out)
     return lab_test_sh_deadline(cmd, LAB_TEST_SH_DEADLINE_S, out);
 }
 
+/* Runs the lab under test (lab_test_bin(), by its absolute path) with args (shell words), after the
+ * variable assignments in env (NULL: none), through lab_test_sh: its exit status, and its stdout and stderr
+ * in *out (malloc'ed). Fails the test when the binary is not built. */
+static inline int lab_test_lab(const char *env, const char *args, char **out)
+{
+    char cmd[8192];
+    char *abs = realpath(lab_test_bin(), NULL);
+    cr_assert_not_null(abs, "%s not built (make builds it)", lab_test_bin());
+    snprintf(cmd, sizeof cmd, "%s '%s' %s", env ? env : "", abs, args);
+    free(abs);
+    return lab_test_sh(cmd, out);
+}
+
 #endif

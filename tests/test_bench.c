@@ -10,8 +10,8 @@
 #include "lab_bench.h"
 #include "lab_fs.h"
 #include "tests/lab_test_sh.h"
+#include "lab_test_case.h"
 #ifdef LAB_HAVE_CUDA
-#include "lab_cuda.h"
 #include "lab_nvfp4.h"
 #include "lab_semicrf.h"
 #endif
@@ -209,10 +209,7 @@ Test(bench_cli, json_section, .timeout = 600)
  * default grid, a tiny grid (grid-stride loops do most of the work), and other block sizes. */
 Test(bench_gpu, semicrf_deterministic_same_bits_under_any_launch, .timeout = 300)
 {
-    char why[240];
-    lab_status st = lab_cuda_ready(why, sizeof why);
-    if (st == LAB_ERR_UNSUPPORTED) cr_skip_test("no GPU: %s", why);
-    cr_assert_eq(st, LAB_OK, "%s", lab_err_msg());
+    lab_test_need_gpu();
     lab_semicrf_problem p;
     cr_assert_eq(lab_semicrf_problem_init(&p, 8, 200, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C, 1), LAB_OK);
     lab_semicrf_problem_fill(&p, 7);
@@ -243,10 +240,7 @@ Test(bench_gpu, semicrf_deterministic_same_bits_under_any_launch, .timeout = 300
  * poisoned layout. */
 Test(bench_gpu, nvfp4_tiled_remap_equals_cpu_on_ragged_shapes, .timeout = 300)
 {
-    char why[240];
-    lab_status st = lab_cuda_ready(why, sizeof why);
-    if (st == LAB_ERR_UNSUPPORTED) cr_skip_test("no GPU: %s", why);
-    cr_assert_eq(st, LAB_OK, "%s", lab_err_msg());
+    lab_test_need_gpu();
     static const size_t shapes[][3] = {{1, 1, 0},    {1, 37, 0},   {127, 4, 0},   {129, 16, 0}, {200, 37, 0},
                                        {257, 450, 0}, {300, 64, 0}, {1000, 448, 0}, {131, 3, 0},  {513, 452, 0},
                                        {1000, 448, 1}, {200, 37, 1}, {129, 68, 0},  {4097, 80, 0}};

@@ -11,15 +11,7 @@
 
 /* Runs `env LAB args 2>&1` (tests/lab_test_sh.h: own session, deadline), returns the exit status and the
  * output (malloc'ed). */
-static int run(const char *env, const char *args, char **out)
-{
-    char cmd[4096];
-    char *abs = realpath(lab_test_bin(), NULL);
-    cr_assert_not_null(abs, "%s not built (make builds it)", lab_test_bin());
-    snprintf(cmd, sizeof cmd, "%s '%s' %s", env ? env : "", abs, args);
-    free(abs);
-    return lab_test_sh(cmd, out);
-}
+static int run(const char *env, const char *args, char **out) { return lab_test_lab(env, args, out); }
 
 #define EXPECT_IN(out, s) cr_expect(strstr(out, s) != NULL, "expected \"%s\" in:\n%s", s, out)
 

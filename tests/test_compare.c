@@ -8,34 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "lab_compare.h"
 #include "lab_fs.h"
 #include "lab_report.h"
 #include "tests/lab_test_sh.h"
 
-/* Runs the lab with args (from the repository root); returns its exit status and its output. */
-static int lab(const char *args, char **out)
-{
-    char cmd[4096];
-    char *abs = realpath(lab_test_bin(), NULL);
-    cr_assert_not_null(abs, "%s not built (make builds it)", lab_test_bin());
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", abs, args);
-    free(abs);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0, r;
-    char *buf = malloc(cap);
-    while ((r = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += r;
-        if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
-    }
-    buf[n] = 0;
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
+/* Runs the lab with args (from the repository root) through tests/lab_test_sh.h (own session, deadline, stderr
+ * with stdout); returns its exit status and its output. */
+static int lab(const char *args, char **out) { return lab_test_lab(NULL, args, out); }
 
 #define EXPECT_IN(out, s) cr_expect(strstr(out, s) != NULL, "expected \"%s\" in:\n%.4000s", s, out)
 

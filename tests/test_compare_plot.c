@@ -29,12 +29,7 @@ static void rm(void)
     if (system(cmd) != 0) cr_log_warn("could not remove %s", tmp);
 }
 
-static int lab(const char *args, char **out)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' %s", lab_test_bin(), args);
-    return lab_test_sh(cmd, out);
-}
+static int lab(const char *args, char **out) { return lab_test_lab(NULL, args, out); }
 
 static char *slurp(const char *path)
 {

@@ -1,15 +1,21 @@
 /* test_incidents: the contract every incident directory must meet, checked over the registry (so an incident's own tests keep only what is particular to it). */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lab_fs.h"
 #include "lab_golden.h"
 #include "lab_incident.h"
 #include "lab_replay.h"
+#ifdef LAB_HAVE_CUDA
+#include "lab_cuda.h"
+#endif
 
 /* The incident directories under incidents/ (not _template), sorted; *n receives the count. */
 static char (*incident_dirs(size_t *n))[64]
@@ -79,17 +85,57 @@ Test(incidents, every_golden_verifies)
     }
 }
 
-/* A byte flipped in a copy of each incident's first golden is rejected, naming the file. */
-Test(incidents, a_corrupted_golden_is_rejected_and_named)
+/* Copies the plain files of directory src into directory dst (which exists). */
+static void copy_files(const char *src, const char *dst)
+{
+    DIR *d = opendir(src);
+    cr_assert_not_null(d, "%s: %s", src, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char from[1024], to[1024];
+        struct stat sb;
+        snprintf(from, sizeof from, "%s/%s", src, e->d_name);
+        if (e->d_name[0] == '.' || stat(from, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+        snprintf(to, sizeof to, "%s/%s", dst, e->d_name);
+        char *data;
+        size_t len;
+        cr_assert_eq(lab_fs_read_all(from, &data, &len), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(lab_fs_write_atomic(to, data, len), LAB_OK, "%s", lab_err_msg());
+        free(data);
+    }
+    closedir(d);
+}
+
+/* Removes directory dir and the plain files in it. */
+static void remove_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        cr_expect_eq(unlink(path), 0, "%s: %s", path, strerror(errno));
+    }
+    closedir(d);
+    cr_expect_eq(rmdir(dir), 0, "%s: %s", dir, strerror(errno));
+}
+
+/* A byte flipped in a copy of each incident's first golden: verification rejects it, naming the file; and the
+ * incident's first fix, run at that golden's seed against the copy (the case's golden_dir), stops with an error
+ * naming the file rather than judging against it. */
+Test(incidents, a_corrupted_golden_is_rejected_and_named, .timeout = 300)
 {
     size_t n;
     char(*dirs)[64] = incident_dirs(&n);
     for (size_t i = 0; i < n; ++i) {
-        char src[512], tmp[] = "/tmp/lab-golden-XXXXXX", cmd[1200];
+        const lab_incident *inc = lab_incident_find(dirs[i]);
+        cr_assert_not_null(inc);
+        char src[512], tmp[] = "/tmp/lab-golden-XXXXXX";
         snprintf(src, sizeof src, "incidents/%s/golden", dirs[i]);
         cr_assert_not_null(mkdtemp(tmp));
-        snprintf(cmd, sizeof cmd, "cp -r '%s/.' '%s/'", src, tmp);
-        cr_assert_eq(system(cmd), 0);
+        copy_files(src, tmp);
         lab_golden_manifest m;
         memset(&m, 0, sizeof m);
         cr_assert_eq(lab_golden_manifest_read(tmp, &m), LAB_OK, "%s", lab_err_msg());
@@ -106,10 +152,75 @@ Test(incidents, a_corrupted_golden_is_rejected_and_named)
         cr_expect_eq(lab_golden_verify(tmp, &m, &ok), LAB_ERR_MISMATCH, "%s: corrupted golden accepted", dirs[i]);
         cr_expect(strstr(lab_err_msg(), m.entries[0].file) != NULL, "%s: error names the file: %s", dirs[i],
                   lab_err_msg());
+        const lab_variant *fix = NULL;
+        for (int v = 0; v < inc->n_variants && !fix; ++v)
+            if (inc->variants[v].role == LAB_ROLE_FIX) fix = &inc->variants[v];
+        cr_assert_not_null(fix);
+        lab_case c;
+        char gdir[4096];
+        lab_case_init(&c, inc, fix, m.entries[0].seed, LAB_BACKEND_CPU, ".", gdir, sizeof gdir);
+        c.golden_dir = tmp;
+        lab_case_result r;
+        memset(&r, 0, sizeof r);
+        lab_status st = lab_case_run(&c, &r);
+        cr_expect_neq(st, LAB_OK, "%s/%s seed %llu judged against a corrupted golden: %s", inc->id, fix->name,
+                      (unsigned long long)c.seed, r.detail);
+        cr_expect(st == LAB_OK || strstr(lab_err_msg(), m.entries[0].file) != NULL, "%s/%s: error names %s: %s",
+                  inc->id, fix->name, m.entries[0].file, lab_err_msg());
+        lab_case_release();
         lab_golden_manifest_free(&m);
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-        cr_expect_eq(system(cmd), 0);
+        remove_files(tmp);
     }
+}
+
+/* Every incident's golden_bless, into a fresh folder, writes the same files as the repository's golden/ (same
+ * names, same sha256): the goldens are regenerable from the float64 reference, bit for bit. */
+Test(incidents, blessing_again_reproduces_every_golden, .timeout = 300)
+{
+    size_t n;
+    char(*dirs)[64] = incident_dirs(&n);
+    for (size_t i = 0; i < n; ++i) {
+        const lab_incident *inc = lab_incident_find(dirs[i]);
+        cr_assert_not_null(inc);
+        char src[512], tmp[] = "/tmp/lab-bless-XXXXXX";
+        snprintf(src, sizeof src, "incidents/%s/golden", dirs[i]);
+        cr_assert_not_null(mkdtemp(tmp));
+        cr_assert_eq(inc->golden_bless(tmp), LAB_OK, "%s: %s", inc->id, lab_err_msg());
+        lab_golden_manifest m, again;
+        memset(&m, 0, sizeof m);
+        memset(&again, 0, sizeof again);
+        cr_assert_eq(lab_golden_manifest_read(src, &m), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(lab_golden_manifest_read(tmp, &again), LAB_OK, "%s", lab_err_msg());
+        cr_expect_eq(again.n, m.n, "%s: %zu goldens blessed, %zu in the repository", inc->id, again.n, m.n);
+        for (size_t k = 0; k < m.n; ++k) {
+            const lab_golden_entry *e = lab_golden_find(&again, m.entries[k].file);
+            cr_expect_not_null(e, "%s: %s not blessed again", inc->id, m.entries[k].file);
+            if (e) cr_expect_str_eq(e->sha256, m.entries[k].sha256, "%s: %s regenerates differently", inc->id, e->file);
+        }
+        lab_golden_manifest_free(&again);
+        lab_golden_manifest_free(&m);
+        remove_files(tmp);
+    }
+}
+
+/* An incident's benchmark, where it has one, is a skip (LAB_ERR_UNSUPPORTED) without a usable GPU. */
+Test(incidents, a_bench_without_a_gpu_is_a_skip)
+{
+#ifdef LAB_HAVE_CUDA
+    char why[240];
+    if (lab_cuda_ready(why, sizeof why) != LAB_ERR_UNSUPPORTED) cr_skip_test("a GPU is usable here: benches run");
+#endif
+    size_t n;
+    char(*dirs)[64] = incident_dirs(&n);
+    FILE *devnull = fopen("/dev/null", "w");
+    cr_assert_not_null(devnull);
+    for (size_t i = 0; i < n; ++i) {
+        const lab_incident *inc = lab_incident_find(dirs[i]);
+        if (inc && inc->bench)
+            cr_expect_eq(inc->bench(devnull), LAB_ERR_UNSUPPORTED, "%s: bench without a GPU: %s", inc->id,
+                         lab_err_msg());
+    }
+    fclose(devnull);
 }
 
 /* Every incident through the runner on two seeds (isolated, as a replay runs them): every fix passes and
@@ -139,4 +250,22 @@ Test(incidents, every_fix_passes_and_every_bug_is_detected, .timeout = 600)
                      recs[i].o.error);
     }
     free(recs);
+}
+
+/* lab_result_metric keeps LAB_MAX_METRICS metrics; one more is an incident's programming error, which aborts
+ * (naming the metric on stderr) rather than dropping it. */
+Test(incidents, a_metric_past_the_limit_aborts, .signal = SIGABRT)
+{
+    lab_case_result r;
+    memset(&r, 0, sizeof r);
+    char name[32];
+    for (int i = 0; i < LAB_MAX_METRICS; ++i) {
+        snprintf(name, sizeof name, "m%d", i);
+        lab_result_metric(&r, name, (double)i);
+    }
+    lab_result_metric(&r, "m0", -1.0); /* an existing name is updated in place, not added */
+    cr_expect_eq(r.n_metrics, LAB_MAX_METRICS);
+    cr_expect_eq(lab_result_get(&r, "m0"), -1.0);
+    fflush(NULL);
+    lab_result_metric(&r, "one_too_many", 1.0);
 }

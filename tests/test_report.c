@@ -18,15 +18,7 @@
 #include "tests/lab_test_sh.h"
 
 /* Runs the lab with args; exit status and output as lab_test_sh(). */
-static int lab(const char *args, char **out)
-{
-    char cmd[4096];
-    char *abs = realpath(lab_test_bin(), NULL);
-    cr_assert_not_null(abs, "%s not built (make builds it)", lab_test_bin());
-    snprintf(cmd, sizeof cmd, "'%s' %s", abs, args);
-    free(abs);
-    return lab_test_sh(cmd, out);
-}
+static int lab(const char *args, char **out) { return lab_test_lab(NULL, args, out); }
 
 #define EXPECT_IN(out, s) cr_expect(strstr(out, s) != NULL, "expected \"%s\" in:\n%.3000s", s, out)
 

@@ -27,15 +27,7 @@ static void rm(void)
     free(o);
 }
 
-static int lab(const char *env, const char *args, char **out)
-{
-    char cmd[2048];
-    char *abs = realpath(lab_test_bin(), NULL);
-    cr_assert_not_null(abs, "%s not built", lab_test_bin());
-    snprintf(cmd, sizeof cmd, "%s '%s' %s", env ? env : "", abs, args);
-    free(abs);
-    return lab_test_sh(cmd, out);
-}
+static int lab(const char *env, const char *args, char **out) { return lab_test_lab(env, args, out); }
 
 /* A copy of 0004's goldens under dir, altered by `change` (a shell command run in the golden folder). */
 static int golden_verify_after(const char *change, char **out)

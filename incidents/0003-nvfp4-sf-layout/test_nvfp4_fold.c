@@ -6,22 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lab_test_case.h"
 #include "lab_format.h"
 #include "lab_incident.h"
 #include "nvfp4_fold.h"
 #include "nvfp4_sf.h"
-#ifdef LAB_HAVE_CUDA
-#include "lab_cuda.h"
-#endif
 
 static lab_case_result fold_case(const char *variant, uint64_t seed)
 {
-    lab_case_result r;
-    memset(&r, 0, sizeof r);
-    lab_status st = lab_case_run_named(&nvfp4_sf_incident, variant, seed, LAB_BACKEND_CPU, ".", &r);
-    cr_assert_eq(st, LAB_OK, "%s seed %llu: %s", variant, (unsigned long long)seed, lab_err_msg());
-    cr_assert(r.verdict_set);
-    return r;
+    return lab_test_run(&nvfp4_sf_incident, variant, seed, ".");
 }
 
 /* The fold by hand: 448 / 448 is 1 exactly; a quotient below 2^-10 flushes to 0; above 448 saturates; a
@@ -131,8 +124,7 @@ Test(nvfp4_fold, production_shape_study, .timeout = 600)
 /* Without a GPU: skips, saying why. With one: the folded and the alpha GEMMs bit-identical to the CPU's. */
 Test(nvfp4_fold, cuda_matches_the_cpu_or_skips, .timeout = 300)
 {
-    char why[240];
-    if (lab_cuda_ready(why, sizeof why) != LAB_OK) cr_skip_test("no GPU: %s", why);
+    lab_test_need_gpu();
     for (uint64_t seed = 1; seed <= 2; ++seed) {
         const char *names[] = {"fix", "bug-fold-global-scale"};
         for (int k = 0; k < 2; ++k) {

@@ -1,21 +1,18 @@
 /* test_bfcrf: incident 0005: the bf16 CRF's mechanism by hand, the float32 CRF against the float64 reference, goldens, clipping, and whole training cases. */
 #include <criterion/criterion.h>
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "lab_test_case.h"
 #include "bfcrf.h"
 #include "lab_format.h"
-#include "lab_fs.h"
 #include "lab_golden.h"
 #include "lab_incident.h"
-#ifdef LAB_HAVE_CUDA
-#include "lab_cuda.h"
-#endif
+#include "lab_metric.h"
 
 #define NT BFCRF_TAGS
 #define GOLDEN_DIR "incidents/0005-bf16-crf-nan/golden"
@@ -25,30 +22,7 @@ static lab_case_result run_case(const char *variant, uint64_t seed)
     return lab_test_run(&bfcrf_incident, variant, seed, ".");
 }
 
-/* ---- the descriptor and the grammar ----------------------------------------------------------- */
-
-Test(bfcrf, registered_with_fix_and_bug_variants)
-{
-    const lab_incident *inc = lab_incident_find("0005");
-    cr_assert_eq(inc, &bfcrf_incident);
-    cr_expect_str_eq(inc->id, "0005-bf16-crf-nan");
-    cr_expect_eq(inc->default_seeds, BFCRF_DEFAULT_SEEDS);
-    cr_expect_not_null(inc->golden_bless);
-    cr_expect_not_null(inc->figures);
-    const lab_variant *fix = lab_incident_variant(inc, "fix"), *bug = lab_incident_variant(inc, "bug-bf16-crf");
-    cr_assert_not_null(fix);
-    cr_assert_not_null(bug);
-    cr_expect_eq(fix->role, LAB_ROLE_FIX);
-    cr_expect_eq(bug->role, LAB_ROLE_BUG);
-    cr_expect_eq(bug->min_detect_rate, 0.9);
-#ifdef LAB_HAVE_CUDA
-    cr_expect_not_null(bfcrf_incident.run_cuda);
-    cr_expect_not_null(inc->bench);
-#else
-    cr_expect_null(bfcrf_incident.run_cuda);
-    cr_expect_null(inc->bench);
-#endif
-}
+/* ---- the grammar ----------------------------------------------------------- */
 
 /* 33 tags; I-k only after B-k or I-k, never first: 17 targets open to all 33 sources, 16 to two. */
 Test(bfcrf, bio_grammar)
@@ -126,14 +100,35 @@ Test(bfcrf, hand_three_way_tie_overflows_to_inf_then_nan)
     cb.len[0] = BFCRF_TMAX;
     float loss = bfcrf_loss_grad(&P, &cb, BFCRF_PREC_BF16, &G);
     cr_expect(isfinite(loss), "the loss stays finite: %g", loss);
-    int inf = 0, nan = 0;
-    for (int t = 0; t < BFCRF_TMAX; ++t)
+    /* Where the overflow must happen, not how many values it hits: a tied tag's bf16 gradient mass at position t
+     * is about 3^(L-t) (three tied paths per step after it), which passes FLT_MAX = 3^80.76 first at
+     * t_o = L - 81. bf16 rounding moves those values by a few percent, far from the factor 3 that would move
+     * t_o, so: every gradient after t_o is finite, position t_o holds the first inf, and every position
+     * before it holds NaN in the three tied tags (the inf meets 0 weights and itself on its way back). How
+     * many of the other tags' gradients turn NaN, and so the exact counts (3 inf and 1521 NaN when this was
+     * written), is a detail of the backward, not of the bug: not pinned here. */
+    const int L = BFCRF_TMAX, t_o = L - 81;
+    cr_assert(pow(3.0, L - t_o) > FLT_MAX && pow(3.0, L - t_o - 1) < FLT_MAX, "t_o is where 3^(L-t) overflows");
+    int inf = 0, nan = 0, first_inf = -1, last_nonfinite = -1;
+    for (int t = 0; t < L; ++t)
         for (int j = 0; j < NT; ++j) {
-            inf += isinf(cb.demis[t * NT + j]) != 0;
-            nan += isnan(cb.demis[t * NT + j]) != 0;
+            float v = cb.demis[t * NT + j];
+            inf += isinf(v) != 0;
+            nan += isnan(v) != 0;
+            if (isinf(v) && first_inf < 0) first_inf = t;
+            if (!isfinite(v)) last_nonfinite = t;
         }
-    cr_expect_eq(inf, 3, "emission gradients overflow to inf: %d", inf);
-    cr_expect_eq(nan, 1521, "and NaN where inf met a 0 weight: %d", nan);
+    cr_expect_eq(first_inf, t_o, "the first inf is where 3^(L-t) passes FLT_MAX");
+    cr_expect_eq(last_nonfinite, t_o, "every gradient after t_o = %d is finite", t_o);
+    for (int t = 0; t < t_o; ++t)
+        for (int k = 0; k < 3; ++k) /* the tied tags: O, B-0, B-1 */
+            cr_expect(isnan(cb.demis[t * NT + (k ? 2 * k - 1 : 0)]), "position %d, tied tag %d: %g", t, k,
+                      (double)cb.demis[t * NT + (k ? 2 * k - 1 : 0)]);
+    cr_expect_geq(nan, 3 * t_o, "NaN in the tied tags of every position before t_o: %d", nan);
+    /* The same counts by the lab's census (an independent count of the same buffer). */
+    lab_census cs = lab_metric_census_f32(cb.demis, (size_t)L * NT);
+    cr_expect_eq(cs.pinf + cs.ninf, (size_t)inf, "census inf %zu + %zu, loop %d", cs.pinf, cs.ninf, inf);
+    cr_expect_eq(cs.nan, (size_t)nan, "census NaN %zu, loop %d", cs.nan, nan);
     int nan_trans = 0;
     for (int k = 0; k < NT * NT; ++k) nan_trans += isnan(G.trans[k]) != 0;
     cr_expect_eq(nan_trans, NT * NT, "inf meets a forbidden entry's 0 weight: NaN transition gradients");
@@ -253,21 +248,17 @@ Test(bfcrf, probe_fix_within_tolerance_bug_not)
     }
 }
 
-Test(bfcrf, goldens_verify_and_match_reference)
+/* The probe reference recomputed now equals the blessed golden bit for bit (that the goldens verify, and that
+ * a corrupted one stops the case, tests/test_incidents.c checks for every incident). */
+Test(bfcrf, golden_is_the_probe_reference)
 {
-    lab_golden_manifest m;
-    memset(&m, 0, sizeof m);
-    cr_assert_eq(lab_golden_manifest_read(GOLDEN_DIR, &m), LAB_OK, "%s", lab_err_msg());
-    size_t ok = 0;
-    cr_expect_eq(lab_golden_verify(GOLDEN_DIR, &m, &ok), LAB_OK, "%s", lab_err_msg());
-    cr_expect_eq(ok, 2);
-    lab_golden_manifest_free(&m);
-    /* The reference recomputed now equals the blessed golden bit for bit. */
     double lz[BFCRF_PROBE_BATCH], *mg = malloc(BFCRF_PROBE_BATCH * BFCRF_TMAX * NT * sizeof *mg);
     cr_assert_not_null(mg);
     cr_assert_eq(bfcrf_probe_reference(BFCRF_GOLDEN_SEED, lz, mg), LAB_OK);
+    lab_golden_manifest m;
+    memset(&m, 0, sizeof m);
     lab_tensor t = {0};
-    lab_golden_manifest_read(GOLDEN_DIR, &m);
+    cr_assert_eq(lab_golden_manifest_read(GOLDEN_DIR, &m), LAB_OK, "%s", lab_err_msg());
     const lab_golden_entry *e = lab_golden_find(&m, "probe_marg_seed1.npy");
     cr_assert_not_null(e);
     cr_assert_eq(lab_golden_load(GOLDEN_DIR, e, &t), LAB_OK);
@@ -275,34 +266,6 @@ Test(bfcrf, goldens_verify_and_match_reference)
     lab_tensor_free(&t);
     lab_golden_manifest_free(&m);
     free(mg);
-}
-
-Test(bfcrf, corrupted_golden_rejected)
-{
-    char dir[] = "/tmp/crf-golden-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    const char *files[] = {"MANIFEST.json", "probe_logz_seed1.npy", "probe_marg_seed1.npy"};
-    for (int k = 0; k < 3; ++k) {
-        char src[256], dst[256], *buf;
-        size_t len;
-        snprintf(src, sizeof src, GOLDEN_DIR "/%s", files[k]);
-        snprintf(dst, sizeof dst, "%s/%s", dir, files[k]);
-        cr_assert_eq(lab_fs_read_all(src, &buf, &len), LAB_OK);
-        if (k == 2) buf[len - 3] ^= 0x10; /* one bit of one marginal */
-        cr_assert_eq(lab_fs_write_atomic(dst, buf, len), LAB_OK);
-        free(buf);
-    }
-    double le, me;
-    int gold;
-    lab_status st = bfcrf_probe_check(BFCRF_GOLDEN_SEED, BFCRF_PREC_F32, dir, &le, &me, &gold);
-    cr_expect_eq(st, LAB_ERR_MISMATCH, "%s", lab_err_msg());
-    cr_expect(strstr(lab_err_msg(), "probe_marg_seed1.npy") && strstr(lab_err_msg(), "sha256"), "%s", lab_err_msg());
-    for (int k = 0; k < 3; ++k) {
-        char p[256];
-        snprintf(p, sizeof p, "%s/%s", dir, files[k]);
-        unlink(p);
-    }
-    rmdir(dir);
 }
 
 Test(bfcrf, bad_config_named)
@@ -341,10 +304,7 @@ Test(bfcrf, bug_goes_nan_within_run, .timeout = 120)
 /* On a GPU: the __nv_bfloat16 forward agrees with the CPU emulation bit for bit. Skips without a device. */
 Test(bfcrf, cuda_bf16_forward_bit_for_bit)
 {
-    char why[240];
-    lab_status st = lab_cuda_ready(why, sizeof why);
-    if (st == LAB_ERR_UNSUPPORTED) cr_skip_test("no CUDA device: %s", why);
-    cr_assert_eq(st, LAB_OK, "%s", lab_err_msg());
+    lab_test_need_gpu();
     enum { B = 4 };
     bfcrf_params P;
     float *emis = malloc((size_t)B * BFCRF_TMAX * NT * sizeof *emis);

@@ -367,12 +367,10 @@ done:
     return st;
 }
 
-/* Compares the ranks' traces with the golden schedule in <root>/incidents/<id>/golden: the number of rows
+/* Compares the ranks' traces with the golden schedule in dir (the case's golden_dir): the number of rows
  * that differ (records missing or extra count too) into *bad. Errors of the golden's load pass through. */
-static lab_status dsh_golden_compare(const char *root, const dsh_rank_trace *tr, int world, size_t *bad)
+static lab_status dsh_golden_compare(const char *dir, const dsh_rank_trace *tr, int world, size_t *bad)
 {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/incidents/%s/golden", root && root[0] ? root : ".", dsh_incident.id);
     lab_golden_manifest m;
     memset(&m, 0, sizeof m);
     lab_status st = lab_golden_manifest_read(dir, &m);
@@ -487,9 +485,9 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
     int traced = dsh_trace_export(trace_stem, tr, world, &a) == LAB_OK;
     /* At the golden seed the fixed job must follow the modelled schedule record for record. */
     double golden_bad = NAN;
-    if (variant == DSH_VAR_FIX && c->seed == DSH_GOLDEN_SEED && c->backend == LAB_BACKEND_CPU) {
+    if (variant == DSH_VAR_FIX && c->seed == DSH_GOLDEN_SEED && c->backend == LAB_BACKEND_CPU && c->golden_dir) {
         size_t bad = 0;
-        st = dsh_golden_compare(c->root, tr, world, &bad);
+        st = dsh_golden_compare(c->golden_dir, tr, world, &bad);
         if (st != LAB_OK) {
             free(tr);
             dsh_rmdir(dir);

@@ -795,10 +795,10 @@ extern "C" lab_status wr_cuda_study(FILE *out)
     if (st == LAB_OK) st = wr_run_kernel(&p, &f, &fixc, 1, 1, ref, NULL);
     if (st == LAB_OK) {
         for (int b = 0; b < B; ++b) z = fabs((double)ref->logZ[b]) > z ? fabs((double)ref->logZ[b]) : z;
-        tol = LAB_SEMICRF_TOL_ULPS / 16777216.0 * z;
+        tol = WR_TOL_ULPS(K) / 16777216.0 * z;
     }
     fprintf(out, "0008 study on %s: B=%d T=%d K=%d C=%d, %d runs per configuration; 'wrong': max|g - g_fix| / max|g_fix| "
-                 "above %.3g (16 x 2^-24 x max|log Z| = %.1f) against one run of the barrier fix\n",
+                 "above %.3g ((K + 4) x 2^-24 x max|log Z| = %.1f) against one run of the barrier fix\n",
             info.name, B, T, K, C, RUNS, tol, z);
     fprintf(out, "%-28s %6s %6s %6s %8s %11s %10s %9s\n", "configuration", "wrong", "nonfin", "differ", "distinct", "max err/tol",
             "median ms", "vs bug");

@@ -252,7 +252,7 @@ static lab_status wr_run_cpu(const lab_case *c, lab_case_result *r)
         }
         num = &o;
     }
-    wr_verdict v = {.cuda = 0, .census = &cen, .tol = wr_tolerance(&g->ref, g->p.B), .xcheck = NAN, .runs = 1};
+    wr_verdict v = {.cuda = 0, .census = &cen, .tol = wr_tolerance(&g->ref, g->p.B, g->p.K), .xcheck = NAN, .runs = 1};
     v.hazards = cen.raw_cross_warp + cen.raw_intra_warp + cen.war_hazards;
     v.err = wr_err_of(g, num, &v.nonfinite);
     if (c->seed == 1 || c->seed == 2) {
@@ -283,7 +283,7 @@ static lab_status wr_run_cuda(const lab_case *c, lab_case_result *r)
     }
     /* the census of the ownership this launch had (integer work only) */
     st = wr_model(&g->p, &g->f, cfg, NULL, 1, 1, &cen);
-    wr_verdict v = {.cuda = 1, .census = &cen, .tol = wr_tolerance(&g->ref, g->p.B), .xcheck = NAN, .runs = WR_CUDA_RUNS, .ms = ms};
+    wr_verdict v = {.cuda = 1, .census = &cen, .tol = wr_tolerance(&g->ref, g->p.B, g->p.K), .xcheck = NAN, .runs = WR_CUDA_RUNS, .ms = ms};
     v.hazards = cen.raw_cross_warp + cen.raw_intra_warp + cen.war_hazards;
     for (int i = 0; i < WR_CUDA_RUNS && st == LAB_OK; ++i) {
         size_t nf = 0;
@@ -384,7 +384,7 @@ static const lab_metric_spec wr_metric_specs[] = {
      .caption = "unsynchronised cross-thread accesses of the kernel's ownership (the CPU criterion; on CUDA recorded, "
                 "the GPU criterion is whether the race fired)"},
     {.name = "err_over_tol", .tolerance = 1.0, .higher_is_worse = 1,
-     .caption = "worst gradient error against the float64 reference, in units of 16 x 2^-24 x max|log Z|"},
+     .caption = "worst gradient error against the float64 reference, in units of (K + 4) x 2^-24 x max|log Z| (README: the derivation)"},
     {.name = "runs_differ", .tolerance = 0, .higher_is_worse = 1,
      .caption = "CUDA: runs of the same inputs whose bits differ from the first run (a race that fired)"},
     {.name = "nonfinite", .tolerance = 0, .higher_is_worse = 1, .caption = "non-finite gradient values"},

@@ -649,11 +649,11 @@ lab_status wr_model(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg 
 
 /* ---- comparisons ----------------------------------------------------------------------------------------- */
 
-double wr_tolerance(const lab_semicrf_ref *r, int B)
+double wr_tolerance(const lab_semicrf_ref *r, int B, int K)
 {
     double z = 0.0;
     for (int b = 0; b < B; ++b) z = fabs(r->logZ[b]) > z ? fabs(r->logZ[b]) : z;
-    return LAB_SEMICRF_TOL_ULPS * (1.0 / 16777216.0) * (z > 1.0 ? z : 1.0);
+    return WR_TOL_ULPS(K) * (1.0 / 16777216.0) * (z > 1.0 ? z : 1.0);
 }
 
 static double wr_norm_err(const float *a, const double *r, size_t n, size_t *nf)

@@ -276,16 +276,18 @@ static lab_status wr_run_cuda(const lab_case *c, lab_case_result *r)
     wr_out outs[WR_CUDA_RUNS], cen;
     memset(&cen, 0, sizeof cen);
     double ms = NAN;
-    lab_status st = wr_cuda_run(&g->p, &g->f, cfg, WR_CUDA_RUNS, outs, &ms);
+    /* under compute-sanitizer one launch is enough for the tool (and ten to a hundred times slower) */
+    const int runs = c->sanitizer ? 1 : WR_CUDA_RUNS;
+    lab_status st = wr_cuda_run(&g->p, &g->f, cfg, runs, outs, &ms);
     if (st != LAB_OK) {
         lab_result_metric(r, "device_error", 1);
         return st;
     }
     /* the census of the ownership this launch had (integer work only) */
     st = wr_model(&g->p, &g->f, cfg, NULL, 1, 1, &cen);
-    wr_verdict v = {.cuda = 1, .census = &cen, .tol = wr_tolerance(&g->ref, g->p.B, g->p.K), .xcheck = NAN, .runs = WR_CUDA_RUNS, .ms = ms};
+    wr_verdict v = {.cuda = 1, .census = &cen, .tol = wr_tolerance(&g->ref, g->p.B, g->p.K), .xcheck = NAN, .runs = runs, .ms = ms};
     v.hazards = cen.raw_cross_warp + cen.raw_intra_warp + cen.war_hazards;
-    for (int i = 0; i < WR_CUDA_RUNS && st == LAB_OK; ++i) {
+    for (int i = 0; i < runs && st == LAB_OK; ++i) {
         size_t nf = 0;
         double e = wr_err_of(g, &outs[i], &nf);
         if (nf > v.nonfinite) v.nonfinite = nf;
@@ -331,7 +333,7 @@ static lab_status wr_run_cuda(const lab_case *c, lab_case_result *r)
         wr_out_free(&co);
     }
     if (st == LAB_OK) wr_judge(&v, r);
-    for (int i = 0; i < WR_CUDA_RUNS; ++i) wr_out_free(&outs[i]);
+    for (int i = 0; i < runs; ++i) wr_out_free(&outs[i]);
     return st;
 }
 
@@ -353,20 +355,24 @@ static lab_status wr_bench(FILE *out)
 #endif
 
 /* Detection: on the CPU every bug variant is detected on every seed by its census (a structural hazard, as a race
- * detector reports it); on the GPU only when the race fires. The GPU rates are stated in README.md (measured). */
+ * detector reports it); on the GPU only when the race fires, which depends on how the GPU schedules the warps. On an
+ * H100 the race fired in every one of 428 launches of 107 cases (4 per case, 13 to 20 seeds per variant): stated
+ * rate 0.9, under the 95% Wilson lower bound (0.965) of that measurement, for GPUs that schedule differently
+ * (README.md: "What the criterion checks"). */
+#define WR_GPU_RATE 0.9
 static const lab_variant wr_variants[] = {
-    {.name = "bug-num-warps-4", .role = LAB_ROLE_BUG, .param = WR_V_BUG, .detect = LAB_DETECT_FAIL, .min_detect_rate = 0,
+    {.name = "bug-num-warps-4", .role = LAB_ROLE_BUG, .param = WR_V_BUG, .detect = LAB_DETECT_FAIL, .min_detect_rate = WR_GPU_RATE,
      .what = "upstream before the OOB fix (62b87b3): one program per batch element at Triton's default 4 warps; the "
              "[64] alpha/beta vectors over 128 threads are stored by one replica and loaded by both, no barrier"},
-    {.name = "bug-num-warps-8", .role = LAB_ROLE_BUG, .param = WR_V_BUG8, .detect = LAB_DETECT_FAIL, .min_detect_rate = 0,
+    {.name = "bug-num-warps-8", .role = LAB_ROLE_BUG, .param = WR_V_BUG8, .detect = LAB_DETECT_FAIL, .min_detect_rate = WR_GPU_RATE,
      .what = "the same kernel at 8 warps: four replicas load what one stored"},
-    {.name = "bug-clamp", .role = LAB_ROLE_BUG, .param = WR_V_CLAMP, .detect = LAB_DETECT_FAIL, .min_detect_rate = 0,
+    {.name = "bug-clamp", .role = LAB_ROLE_BUG, .param = WR_V_CLAMP, .detect = LAB_DETECT_FAIL, .min_detect_rate = WR_GPU_RATE,
      .what = "the clamp commit (4df6af0): masked padding lanes compute min(lane, C-1) addresses instead; still 4 warps"},
-    {.name = "bug-pad-slice", .role = LAB_ROLE_BUG, .param = WR_V_PAD, .detect = LAB_DETECT_FAIL, .min_detect_rate = 0,
+    {.name = "bug-pad-slice", .role = LAB_ROLE_BUG, .param = WR_V_PAD, .detect = LAB_DETECT_FAIL, .min_detect_rate = WR_GPU_RATE,
      .what = "pad + slice (d096430): gradient buffers C_PAD wide, unclamped writes, clamped reads; still 4 warps"},
-    {.name = "bug-f64", .role = LAB_ROLE_BUG, .param = WR_V_F64, .detect = LAB_DETECT_FAIL, .min_detect_rate = 0,
+    {.name = "bug-f64", .role = LAB_ROLE_BUG, .param = WR_V_F64, .detect = LAB_DETECT_FAIL, .min_detect_rate = WR_GPU_RATE,
      .what = "float64 recurrences and workspaces (the float64 half of 4e488c4) without its num_warps = 2"},
-    {.name = "bug-smem-buffers", .role = LAB_ROLE_BUG, .param = WR_V_SMEM, .detect = LAB_DETECT_FAIL, .min_detect_rate = 0,
+    {.name = "bug-smem-buffers", .role = LAB_ROLE_BUG, .param = WR_V_SMEM, .detect = LAB_DETECT_FAIL, .min_detect_rate = WR_GPU_RATE,
      .sanitizer = "racecheck",
      .what = "the bug with the alpha buffer and beta ring in shared memory, same ownership: what compute-sanitizer "
              "racecheck (shared memory only) can see"},

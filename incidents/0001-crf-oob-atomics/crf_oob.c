@@ -167,7 +167,8 @@ static const lab_variant crf_oob_variants[] = {
              "masking by selection, slice back to C (guards on)"},
     {.name = "bug-unpadded", .role = LAB_ROLE_BUG, .param = CO_PARAM(LAB_SEMICRF_LAYOUT_UNPADDED, 0),
      .sanitizer = "memcheck", .detect = LAB_DETECT_FAIL,
-     .what = "gradient buffers sized C while C_PAD lanes index them raw: padding lanes read neighbours, mask by "
+     .what = "a hypothetical unmasked version, not upstream's kernel (upstream masked every per-class load and atomic; "
+             "see 0008): buffers sized C, C_PAD lanes index them raw, padding lanes load neighbours, mask by "
              "multiplying (inf*0 = NaN) and atomically add past rows and past the allocation"},
     /* The write-up's first fix. It was believed insufficient because 25 lanes then hit one address; the lab
      * finds the contention harmless (the lanes add exact zeros) and the clamp sufficient against the OOB. */

@@ -1,0 +1,424 @@
+/* wr_incident: incident 0008 on contract v2: the upstream semi-CRF backward's structure at 4 warps (a replicated load of a value one thread of another warp stored, no barrier between), the historical changes, the fixes, and the one judge. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab_fs.h"
+#include "lab_golden.h"
+#include "lab_incident.h"
+#include "lab_tensor.h"
+#include "wr.h"
+
+#ifdef LAB_HAVE_CUDA
+#include "lab_cuda.h"
+#endif
+
+/* GPU runs per CUDA case: the race needs a run whose bits differ or whose values are wrong. */
+#define WR_CUDA_RUNS 4
+/* The GPU/CPU cross-check of a fix: both are within tol of the reference, so within 2 tol of each other. */
+#define WR_XCHECK_TOL 2.0
+
+/* What a variant runs (variant param indexes wr_variant_cfgs). */
+enum {
+    WR_V_BUG,       /* 62b87b3: num_warps 4 (Triton's default), masked, unpadded, no barrier */
+    WR_V_BUG8,      /* the same at num_warps 8 */
+    WR_V_CLAMP,     /* 4df6af0: indices clamped to C-1 */
+    WR_V_PAD,       /* d096430: gradient buffers padded to C_PAD, writes unclamped, reads clamped, sliced */
+    WR_V_F64,       /* 4e488c4's float64 accumulation, still at 4 warps */
+    WR_V_SMEM,      /* the bug with its buffers in shared memory (what racecheck can see) */
+    WR_V_NW2,       /* 4e488c4's num_warps 2 */
+    WR_V_BARRIER,   /* the right fix: a barrier after every store to the buffers */
+    WR_V_OWNER,     /* the other right fix: no replicated load (the owner loads, shares through shared memory) */
+    WR_V_N
+};
+static const wr_cfg wr_variant_cfgs[WR_V_N] = {
+    [WR_V_BUG] = {4, 1, 0, WR_INDEX_RAW, 0, 0},     [WR_V_BUG8] = {8, 1, 0, WR_INDEX_RAW, 0, 0},
+    [WR_V_CLAMP] = {4, 1, 0, WR_INDEX_CLAMP, 0, 0}, [WR_V_PAD] = {4, 1, 0, WR_INDEX_PAD, 0, 0},
+    [WR_V_F64] = {4, 1, 0, WR_INDEX_RAW, 1, 0},     [WR_V_SMEM] = {4, 1, 0, WR_INDEX_RAW, 0, 1},
+    [WR_V_NW2] = {2, 0, 0, WR_INDEX_RAW, 0, 0},     [WR_V_BARRIER] = {4, 1, 1, WR_INDEX_RAW, 0, 0},
+    [WR_V_OWNER] = {4, 0, 0, WR_INDEX_RAW, 0, 0},
+};
+
+/* The seed's group: the case problem (lab_semicrf_case_problem: B = 2, T from the seed, K = 30, C = 39, boundary
+ * projections), the forward's log Z and checkpoints, the float64 reference. */
+typedef struct {
+    lab_semicrf_problem p;
+    wr_fwd f;
+    lab_semicrf_ref ref;
+    wr_out cpu;   /* CPU backend: the float32 kernel's result (the same for every float32 variant, see wr_setup) */
+} wr_group;
+
+static void wr_teardown(void *vg)
+{
+    wr_group *g = vg;
+    if (!g) return;
+    lab_semicrf_problem_free(&g->p);
+    wr_fwd_free(&g->f);
+    lab_semicrf_ref_free(&g->ref);
+    wr_out_free(&g->cpu);
+    free(g);
+}
+
+static lab_status wr_setup(const lab_case *c, void **out)
+{
+    wr_group *g = calloc(1, sizeof *g);
+    if (!g) return lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for seed %llu", (unsigned long long)c->seed);
+    lab_status st = lab_semicrf_case_problem(&g->p, c->seed);
+    if (st == LAB_OK) st = wr_forward(&g->p, &g->f);
+    if (st == LAB_OK) st = wr_reference(&g->p, &g->ref);
+    /* On the CPU every load sees the latest store, so the float32 arithmetic does not depend on the warp count,
+     * the barrier or the index variant (masked lanes never reach memory): it is computed once per seed here
+     * (test semicrf_wr::cpu_arithmetic_is_the_same_for_every_float32_variant); each variant adds its census. */
+    if (st == LAB_OK && c->backend == LAB_BACKEND_CPU) {
+        static const wr_cfg any_f32 = {4, 1, 1, WR_INDEX_RAW, 0, 0};
+        st = wr_out_alloc(&g->cpu, g->p.B, g->p.T, g->p.K, g->p.C);
+        if (st == LAB_OK) st = wr_model(&g->p, &g->f, &any_f32, NULL, 0, 0, &g->cpu);
+    }
+    if (st != LAB_OK) {
+        wr_teardown(g);
+        return st;
+    }
+    *out = g;
+    return LAB_OK;
+}
+
+/* ---- goldens (float64 reference only) ------------------------------------------------------------------- */
+
+static lab_status wr_golden_bless(const char *dir)
+{
+    lab_status st = lab_fs_mkdirs(dir);
+    if (st != LAB_OK) return st;
+    lab_golden_manifest m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.incident, sizeof m.incident, "%s", WR_ID);
+    for (uint64_t seed = 1; seed <= 2 && st == LAB_OK; ++seed) {
+        lab_semicrf_problem p;
+        lab_semicrf_ref r;
+        if ((st = lab_semicrf_case_problem(&p, seed)) != LAB_OK) break;
+        if ((st = wr_reference(&p, &r)) != LAB_OK) {
+            lab_semicrf_problem_free(&p);
+            break;
+        }
+        const double *src[3] = {r.g_trans, r.g_dur, r.logZ};
+        const char *stem[3] = {"ref_trans", "ref_dur", "ref_logz"};
+        size_t sh[3][2] = {{(size_t)p.C, (size_t)p.C}, {(size_t)p.K, (size_t)p.C}, {(size_t)p.B, 0}};
+        int nd[3] = {2, 2, 1};
+        char prod[160];
+        snprintf(prod, sizeof prod, "float64 reference wr_reference v1 (upstream convention), B=%d T=%d K=%d C=%d proj", p.B, p.T,
+                 p.K, p.C);
+        for (int i = 0; i < 3 && st == LAB_OK; ++i) {
+            lab_tensor t = {0};
+            if ((st = lab_tensor_create(&t, LAB_DT_F8, nd[i], sh[i])) != LAB_OK) break;
+            memcpy(t.data, src[i], t.numel * sizeof(double));
+            char f[64];
+            snprintf(f, sizeof f, "%s_seed%llu.npy", stem[i], (unsigned long long)seed);
+            st = lab_golden_add(&m, dir, f, &t, LAB_DT_F8, seed, prod);
+            lab_tensor_free(&t);
+        }
+        lab_semicrf_ref_free(&r);
+        lab_semicrf_problem_free(&p);
+    }
+    if (st == LAB_OK) st = lab_golden_manifest_write(dir, &m);
+    lab_golden_manifest_free(&m);
+    return st;
+}
+
+/* Max over g_trans, g_dur (per tensor max|g - golden| / max|golden|) and log Z's relative error against the
+ * goldens of seed. LAB_ERR_NOTFOUND when the manifest lists none for it. */
+static lab_status wr_golden_err(const char *dir, uint64_t seed, const lab_semicrf_problem *p, const wr_out *o, double *err)
+{
+    lab_golden_manifest m;
+    memset(&m, 0, sizeof m);
+    lab_status st = lab_golden_manifest_read(dir, &m);
+    if (st != LAB_OK) return st;
+    const char *stem[3] = {"ref_trans", "ref_dur", "ref_logz"};
+    const float *got[3] = {o->g_trans, o->g_dur, o->logZ};
+    size_t n[3] = {(size_t)p->C * p->C, (size_t)p->K * p->C, (size_t)p->B};
+    double worst = 0.0;
+    for (int i = 0; i < 3 && st == LAB_OK; ++i) {
+        char f[64];
+        snprintf(f, sizeof f, "%s_seed%llu.npy", stem[i], (unsigned long long)seed);
+        const lab_golden_entry *e = lab_golden_find(&m, f);
+        if (!e) {
+            st = lab_err_set(LAB_ERR_NOTFOUND, "%s/%s: not in the MANIFEST (run `lab golden bless`)", dir, f);
+            break;
+        }
+        lab_tensor t = {0};
+        if ((st = lab_golden_load(dir, e, &t)) != LAB_OK) break;
+        if (t.dtype != LAB_DT_F8 || t.numel != n[i]) {
+            lab_tensor_free(&t);
+            st = lab_err_set(LAB_ERR_MISMATCH, "%s/%s: expected f8 with %zu values", dir, f, n[i]);
+            break;
+        }
+        const double *g = t.data;
+        double mx = 0.0, sc = 0.0;
+        for (size_t j = 0; j < n[i]; ++j) {
+            double d = fabs((double)got[i][j] - g[j]);
+            if (isnan(d)) mx = NAN;
+            else if (!isnan(mx) && d > mx) mx = d;
+            sc = fabs(g[j]) > sc ? fabs(g[j]) : sc;
+        }
+        double e2 = sc > 0 ? mx / sc : mx;
+        worst = isnan(e2) || isnan(worst) ? NAN : (e2 > worst ? e2 : worst);
+        lab_tensor_free(&t);
+    }
+    lab_golden_manifest_free(&m);
+    if (st == LAB_OK) *err = worst;
+    return st;
+}
+
+/* ---- the one judge ------------------------------------------------------------------------------------------ */
+
+/* What a case measured, on either backend. */
+typedef struct {
+    int cuda;
+    size_t hazards;           /* unsynchronised cross-thread RAW + WAR of the ownership (census, either backend) */
+    const wr_out *census;     /* the census counts */
+    double err;               /* worst over runs of the max normalised error against the reference */
+    double tol;
+    size_t nonfinite;         /* worst over runs */
+    int runs, runs_wrong, runs_differ;
+    double r2r_max;           /* largest |run i - run 0| (CUDA) */
+    int golden_checked;
+    double golden_err;
+    double xcheck;            /* CUDA fixes at lab_case_xcheck seeds: GPU run 0 vs the CPU model, in tol; else NaN */
+    double ms;                /* CUDA: median backward time */
+} wr_verdict;
+
+static void wr_judge(const wr_verdict *v, lab_case_result *r)
+{
+    lab_result_metric(r, "hazards", (double)v->hazards);
+    lab_result_metric(r, "raw_cross_warp", (double)v->census->raw_cross_warp);
+    lab_result_metric(r, "raw_intra_warp", (double)v->census->raw_intra_warp);
+    lab_result_metric(r, "war_hazards", (double)v->census->war_hazards);
+    lab_result_metric(r, "replicated_loads", (double)v->census->replicated_loads);
+    lab_result_metric(r, "masked_stray_addrs", (double)v->census->masked_stray_addrs);
+    lab_result_metric(r, "masked_oob_addrs", (double)v->census->masked_oob_addrs);
+    lab_result_metric(r, "err_over_tol", v->err / v->tol);
+    lab_result_metric(r, "tol", v->tol);
+    lab_result_metric(r, "nonfinite", (double)v->nonfinite);
+    if (v->golden_checked) lab_result_metric(r, "golden_err_over_tol", v->golden_err / v->tol);
+    int ok_num = v->nonfinite == 0 && v->err <= v->tol && (!v->golden_checked || v->golden_err <= v->tol);
+    if (!v->cuda) {
+        /* The CPU cannot make the race happen (every load sees the latest store); it proves the hazard in the
+         * ownership and checks the arithmetic, the masking and the goldens. */
+        int pass = ok_num && v->hazards == 0;
+        lab_result_verdict(r, pass,
+                           "cpu: %zu unsynchronised cross-thread accesses (%zu cross-warp RAW, %zu intra-warp RAW, %zu WAR); "
+                           "err %.3g of tol; %zu non-finite%s",
+                           v->hazards, v->census->raw_cross_warp, v->census->raw_intra_warp, v->census->war_hazards,
+                           v->err / v->tol, v->nonfinite, v->golden_checked ? "; goldens checked" : "");
+        return;
+    }
+    lab_result_metric(r, "runs_wrong", (double)v->runs_wrong);
+    lab_result_metric(r, "runs_differ", (double)v->runs_differ);
+    lab_result_metric(r, "r2r_max_abs", v->r2r_max);
+    lab_result_metric(r, "ms_backward", v->ms);
+    if (!isnan(v->xcheck)) lab_result_metric(r, "xcheck_over_tol", v->xcheck);
+    /* On the GPU the race must fire to be seen: a wrong or non-finite run, or runs whose bits differ. */
+    int pass = ok_num && v->runs_wrong == 0 && v->runs_differ == 0 && (isnan(v->xcheck) || v->xcheck <= WR_XCHECK_TOL);
+    lab_result_verdict(r, pass, "cuda: %d of %d runs wrong, %d differ from run 0; worst err %.3g of tol; %zu non-finite%s",
+                       v->runs_wrong, v->runs, v->runs_differ, v->err / v->tol, v->nonfinite,
+                       isnan(v->xcheck) ? "" : (v->xcheck <= WR_XCHECK_TOL ? "; CPU cross-check ok" : "; CPU cross-check FAILED"));
+}
+
+/* err of one output against the reference (NaN when non-finite) and its non-finite count. */
+static double wr_err_of(const wr_group *g, const wr_out *o, size_t *nf)
+{
+    wr_err e;
+    wr_compare(&g->p, o, &g->ref, &e);
+    *nf = e.nonfinite;
+    double x = e.max;
+    if (!isnan(x) && !isnan(e.logz) && e.logz > x) x = e.logz;
+    return isnan(e.logz) ? NAN : x;
+}
+
+static lab_status wr_run_cpu(const lab_case *c, lab_case_result *r)
+{
+    const wr_group *g = c->group;
+    const wr_cfg *cfg = &wr_variant_cfgs[c->variant->param];
+    wr_out o, cen;
+    memset(&cen, 0, sizeof cen);
+    /* the census of this variant's ownership; the arithmetic: the group's, or its own for float64 */
+    lab_status st = wr_model(&g->p, &g->f, cfg, NULL, 1, 1, &cen);
+    if (st != LAB_OK) return st;
+    const wr_out *num = &g->cpu;
+    memset(&o, 0, sizeof o);
+    if (cfg->f64) {
+        if ((st = wr_out_alloc(&o, g->p.B, g->p.T, g->p.K, g->p.C)) != LAB_OK) return st;
+        if ((st = wr_model(&g->p, &g->f, cfg, NULL, 0, 0, &o)) != LAB_OK) {
+            wr_out_free(&o);
+            return st;
+        }
+        num = &o;
+    }
+    wr_verdict v = {.cuda = 0, .census = &cen, .tol = wr_tolerance(&g->ref, g->p.B, g->p.K), .xcheck = NAN, .runs = 1};
+    v.hazards = cen.raw_cross_warp + cen.raw_intra_warp + cen.war_hazards;
+    v.err = wr_err_of(g, num, &v.nonfinite);
+    if (c->seed == 1 || c->seed == 2) {
+        st = wr_golden_err(c->golden_dir, c->seed, &g->p, num, &v.golden_err);
+        if (st != LAB_OK) {
+            wr_out_free(&o);
+            return st;
+        }
+        v.golden_checked = 1;
+    }
+    wr_judge(&v, r);
+    wr_out_free(&o);
+    return LAB_OK;
+}
+
+#ifdef LAB_HAVE_CUDA
+static lab_status wr_run_cuda(const lab_case *c, lab_case_result *r)
+{
+    const wr_group *g = c->group;
+    const wr_cfg *cfg = &wr_variant_cfgs[c->variant->param];
+    wr_out outs[WR_CUDA_RUNS], cen;
+    memset(&cen, 0, sizeof cen);
+    double ms = NAN;
+    /* under compute-sanitizer one launch is enough for the tool (and ten to a hundred times slower) */
+    const int runs = c->sanitizer ? 1 : WR_CUDA_RUNS;
+    lab_status st = wr_cuda_run(&g->p, &g->f, cfg, runs, outs, &ms);
+    if (st != LAB_OK) {
+        lab_result_metric(r, "device_error", 1);
+        return st;
+    }
+    /* the census of the ownership this launch had (integer work only) */
+    st = wr_model(&g->p, &g->f, cfg, NULL, 1, 1, &cen);
+    wr_verdict v = {.cuda = 1, .census = &cen, .tol = wr_tolerance(&g->ref, g->p.B, g->p.K), .xcheck = NAN, .runs = runs, .ms = ms};
+    v.hazards = cen.raw_cross_warp + cen.raw_intra_warp + cen.war_hazards;
+    for (int i = 0; i < runs && st == LAB_OK; ++i) {
+        size_t nf = 0;
+        double e = wr_err_of(g, &outs[i], &nf);
+        if (nf > v.nonfinite) v.nonfinite = nf;
+        if (!(e <= v.tol)) v.runs_wrong++;
+        v.err = isnan(e) || isnan(v.err) ? NAN : (e > v.err ? e : v.err);
+        if (i > 0) {
+            double mx = 0.0;
+            if (wr_bits_differ(&g->p, &outs[i], &outs[0], &mx)) v.runs_differ++;
+            v.r2r_max = isnan(mx) || isnan(v.r2r_max) ? NAN : (mx > v.r2r_max ? mx : v.r2r_max);
+        }
+    }
+    if (st == LAB_OK && (c->seed == 1 || c->seed == 2)) {
+        st = wr_golden_err(c->golden_dir, c->seed, &g->p, &outs[0], &v.golden_err);
+        v.golden_checked = st == LAB_OK;
+    }
+    if (st == LAB_OK && c->variant->role == LAB_ROLE_FIX && lab_case_xcheck(c)) {
+        /* the fix on the GPU against the same kernel on the CPU (the bug's CPU result is race-free: no test) */
+        wr_out co;
+        st = wr_out_alloc(&co, g->p.B, g->p.T, g->p.K, g->p.C);
+        if (st == LAB_OK) st = wr_model(&g->p, &g->f, cfg, NULL, 0, 0, &co);
+        if (st == LAB_OK) {
+            wr_err e;
+            /* normalised difference of the two float32 results: reuse the reference comparison on a float64 copy */
+            lab_semicrf_ref cref;
+            memset(&cref, 0, sizeof cref);
+            size_t C = (size_t)g->p.C, nc = (size_t)g->p.B * (g->p.T + 1) * C, np = (size_t)g->p.B * g->p.T * C;
+            cref.g_trans = malloc(C * C * sizeof(double)), cref.g_dur = malloc((size_t)g->p.K * C * sizeof(double));
+            cref.g_cum = malloc(nc * sizeof(double)), cref.g_ps = malloc(np * sizeof(double)), cref.g_pe = malloc(np * sizeof(double));
+            cref.logZ = malloc((size_t)g->p.B * sizeof(double));
+            if (!cref.g_trans || !cref.g_dur || !cref.g_cum || !cref.g_ps || !cref.g_pe || !cref.logZ)
+                st = lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for the cross-check");
+            else {
+                for (size_t i = 0; i < C * C; ++i) cref.g_trans[i] = co.g_trans[i];
+                for (size_t i = 0; i < (size_t)g->p.K * C; ++i) cref.g_dur[i] = co.g_dur[i];
+                for (size_t i = 0; i < nc; ++i) cref.g_cum[i] = co.g_cum[i];
+                for (size_t i = 0; i < np; ++i) cref.g_ps[i] = co.g_ps[i], cref.g_pe[i] = co.g_pe[i];
+                for (int b = 0; b < g->p.B; ++b) cref.logZ[b] = co.logZ[b];
+                wr_compare(&g->p, &outs[0], &cref, &e);
+                v.xcheck = e.max / v.tol;
+            }
+            lab_semicrf_ref_free(&cref);
+        }
+        wr_out_free(&co);
+    }
+    if (st == LAB_OK) wr_judge(&v, r);
+    for (int i = 0; i < runs; ++i) wr_out_free(&outs[i]);
+    return st;
+}
+
+static lab_status wr_bench(FILE *out)
+{
+    char why[240];
+    lab_status st = lab_cuda_ready(why, sizeof why);
+    if (st != LAB_OK) return st == LAB_ERR_UNSUPPORTED ? lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why) : st;
+    return wr_cuda_study(out);
+}
+#define WR_RUN_CUDA wr_run_cuda
+#else
+static lab_status wr_bench(FILE *out)
+{
+    (void)out;
+    return lab_err_set(LAB_ERR_UNSUPPORTED, WR_ID " bench: this build has no CUDA (nvcc missing or CUDA=0)");
+}
+#define WR_RUN_CUDA NULL
+#endif
+
+/* Detection: on the CPU every bug variant is detected on every seed by its census (a structural hazard, as a race
+ * detector reports it); on the GPU only when the race fires, which depends on how the GPU schedules the warps. On an
+ * H100 the race fired in every one of 428 launches of 107 cases (4 per case, 13 to 20 seeds per variant): stated
+ * rate 0.9, under the 95% Wilson lower bound (0.965) of that measurement, for GPUs that schedule differently
+ * (README.md: "What the criterion checks"). */
+#define WR_GPU_RATE 0.9
+static const lab_variant wr_variants[] = {
+    {.name = "bug-num-warps-4", .role = LAB_ROLE_BUG, .param = WR_V_BUG, .detect = LAB_DETECT_FAIL, .min_detect_rate = WR_GPU_RATE,
+     .what = "upstream before the OOB fix (62b87b3): one program per batch element at Triton's default 4 warps; the "
+             "[64] alpha/beta vectors over 128 threads are stored by one replica and loaded by both, no barrier"},
+    {.name = "bug-num-warps-8", .role = LAB_ROLE_BUG, .param = WR_V_BUG8, .detect = LAB_DETECT_FAIL, .min_detect_rate = WR_GPU_RATE,
+     .what = "the same kernel at 8 warps: four replicas load what one stored"},
+    {.name = "bug-clamp", .role = LAB_ROLE_BUG, .param = WR_V_CLAMP, .detect = LAB_DETECT_FAIL, .min_detect_rate = WR_GPU_RATE,
+     .what = "the clamp commit (4df6af0): masked padding lanes compute min(lane, C-1) addresses instead; still 4 warps"},
+    {.name = "bug-pad-slice", .role = LAB_ROLE_BUG, .param = WR_V_PAD, .detect = LAB_DETECT_FAIL, .min_detect_rate = WR_GPU_RATE,
+     .what = "pad + slice (d096430): gradient buffers C_PAD wide, unclamped writes, clamped reads; still 4 warps"},
+    {.name = "bug-f64", .role = LAB_ROLE_BUG, .param = WR_V_F64, .detect = LAB_DETECT_FAIL, .min_detect_rate = WR_GPU_RATE,
+     .what = "float64 recurrences and workspaces (the float64 half of 4e488c4) without its num_warps = 2"},
+    {.name = "bug-smem-buffers", .role = LAB_ROLE_BUG, .param = WR_V_SMEM, .detect = LAB_DETECT_FAIL, .min_detect_rate = WR_GPU_RATE,
+     .sanitizer = "racecheck",
+     .what = "the bug with the alpha buffer and beta ring in shared memory, same ownership: what compute-sanitizer "
+             "racecheck (shared memory only) can see"},
+    {.name = "fix-num-warps-2", .role = LAB_ROLE_FIX, .param = WR_V_NW2,
+     .what = "upstream's fix (num_warps = 2 in 4e488c4): 64 threads for 64 lanes, each element stored and loaded by "
+             "the same thread"},
+    {.name = "fix-barrier", .role = LAB_ROLE_FIX, .param = WR_V_BARRIER,
+     .what = "4 warps with a block barrier after every store to the alpha buffer and beta ring (tl.debug_barrier)"},
+    {.name = "fix-owner-loads", .role = LAB_ROLE_FIX, .param = WR_V_OWNER,
+     .what = "4 warps without replicated loads: the owner thread loads, shares through shared memory behind a barrier"},
+};
+
+static const lab_metric_spec wr_metric_specs[] = {
+    {.name = "hazards", .tolerance = 0, .higher_is_worse = 1,
+     .caption = "unsynchronised cross-thread accesses (CPU criterion; CUDA: recorded, judged by the race firing)"},
+    {.name = "err_over_tol", .tolerance = 1.0, .higher_is_worse = 1,
+     .caption = "worst gradient error against the float64 reference, in units of (K + 4) x 2^-24 x max|log Z| (README: the derivation)"},
+    {.name = "runs_differ", .tolerance = 0, .higher_is_worse = 1,
+     .caption = "CUDA: runs of the same inputs whose bits differ from the first run (a race that fired)"},
+    {.name = "nonfinite", .tolerance = 0, .higher_is_worse = 1, .caption = "non-finite gradient values"},
+};
+
+const lab_incident wr_incident = {
+    .id = WR_ID,
+    .title = "semi-CRF backward at num_warps > 2: a [64] vector replicated over 128 threads, stored by one replica, "
+             "loaded by all, no barrier",
+    .summary = "The semi-Markov CRF's Triton backward (one program per sequence) stored recomputed alpha to a buffer and "
+               "beta to a ring, then loaded them back in the next step. At 4 and 8 warps Triton lays the 64-lane vectors "
+               "over more threads than lanes: one replica stores, every replica loads, and nothing orders a load in one "
+               "warp after the store in another. Upstream blamed register spills and out-of-bounds atomics; what "
+               "changed the outcome was num_warps = 2. The lab counts the hazard on the CPU and measures on the GPU "
+               "how often it fires; the fix is a barrier after the store (or no replicated load).",
+    .variants = wr_variants,
+    .n_variants = (int)(sizeof wr_variants / sizeof wr_variants[0]),
+    .setup = wr_setup,
+    .teardown = wr_teardown,
+    .run_cpu = wr_run_cpu,
+    .run_cuda = WR_RUN_CUDA,
+    .plot_metric = "hazards",
+    .plot_log = 0,
+    .timeout_s = 120,
+    .golden_bless = wr_golden_bless,
+    .drift_metric = "err_over_tol",
+    .default_seeds = 12,
+    .bench = wr_bench,
+    .metric_specs = wr_metric_specs,
+    .n_metric_specs = (int)(sizeof wr_metric_specs / sizeof wr_metric_specs[0]),
+};
+LAB_INCIDENT_REGISTER(wr_incident);

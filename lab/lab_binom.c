@@ -50,11 +50,8 @@ size_t lab_binom_seeds_needed(double r, double alpha, double power, size_t from)
 {
     if (from < 1) from = 1;
     if (!(r > 0 && r < 1)) return 0;
-    /* No test rejects anything before r^m < alpha (even m misses out of m would be likely). */
-    double first = ceil(log(alpha) / log(r));
-    size_t m = first > (double)from ? (size_t)first : from;
     double alt = lab_binom_doubled_misses(r);
-    for (; m <= LAB_BINOM_SEARCH_MAX; ++m)
+    for (size_t m = from; m <= LAB_BINOM_SEARCH_MAX; ++m)
         if (lab_binom_power(m, r, alt, alpha) >= power) return m;
     return 0;
 }

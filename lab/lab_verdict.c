@@ -83,6 +83,9 @@ static void lab_verdict_judge_rate(lab_verdict_tally *t, double r)
                         "TOO FEW SEEDS: %zu of %zu detected, but %zu seeds see the stated %.3g fall to %.3g with power "
                         "%.2f < %.2g; needs %zu seeds",
                         x, n, n, r, alt, t->power, LAB_BINOM_POWER, t->seeds_needed);
+    } else {
+        lab_verdict_set(t, LAB_VERDICT_OK, "ok: %zu of %zu detected, stated %.3g (p = %.2g, power %.2f)", x, n, r,
+                        t->p_value, t->power);
     }
 }
 

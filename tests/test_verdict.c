@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lab_args.h"
 #include "lab_binom.h"
 #include "lab_fs.h"
 #include "lab_replay.h"
@@ -302,4 +303,36 @@ Test(verdict, run_level_failures, .init = mkout, .fini = rmout)
     cr_expect(!v.ok && v.mismatch, "a disagreement between case and variant rules passed");
     free(t);
     free(r);
+}
+
+/* ---- the lab's own incidents: a default replay can judge every variant ---------------------------- */
+
+/* Every incident's default seeds are enough for "every seed detects" (and "every seed passes") to see a
+ * rate fall from 100% to 90% with power 0.8, and for every stated rate to be judged with power 0.8 against
+ * doubled misses, so that a default replay never refuses a verdict. */
+Test(verdict, default_seeds_have_power)
+{
+    size_t n, checked = 0;
+    const lab_incident *const *all = lab_incident_all(&n);
+    size_t floor = lab_binom_seeds_for_drop(LAB_BINOM_DROP_RATE, LAB_BINOM_POWER);
+    for (size_t i = 0; i < n; ++i) {
+        char path[256];
+        snprintf(path, sizeof path, "incidents/%s/incident.mk", all[i]->id);
+        if (access(path, R_OK) != 0) continue; /* a test's synthetic incident */
+        checked++;
+        size_t seeds = all[i]->default_seeds > 0 && all[i]->default_seeds < LAB_ARGS_SEEDS_DEFAULT
+                           ? all[i]->default_seeds : LAB_ARGS_SEEDS_DEFAULT;
+        cr_expect_geq(seeds, floor, "%s: %zu default seeds < %zu, too few to see detection fall to 90%%", all[i]->id,
+                      seeds, floor);
+        for (int v = 0; v < all[i]->n_variants; ++v) {
+            const lab_variant *var = &all[i]->variants[v];
+            double r = lab_verdict_stated_rate(var);
+            if (var->role != LAB_ROLE_BUG || r >= 1) continue;
+            double pw = lab_binom_power(seeds, r, lab_binom_doubled_misses(r), LAB_BINOM_ALPHA);
+            cr_expect_geq(pw, LAB_BINOM_POWER, "%s/%s: stated %g on %zu default seeds has power %.3f; needs %zu seeds",
+                          all[i]->id, var->name, r, seeds, pw,
+                          lab_binom_seeds_needed(r, LAB_BINOM_ALPHA, LAB_BINOM_POWER, seeds));
+        }
+    }
+    cr_expect_geq(checked, 7, "the lab's incidents were found");
 }

@@ -78,7 +78,7 @@ Test(hld, registered)
         cr_expect_eq(lab_incident_variant(inc, bugs[i])->min_detect_rate, 0.0, "detected on every seed");
         cr_expect_eq(lab_incident_variant(inc, fixes[i])->role, LAB_ROLE_FIX);
     }
-    cr_expect_eq(inc->default_seeds, 8);
+    cr_expect_eq(inc->default_seeds, 16);
     cr_expect_not_null(inc->golden_bless);
     cr_expect_not_null(inc->figures);
 }

@@ -22,6 +22,7 @@
 #endif
 
 #include "lab_args.h"
+#include "lab_asan.h"
 #include "lab_fs.h"
 #include "lab_plot.h"
 #include "lab_sanitize.h"
@@ -50,6 +51,7 @@ lab_status lab_replay_case(const lab_case *c, lab_case_result *r)
 #endif
     }
     lab_status st = lab_case_run(c, r);
+    if (st == LAB_OK) lab_asan_judge_unflagged(c, r); /* an ASan build's `asan` bug that ran to its end unflagged */
     /* A device error may have taken the context down, and a memory bug may have written where nothing
      * checks: either way this worker judges no further case. */
     if (st == LAB_ERR_DEVICE || v->sanitizer || lab_result_get(r, "device_error") > 0) r->retire_worker = 1;
@@ -87,6 +89,8 @@ static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
     lab_case c;
     char gdir[4096];
     lab_case_init(&c, rec->incident, rec->variant, rec->seed, rec->backend, ctx->opts->root, gdir, sizeof gdir);
+    /* In an AddressSanitizer build this worker makes an ASan report its case's result: allocate exactly. */
+    c.exact_alloc = lab_asan_active();
     if (ctx->opts->sanitize) {
         lab_status st = lab_sanitize_case(&c, ctx->opts->sanitize, ctx->opts->lab_bin, r);
         if (st == LAB_ERR_UNSUPPORTED) lab_result_skip(r, "%s", lab_err_msg());

@@ -158,7 +158,7 @@ static const lab_variant crf_oob_variants[] = {
      .what = "gradient buffers padded to C_PAD, unclamped writes into the padding, clamped reads of unpadded inputs, "
              "masking by selection, slice back to C (guards on)"},
     {.name = "bug-unpadded", .role = LAB_ROLE_BUG, .param = CO_PARAM(LAB_SEMICRF_LAYOUT_UNPADDED, 0),
-     .sanitizer = "memcheck", .detect = LAB_DETECT_FAIL,
+     .sanitizer = "memcheck", .detect = LAB_DETECT_FAIL, .asan = 1,
      .what = "gradient buffers sized C while C_PAD lanes index them raw: padding lanes read neighbours, mask by "
              "multiplying (inf*0 = NaN) and atomically add past rows and past the allocation"},
     /* The write-up's first fix. It was believed insufficient because 25 lanes then hit one address; the lab

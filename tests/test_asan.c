@@ -119,3 +119,20 @@ Test(asan, crf_oob_bug_flagged_and_fixes_clean, .timeout = 300)
     cr_expect(v.ok, "%s", v.line);
     free(recs);
 }
+
+/* The contract: `asan` is a bug's claim, detected by the report made its FAIL. */
+Test(asan, asan_variants_are_bugs_detected_by_fail)
+{
+    size_t n, claims = 0;
+    const lab_incident *const *all = lab_incident_all(&n);
+    for (size_t i = 0; i < n; ++i)
+        for (int v = 0; v < all[i]->n_variants; ++v) {
+            const lab_variant *var = &all[i]->variants[v];
+            if (!var->asan) continue;
+            claims++;
+            cr_expect_eq(var->role, LAB_ROLE_BUG, "%s/%s: only a bug claims an ASan finding", all[i]->id, var->name);
+            cr_expect(!var->detect || (var->detect & LAB_DETECT_FAIL), "%s/%s: detect must include FAIL", all[i]->id,
+                      var->name);
+        }
+    cr_expect_geq(claims, 1, "0001 bug-unpadded claims one");
+}

@@ -87,9 +87,9 @@ MUTANTS = [
          what="0001 fix writes unmasked transition marginals of padding lanes into its padded buffer",
          replay=["0001"], tests="crf_oob/*"),
     dict(id="K12", files=["incidents/0004-pow-grad-nan/pow_grad.h"],
-         find="float q = (x == 0.0f) ? 0.0f : y / x;",
-         replace="float q = (x == 0.0f) ? 0.0f : powf(x, e - 1.0f);",
-         what="0004 fix computes base^(e-1) with powf again (NaN for negative bases, the bug's mechanism)",
+         find="float r = sqrtf(ms + eps);",
+         replace="float r = sqrtf(ms);",
+         what="0004 fix's RMS head drops its eps (sqrt(ms) instead of sqrt(ms + eps))",
          replay=["0004"], tests="pow_grad/*"),
     # ---- the lab's core ------------------------------------------------------------------------------------
     dict(id="C01", files=["lab/lab_verdict.c"],

@@ -138,6 +138,9 @@ typedef struct {
     float *logit_curve;         /* optional: caller-provided [steps] max |emission| per step */
     double cpu_s;               /* process CPU seconds the run took */
     double final_ce;            /* dual loss: mean token cross-entropy of the last 50 steps run (NaN otherwise) */
+    double crf_view_bf16_frac;  /* at the last step run: the share of the CRF's finite parameters (transitions,
+                                   start, end) as the CRF used them that are bf16 values: 1 in the bug by design;
+                                   float32 parameters are bf16 values with probability about 2^-16 each */
 } bfcrf_train_stats;
 
 /* Gradient clipping as torch.nn.utils.clip_grad_norm_ does it: the float32 norm of all n gradients, and where
@@ -153,6 +156,9 @@ lab_status bfcrf_train(uint64_t seed, const bfcrf_train_cfg *cfg, bfcrf_train_st
 #define BFCRF_SCORE_BOUND 4096.0 /* the bounds below hold while every |score| < 2^12 (float32 spacing <= 2^-11) */
 #define BFCRF_TOL_NEG_LOSS 0.125  /* loss below zero / loss off the float64 reference: 2 x 128 roundings of 2^-12 */
 #define BFCRF_TOL_MARG_SUM 0.1    /* |sum_j marginal - 1|, |marginal - reference|: (1 + 3 * 2^-12)^127 - 1 */
+/* The fix keeps the CRF's parameters in float32: above this share of bf16 values among them (the bug: 1; float32
+ * values: about 1.5e-5 each, so of ~1100 parameters 0 or 1) the fix has lost its precision. */
+#define BFCRF_MAX_VIEW_BF16_FRAC 0.5
 #define BFCRF_GRAD_HUGE 1e6       /* a gradient element far beyond what the true CRF gives (|d/demis| <= 1/B) */
 
 /* The incident defaults. */

@@ -129,8 +129,10 @@ typedef struct {
     unsigned guards;          /* LAB_SEMICRF_GUARD_* flags */
     uint64_t guard_seed;      /* seeds the guard-zone contents */
     uint64_t schedule_seed;   /* seeds the block order of the atomics */
-    int exact_alloc;          /* CUDA: stray layouts' inputs at their exact size, no guard zones (a memory
-                                 checker watches: lab_case.exact_alloc); 0: between guard zones */
+    int exact_alloc;          /* a memory checker watches (lab_case.exact_alloc). CUDA: stray layouts' inputs
+                                 at their exact size, no guard zones; CPU: the guard zones poisoned for
+                                 AddressSanitizer (lab_asan.h), so the first stray access is its report.
+                                 0: between guard zones, every stray access counted */
 } lab_semicrf_config;
 
 /* The emulated backward's outputs, sliced back to C, and what the memory checker saw. */

@@ -1,6 +1,7 @@
 /* lab_semicrf_arena: the emulated device heap of the semi-CRF's CPU emulation (guard zones of seeded neighbour contents) and the guard kinds of a seed. */
 #include "lab_semicrf_arena.h"
 
+#include "lab_asan.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,8 +90,19 @@ lab_status lab_semicrf_arena_init(lab_semicrf_arena *ar, const size_t *n, const 
     return LAB_OK;
 }
 
+void lab_semicrf_arena_exact(lab_semicrf_arena *ar)
+{
+    for (int i = 0; i < ar->na; ++i) {
+        const lab_semicrf_alloc *a = &ar->a[i];
+        size_t bytes = (a->n * a->esz + 15) & ~(size_t)15;
+        lab_asan_poison(ar->mem + a->off - LAB_SEMICRF_ARENA_GUARD_BYTES, LAB_SEMICRF_ARENA_GUARD_BYTES, NULL);
+        lab_asan_poison(ar->mem + a->off + a->n * a->esz, bytes - a->n * a->esz + LAB_SEMICRF_ARENA_GUARD_BYTES, a->name);
+    }
+}
+
 void lab_semicrf_arena_free(lab_semicrf_arena *ar)
 {
+    if (ar->mem) lab_asan_unpoison(ar->mem, ar->size);
     free(ar->mem);
     ar->mem = NULL;
     ar->size = 0;

@@ -44,6 +44,11 @@ typedef struct {
  * 0..LAB_SEMICRF_ARENA_MAX, LAB_ERR_NOMEM (ar->mem NULL either way). */
 lab_status lab_semicrf_arena_init(lab_semicrf_arena *ar, const size_t *n, const size_t *esz, const char *const *names,
                                   int na, uint64_t seed, lab_semicrf_out *o);
+/* A memory checker watches (cfg->exact_alloc: an AddressSanitizer build's replay worker, lab_asan.h): the
+ * guard zones and rounding tails stop being memory, so each buffer is exactly its own size to ASan and the
+ * first stray load or atomic is its report ("N bytes past the end of <buffer>"). Outside an ASan build a
+ * no-op. Undone by lab_semicrf_arena_free. */
+void lab_semicrf_arena_exact(lab_semicrf_arena *ar);
 /* Frees the heap (ar->mem NULL is fine). */
 void lab_semicrf_arena_free(lab_semicrf_arena *ar);
 

@@ -201,6 +201,7 @@ static lab_status sc_heap_init(sc_launch *L)
     lab_semicrf_arena *ar = &L->ar;
     lab_status st = lab_semicrf_arena_init(ar, n, esz, names, A_N, L->cfg->guard_seed, L->o);
     if (st != LAB_OK) return st;
+    if (L->cfg->exact_alloc) lab_semicrf_arena_exact(ar);
     memcpy(ar->mem + ar->a[A_CUM].off, p->cum, n[A_CUM] * 4);
     memcpy(ar->mem + ar->a[A_TRANS].off, p->trans, n[A_TRANS] * 4);
     memcpy(ar->mem + ar->a[A_DUR].off, p->dur, n[A_DUR] * 4);

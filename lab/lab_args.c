@@ -65,7 +65,7 @@ static const char *lab_args_value(int argc, char **argv, int *i)
 lab_status lab_args_replay_parse(int argc, char **argv, lab_args_replay *o)
 {
     memset(o, 0, sizeof *o);
-    o->n_seeds = 256;
+    o->n_seeds = LAB_ARGS_SEEDS_DEFAULT;
     o->first_seed = 1;
     o->backend = "cpu";
     o->out = "build/replay";

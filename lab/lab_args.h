@@ -21,6 +21,8 @@ extern "C" {
 /* The ranges `lab help` states. Seeds are 1..2^53, so that every seed is exact as a JSON number. */
 #define LAB_ARGS_SEED_MAX ((uint64_t)1 << 53)     /* 9007199254740992 */
 #define LAB_ARGS_SEEDS_MAX ((uint64_t)1 << 20)    /* seeds per replay: 1048576 */
+#define LAB_ARGS_SEEDS_DEFAULT 256                /* seeds of a replay without --seeds (an incident's
+                                                     default_seeds caps it) */
 #define LAB_ARGS_EXPLAIN_SEEDS_MAX 4096
 #define LAB_ARGS_JOBS_MAX 1024
 #define LAB_ARGS_TIMEOUT_MAX 86400                /* seconds */

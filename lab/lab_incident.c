@@ -141,9 +141,9 @@ void lab_case_init(lab_case *c, const lab_incident *inc, const lab_variant *v, u
     c->root = root && *root ? root : ".";
     snprintf(gdir, len, "%s/incidents/%s/golden", c->root, inc->id);
     c->golden_dir = gdir;
-#if defined(__SANITIZE_ADDRESS__)
-    c->exact_alloc = 1; /* AddressSanitizer watches this build: exact sizes make any stray access its finding */
-#endif
+    /* exact_alloc stays 0: the runner sets it where a memory checker watches the case (lab_replay's workers in
+     * an AddressSanitizer build, `lab case --sanitizer`), so that a case run in a test's own process keeps its
+     * guard zones and counts its stray accesses instead of being ended by the first one. */
 }
 
 /* This process's group: the state of the last (incident, seed, backend) set up. */

@@ -65,8 +65,9 @@ typedef struct {
     const char *root;                /* repository root (for golden/ and plots) */
     const char *golden_dir;          /* <root>/incidents/<id>/golden (lab_case_init fills it) */
     const char *sanitizer;           /* the compute-sanitizer tool watching this process, or NULL */
-    int exact_alloc;                 /* buffers at their exact size: a memory checker watches (a sanitizer,
-                                        an AddressSanitizer build), so any stray access is its finding */
+    int exact_alloc;                 /* buffers at their exact size: a memory checker watches (compute-
+                                        sanitizer on CUDA; on the CPU an AddressSanitizer build's replay
+                                        workers, lab_asan.h), so any stray access is its finding */
     const void *group;               /* the seed's shared state made by incident->setup, read-only; NULL
                                         when the incident has no setup */
 } lab_case;
@@ -94,6 +95,11 @@ typedef struct lab_variant {
                                         LAB_DETECT_FAIL. Any other outcome is inconclusive (NOT OK). */
     int gpus;                        /* GPUs a CUDA case needs, given to it alone; 0: one GPU, shared
                                         with other cases' workers */
+    int asan;                        /* bug only: 1 when AddressSanitizer flags its CPU run once allocations
+                                        are exact (its stray accesses leave their buffers): in an ASan build
+                                        (SANITIZE=address) it is detected only by that report, which the runner
+                                        makes its FAIL (lab_asan.h); elsewhere by its own criterion. Needs
+                                        `detect` to include FAIL. */
 } lab_variant;
 
 /* ---- Metric specifications (issue 21: plots draw the criterion) -------------------------------- */

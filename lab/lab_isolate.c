@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lab_asan.h"
+
 const char *lab_outcome_name(lab_outcome o)
 {
     static const char *names[LAB_OUT_COUNT] = {"PASS", "FAIL", "CRASH", "HANG", "SKIP", "ERROR"};
@@ -166,6 +168,34 @@ static void lab_isolate_send(int fd, const lab_isolate_msg *msg)
     }
 }
 
+/* The job a child is running, for an AddressSanitizer report in the middle of it. */
+typedef struct {
+    int fd;
+    lab_isolate_msg *msg;
+} lab_isolate_asan_ctx;
+
+/* An ASan report ends the job: it is reported as FAIL with the report's summary (any report fails a fix; a
+ * bug variant that declares `asan` is detected by it), the batch ends, and the child exits cleanly so that the
+ * report is the job's outcome, not a crash (lab_asan.h). Does not return. */
+static void lab_isolate_asan_report(void *vctx, const char *summary)
+{
+    lab_isolate_asan_ctx *x = vctx;
+    lab_isolate_msg *msg = x->msg;
+    char own[sizeof msg->r.detail];
+    snprintf(own, sizeof own, "%s", msg->r.detail);
+    msg->status = LAB_OK;
+    msg->r.skipped = 0;
+    lab_result_verdict(&msg->r, 0, "%s%s%.80s", summary, own[0] ? "; before it: " : "", own);
+    lab_result_metric(&msg->r, "asan_reports", 1);
+    msg->r.retire_worker = 1;
+    lab_isolate_send(x->fd, msg);
+    lab_isolate_msg end;
+    memset(&end, 0, sizeof end);
+    end.job = LAB_ISOLATE_END;
+    lab_isolate_send(x->fd, &end);
+    _exit(0);
+}
+
 /* Child side: run jobs [first, end) one after another and report each; a job that returns an error
  * status, or whose result is neither a verdict nor a skip, ends the batch (what it left behind, a
  * corrupted heap or GPU context, must not judge the next job). Never returns. */
@@ -181,6 +211,8 @@ static void lab_isolate_child(int fd, lab_job_fn fn, void *ctx, size_t first, si
     /* Cases print nothing on stdout; whatever they do print goes to stderr with the parent's. */
     dup2(STDERR_FILENO, STDOUT_FILENO);
     lab_isolate_msg msg;
+    lab_isolate_asan_ctx asan = {fd, &msg};
+    lab_asan_on_report(lab_isolate_asan_report, &asan); /* a no-op outside an AddressSanitizer build */
     for (size_t job = first; job < end; ++job) {
         memset(&msg, 0, sizeof msg);
         msg.job = job;

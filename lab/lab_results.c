@@ -1,4 +1,4 @@
-/* lab_results: case records of a replay, their verdicts, and results.jsonl / summary.json / TAP / JUnit output. */
+/* lab_results: a replay's output files: results.jsonl, summary.json, TAP and JUnit, each written from the one verdict (lab_verdict). */
 #include "lab_results.h"
 
 #include <cJSON.h>
@@ -8,27 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lab_binom.h"
 #include "lab_fs.h"
-
-int lab_results_detected(const lab_variant *v, lab_outcome o)
-{
-    unsigned mask = v->detect ? v->detect : LAB_DETECT_FAIL;
-    return (o == LAB_OUT_FAIL && (mask & LAB_DETECT_FAIL)) || (o == LAB_OUT_CRASH && (mask & LAB_DETECT_CRASH)) ||
-           (o == LAB_OUT_HANG && (mask & LAB_DETECT_HANG));
-}
-
-int lab_results_case_ok(const lab_case_record *c)
-{
-    lab_outcome o = c->o.outcome;
-    if (o == LAB_OUT_SKIP) return lab_skip_expected((lab_skip_class)c->o.r.skip_class) ? -1 : 0;
-    if (o == LAB_OUT_ERROR) return 0;
-    if (c->variant->role == LAB_ROLE_FIX) return o == LAB_OUT_PASS;
-    if (lab_results_detected(c->variant, o)) return 1;
-    /* A bug with a stated detection rate below 1 may pass on some seeds; the tally judges the rate. Any
-     * other outcome than its own failure is inconclusive (a NaN bug killed by the watchdog proves nothing). */
-    if (o == LAB_OUT_PASS && c->variant->min_detect_rate > 0 && c->variant->min_detect_rate < 1) return 1;
-    return 0;
-}
 
 void lab_results_wilson(size_t k, size_t n, double *lo, double *hi)
 {
@@ -44,80 +25,6 @@ void lab_results_wilson(size_t k, size_t n, double *lo, double *hi)
     double half = z * sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / den;
     *lo = centre - half < 0 ? 0 : centre - half;
     *hi = centre + half > 1 ? 1 : centre + half;
-}
-
-static void lab_results_judge(lab_variant_tally *t)
-{
-    size_t ran = t->seeds - t->counts[LAB_OUT_SKIP];
-    size_t errors = t->counts[LAB_OUT_ERROR];
-    size_t judged = ran - errors - t->inconclusive; /* cases with a real outcome */
-    t->detect_rate = judged ? (double)t->detected / (double)judged : NAN;
-    lab_results_wilson(t->detected, judged, &t->detect_lo, &t->detect_hi);
-    t->ok = 1;
-    snprintf(t->verdict, sizeof t->verdict, "ok");
-    if (t->variant->role == LAB_ROLE_FIX) {
-        size_t bad = ran - t->counts[LAB_OUT_PASS];
-        if (bad) {
-            t->ok = 0;
-            snprintf(t->verdict, sizeof t->verdict, "REGRESSED: %zu of %zu seeds not PASS", bad, ran);
-        }
-    } else {
-        double want = t->variant->min_detect_rate;
-        size_t xpass = t->counts[LAB_OUT_PASS];
-        if (want <= 0 || want >= 1) {
-            if (xpass) {
-                t->ok = 0;
-                snprintf(t->verdict, sizeof t->verdict, "XPASS on %zu of %zu seeds", xpass, ran);
-            }
-        } else if (judged > 0 && t->detect_hi < want) {
-            t->ok = 0;
-            snprintf(t->verdict, sizeof t->verdict, "detection %.3f (95%% CI %.3f-%.3f) below stated %.3f",
-                     t->detect_rate, t->detect_lo, t->detect_hi, want);
-        }
-    }
-    if (t->inconclusive) {
-        t->ok = 0;
-        snprintf(t->verdict, sizeof t->verdict, "INCONCLUSIVE on %zu of %zu seeds (not its own failure)",
-                 t->inconclusive, ran);
-    }
-    if (errors) {
-        t->ok = 0;
-        snprintf(t->verdict, sizeof t->verdict, "ERROR on %zu of %zu seeds", errors, t->seeds);
-    }
-    if (t->skip_missing) {
-        t->ok = 0;
-        snprintf(t->verdict, sizeof t->verdict, "SKIP (not built / dependency missing) on %zu of %zu seeds",
-                 t->skip_missing, t->seeds);
-    }
-    if (t->ok && ran == 0) snprintf(t->verdict, sizeof t->verdict, "skipped");
-}
-
-lab_status lab_results_tally(const lab_case_record *recs, size_t n, lab_variant_tally **tallies, size_t *n_tallies)
-{
-    lab_variant_tally *t = calloc(n ? n : 1, sizeof *t);
-    if (!t) return lab_err_set(LAB_ERR_NOMEM, "tally: out of memory");
-    size_t nt = 0;
-    for (size_t i = 0; i < n; ++i) {
-        size_t k = 0;
-        while (k < nt && !(t[k].incident == recs[i].incident && t[k].variant == recs[i].variant)) ++k;
-        if (k == nt) {
-            t[nt].incident = recs[i].incident;
-            t[nt].variant = recs[i].variant;
-            nt++;
-        }
-        t[k].seeds++;
-        t[k].counts[recs[i].o.outcome]++;
-        lab_outcome o = recs[i].o.outcome;
-        if (recs[i].variant->role == LAB_ROLE_BUG) {
-            if (lab_results_detected(recs[i].variant, o)) t[k].detected++;
-            else if (o == LAB_OUT_FAIL || o == LAB_OUT_CRASH || o == LAB_OUT_HANG) t[k].inconclusive++;
-        }
-        if (o == LAB_OUT_SKIP && !lab_skip_expected((lab_skip_class)recs[i].o.r.skip_class)) t[k].skip_missing++;
-    }
-    for (size_t k = 0; k < nt; ++k) lab_results_judge(&t[k]);
-    *tallies = t;
-    *n_tallies = nt;
-    return LAB_OK;
 }
 
 void lab_results_replay_cmd(const lab_case_record *c, const char *lab_bin, char *buf, size_t len)
@@ -157,7 +64,7 @@ static cJSON *lab_results_case_json(const lab_case_record *c, const char *lab_bi
     cJSON_AddRawToObject(o, "seed", seed);
     cJSON_AddStringToObject(o, "backend", lab_backend_name(c->backend));
     cJSON_AddStringToObject(o, "outcome", lab_outcome_name(c->o.outcome));
-    int ok = lab_results_case_ok(c);
+    int ok = lab_verdict_case_ok(c);
     if (ok < 0) cJSON_AddNullToObject(o, "ok");
     else cJSON_AddBoolToObject(o, "ok", ok);
     if (c->o.outcome == LAB_OUT_CRASH) cJSON_AddNumberToObject(o, "signal", c->o.signal);
@@ -217,17 +124,30 @@ lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs
     return st;
 }
 
-lab_status lab_results_write_summary(const char *path, const lab_variant_tally *t, size_t nt, const char *backend,
-                                     size_t n_cases, double wall_s, int *ok)
+/* A number, or null when it is not finite. */
+static void lab_results_num_or_null(cJSON *o, const char *name, double x)
+{
+    if (isfinite(x)) cJSON_AddNumberToObject(o, name, x);
+    else cJSON_AddNullToObject(o, name);
+}
+
+lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *t, size_t nt, const char *backend,
+                                     size_t n_cases, double wall_s, const lab_verdict *verdict)
 {
     cJSON *root = cJSON_CreateObject();
-    int all_ok = 1;
-    for (size_t k = 0; k < nt; ++k) all_ok &= t[k].ok;
-    cJSON_AddBoolToObject(root, "ok", all_ok);
+    cJSON_AddBoolToObject(root, "ok", verdict->ok);
+    cJSON_AddStringToObject(root, "verdict", verdict->line);
+    cJSON_AddNumberToObject(root, "exit_status", verdict->exit_status);
     cJSON_AddStringToObject(root, "backend", backend);
     cJSON_AddNumberToObject(root, "cases", (double)n_cases);
     cJSON_AddNumberToObject(root, "wall_s", wall_s);
     cJSON_AddNumberToObject(root, "cases_per_s", wall_s > 0 ? (double)n_cases / wall_s : 0);
+    cJSON *rt = cJSON_AddObjectToObject(root, "rate_test");
+    cJSON_AddStringToObject(rt, "test", "exact one-sided binomial: NOT OK when P(X <= detected | judged, stated rate) < alpha; "
+                                        "refused when its power against 1 - 2 (1 - rate) is below power");
+    cJSON_AddNumberToObject(rt, "alpha", LAB_BINOM_ALPHA);
+    cJSON_AddNumberToObject(rt, "power", LAB_BINOM_POWER);
+    cJSON_AddNumberToObject(rt, "drop_rate", LAB_BINOM_DROP_RATE);
     cJSON *incs = cJSON_AddArrayToObject(root, "incidents");
     cJSON *inc = NULL, *vars = NULL;
     const lab_incident *cur = NULL;
@@ -248,22 +168,28 @@ lab_status lab_results_write_summary(const char *path, const lab_variant_tally *
         for (int o = 0; o < LAB_OUT_COUNT; ++o)
             cJSON_AddNumberToObject(cnt, lab_outcome_name((lab_outcome)o), (double)t[k].counts[o]);
         if (t[k].variant->role == LAB_ROLE_BUG) {
+            double lo, hi;
+            lab_results_wilson(t[k].detected, t[k].judged, &lo, &hi);
             cJSON_AddNumberToObject(v, "detected", (double)t[k].detected);
-            if (isfinite(t[k].detect_rate)) cJSON_AddNumberToObject(v, "detect_rate", t[k].detect_rate);
-            else cJSON_AddNullToObject(v, "detect_rate");
+            cJSON_AddNumberToObject(v, "judged", (double)t[k].judged);
+            lab_results_num_or_null(v, "detect_rate", t[k].detect_rate);
             cJSON *ci = cJSON_AddArrayToObject(v, "detect_ci95");
-            cJSON_AddItemToArray(ci, cJSON_CreateNumber(t[k].detect_lo));
-            cJSON_AddItemToArray(ci, cJSON_CreateNumber(t[k].detect_hi));
-            double want = t[k].variant->min_detect_rate;
-            cJSON_AddNumberToObject(v, "min_detect_rate", want > 0 && want < 1 ? want : 1.0);
+            cJSON_AddItemToArray(ci, cJSON_CreateNumber(lo));
+            cJSON_AddItemToArray(ci, cJSON_CreateNumber(hi));
+            cJSON_AddNumberToObject(v, "min_detect_rate", t[k].stated_rate);
+            if (t[k].stated_rate < 1) {
+                lab_results_num_or_null(v, "p_value", t[k].p_value);
+                lab_results_num_or_null(v, "power", t[k].power);
+                if (t[k].seeds_needed) cJSON_AddNumberToObject(v, "seeds_needed", (double)t[k].seeds_needed);
+            }
         }
         cJSON_AddBoolToObject(v, "ok", t[k].ok);
         cJSON_AddStringToObject(v, "verdict", t[k].verdict);
+        cJSON_AddStringToObject(v, "verdict_kind", lab_verdict_kind_name(t[k].kind));
         cJSON_AddItemToArray(vars, v);
     }
     lab_status st = lab_results_write_json(path, root, 1);
     cJSON_Delete(root);
-    if (ok) *ok = all_ok;
     return st;
 }
 
@@ -297,20 +223,22 @@ static const char *lab_results_role_word(const lab_case_record *c)
     if (o == LAB_OUT_SKIP) return "SKIP";
     if (o == LAB_OUT_ERROR) return "ERROR";
     if (c->variant->role == LAB_ROLE_FIX) return o == LAB_OUT_PASS ? "fix holds" : "fix REGRESSED";
-    if (lab_results_detected(c->variant, o)) return "bug detected";
+    if (lab_verdict_detected(c->variant, o)) return "bug detected";
+    if (o == LAB_OUT_PASS && lab_verdict_stated_rate(c->variant) < 1) return "bug missed (its stated rate is judged per variant)";
     return o == LAB_OUT_PASS ? "XPASS (bug not detected)" : "INCONCLUSIVE (not the bug's own failure)";
 }
 
-lab_status lab_results_write_tap(const char *path, const lab_case_record *recs, size_t n, const char *lab_bin)
+lab_status lab_results_write_tap(const char *path, const lab_case_record *recs, size_t n, const lab_verdict_tally *t,
+                                 size_t nt, const lab_verdict *v, const char *lab_bin)
 {
     size_t cap = 8192, len = 0;
     char *buf = malloc(cap);
     if (!buf) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
     buf[0] = '\0';
-    int good = lab_results_appendf(&buf, &len, &cap, "TAP version 13\n1..%zu\n", n);
+    int good = lab_results_appendf(&buf, &len, &cap, "TAP version 13\n1..%zu\n", n + nt + 1);
     for (size_t i = 0; good && i < n; ++i) {
         const lab_case_record *c = &recs[i];
-        int ok = lab_results_case_ok(c);
+        int ok = lab_verdict_case_ok(c);
         char cmd[512];
         lab_results_replay_cmd(c, lab_bin, cmd, sizeof cmd);
         good = lab_results_appendf(&buf, &len, &cap, "%s %zu - %s %s seed=%llu %s: %s %s%s\n",
@@ -322,6 +250,14 @@ lab_status lab_results_write_tap(const char *path, const lab_case_record *recs, 
             good = lab_results_appendf(&buf, &len, &cap, "  ---\n  detail: \"%s\"\n  error: \"%s\"\n  replay: \"%s\"\n  ...\n",
                                        c->o.r.detail, c->o.error, cmd);
     }
+    /* The variants' verdicts (a stated rate is judged here, not per case), then the run's. */
+    for (size_t k = 0; good && k < nt; ++k)
+        good = lab_results_appendf(&buf, &len, &cap, "%s %zu - %s %s verdict: %s%s\n", t[k].ok ? "ok" : "not ok",
+                                   n + k + 1, t[k].incident->id, t[k].variant->name, t[k].verdict,
+                                   t[k].kind == LAB_VERDICT_SKIPPED ? " # SKIP" : "");
+    if (good)
+        good = lab_results_appendf(&buf, &len, &cap, "%s %zu - replay verdict: %s\n", v->ok ? "ok" : "not ok", n + nt + 1,
+                                   v->line);
     lab_status st = good ? lab_fs_write_atomic(path, buf, len) : lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
     free(buf);
     return st;
@@ -351,28 +287,35 @@ static void lab_results_xml(const char *s, char *out, size_t len)
     out[j] = '\0';
 }
 
-lab_status lab_results_write_junit(const char *path, const lab_case_record *recs, size_t n, const char *lab_bin)
+lab_status lab_results_write_junit(const char *path, const lab_case_record *recs, size_t n,
+                                   const lab_verdict_tally *t, size_t nt, const lab_verdict *v, const char *lab_bin)
 {
     size_t cap = 8192, len = 0, failures = 0, skipped = 0;
     char *buf = malloc(cap);
     if (!buf) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
     for (size_t i = 0; i < n; ++i) {
-        int ok = lab_results_case_ok(&recs[i]);
+        int ok = lab_verdict_case_ok(&recs[i]);
         failures += ok == 0;
         skipped += ok < 0;
     }
+    for (size_t k = 0; k < nt; ++k) {
+        failures += !t[k].ok;
+        skipped += t[k].kind == LAB_VERDICT_SKIPPED;
+    }
+    failures += !v->ok;
+    size_t tests = n + nt + 1;
     int good = lab_results_appendf(&buf, &len, &cap,
                                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                                    "<testsuites name=\"lab replay\" tests=\"%zu\" failures=\"%zu\" skipped=\"%zu\">\n"
                                    "<testsuite name=\"lab replay\" tests=\"%zu\" failures=\"%zu\" skipped=\"%zu\">\n",
-                                   n, failures, skipped, n, failures, skipped);
+                                   tests, failures, skipped, tests, failures, skipped);
     for (size_t i = 0; good && i < n; ++i) {
         const lab_case_record *c = &recs[i];
         char cmd[512], detail[512], err[512];
         lab_results_replay_cmd(c, lab_bin, cmd, sizeof cmd);
         lab_results_xml(c->o.r.detail, detail, sizeof detail);
         lab_results_xml(c->o.error, err, sizeof err);
-        int ok = lab_results_case_ok(c);
+        int ok = lab_verdict_case_ok(c);
         good = lab_results_appendf(&buf, &len, &cap,
                                    "  <testcase classname=\"%s.%s\" name=\"seed %llu %s\" time=\"%.3f\">",
                                    c->incident->id, c->variant->name, (unsigned long long)c->seed,
@@ -382,6 +325,26 @@ lab_status lab_results_write_junit(const char *path, const lab_case_record *recs
                                        lab_outcome_name(c->o.outcome), lab_results_role_word(c), detail, err, cmd);
         else if (good && ok < 0)
             good = lab_results_appendf(&buf, &len, &cap, "<skipped message=\"%s\"/>", detail);
+        if (good) good = lab_results_appendf(&buf, &len, &cap, "</testcase>\n");
+    }
+    /* The variants' verdicts (a stated rate is judged here, not per case), then the run's. */
+    for (size_t k = 0; good && k < nt; ++k) {
+        char verdict[512];
+        lab_results_xml(t[k].verdict, verdict, sizeof verdict);
+        good = lab_results_appendf(&buf, &len, &cap, "  <testcase classname=\"%s.%s\" name=\"verdict\" time=\"0\">",
+                                   t[k].incident->id, t[k].variant->name);
+        if (good && !t[k].ok)
+            good = lab_results_appendf(&buf, &len, &cap, "<failure message=\"%s: %s\">%s</failure>",
+                                       lab_verdict_kind_name(t[k].kind), verdict, verdict);
+        else if (good && t[k].kind == LAB_VERDICT_SKIPPED)
+            good = lab_results_appendf(&buf, &len, &cap, "<skipped message=\"every case skipped\"/>");
+        if (good) good = lab_results_appendf(&buf, &len, &cap, "</testcase>\n");
+    }
+    if (good) {
+        char line[512];
+        lab_results_xml(v->line, line, sizeof line);
+        good = lab_results_appendf(&buf, &len, &cap, "  <testcase classname=\"lab replay\" name=\"verdict\" time=\"0\">");
+        if (good && !v->ok) good = lab_results_appendf(&buf, &len, &cap, "<failure message=\"%s\">%s</failure>", line, line);
         if (good) good = lab_results_appendf(&buf, &len, &cap, "</testcase>\n");
     }
     if (good) good = lab_results_appendf(&buf, &len, &cap, "</testsuite>\n</testsuites>\n");

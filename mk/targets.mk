@@ -1,6 +1,6 @@
 # mk/targets.mk: compile rules and the user-facing targets.
 
-.PHONY: all deps test replay sanitize bench golden golden-check plots help clean
+.PHONY: all deps test replay sanitize bench golden golden-check plots help clean mutants
 
 all: $(LAB_BIN)
 
@@ -86,6 +86,13 @@ sanitize: $(LAB_BIN)
 bench: $(LAB_BIN)
 	$(LAB_BIN) bench
 
+# Planted regressions (replay/mutants.py), one at a time in a scratch copy outside the tree (incremental builds
+# there, CUDA off): which the replay kills, which only the unit tests, which survive. Not part of `make test`
+# (minutes); `make test` checks that every mutant still applies (replay/test_mutants.py).
+MUTANTS_ARGS ?=
+mutants: | $(DEPS_OK)
+	python3 replay/mutants.py $(MUTANTS_ARGS)
+
 golden: $(LAB_BIN)
 	$(LAB_BIN) golden bless
 
@@ -104,6 +111,7 @@ help:
 	@echo "make golden       regenerate every incident's golden tensors from the float64 reference"
 	@echo "make golden-check verify every golden against its MANIFEST (sha256, dtype, shape)"
 	@echo "make plots        redraw the plots of the last replay in $(REPLAY_OUT)/plots"
+	@echo "make mutants      planted regressions in a scratch copy: which the replay and the tests kill (MUTANTS_ARGS=...)"
 	@echo "make fuzz         run the libFuzzer targets (npy, manifest) for FUZZ_SECONDS=$(FUZZ_SECONDS) s each"
 	@echo "make test SANITIZE=address,undefined   the same tests under sanitizers (build in build/san-*)"
 	@echo "CUDA=0 disables the CUDA parts; CUDA_ARCH=$(CUDA_ARCH) picks the GPU architecture"

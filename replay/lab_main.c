@@ -254,12 +254,13 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
 
     lab_replay_opts o = {sel, n_sel, variant, seeds, ns, !have_seed && !have_seeds, backend, (int)ra.jobs,
                          (double)ra.timeout_s, out, ra.tap, ra.plots, !quiet, lab_bin, lab_root(), sanitize};
-    int ok = 0;
+    lab_verdict verdict;
     lab_case_record *recs;
     size_t nrec;
     /* SIGINT/SIGTERM: stop, keep the finished cases (lab_isolate.h). Not under --mpi: mpirun owns signals. */
     if (!mpi && lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab replay: %s\n", lab_err_msg());
-    lab_status st = mpi ? lab_mpi_replay(&o, stdout, &ok, &recs, &nrec) : lab_replay_run(&o, stdout, &ok, &recs, &nrec);
+    lab_status st = mpi ? lab_mpi_replay(&o, stdout, &verdict, &recs, &nrec)
+                        : lab_replay_run(&o, stdout, &verdict, &recs, &nrec);
     if (st == LAB_OK && have_seed) {
         /* One case: show everything it reported. */
         for (size_t i = 0; i < nrec; ++i) {
@@ -273,11 +274,11 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     free(recs);
     free(seeds);
     if (st != LAB_OK) {
+        /* The result set could not be written (or the harness failed): nothing claims a verdict. */
         fprintf(stderr, "lab replay: %s\n", lab_err_msg());
         return LAB_EXIT_FAILED;
     }
-    if (lab_isolate_interrupted()) return 128 + lab_isolate_interrupted(); /* 130 SIGINT, 143 SIGTERM */
-    return ok ? LAB_EXIT_OK : LAB_EXIT_NOT_OK;
+    return verdict.exit_status; /* the one verdict's (lab_verdict.h): 0, 1, 3, or 130/143 when interrupted */
 }
 
 /* explain: one job per (seed, variant) pair. */
@@ -342,7 +343,7 @@ static int lab_cmd_explain(int argc, char **argv, const char *lab_bin)
             snprintf(cell, sizeof cell, "%s %s=%.3g", lab_outcome_name(o->outcome), inc->plot_metric, m);
             printf(" | %-34s", cell);
             lab_case_record rec = {inc, &inc->variants[v], s + 1, backend, *o};
-            all_ok &= lab_results_case_ok(&rec) != 0;
+            all_ok &= lab_verdict_case_ok(&rec) != 0;
         }
         printf("\n");
     }

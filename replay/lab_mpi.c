@@ -2,6 +2,10 @@
  * local rank, results streamed to rank 0, and a rank that dies or hangs reported instead of lost. */
 #include "lab_mpi.h"
 
+#include <string.h>
+
+#include "lab_args.h"
+
 static int lab_mpi_my_rank;
 
 int lab_mpi_rank(void) { return lab_mpi_my_rank; }
@@ -14,11 +18,13 @@ lab_status lab_mpi_check(void)
                                             "sanitizer build); rebuild with `make MPI=1`");
 }
 
-lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, int *ok, lab_case_record **recs, size_t *n_recs)
+lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, lab_case_record **recs,
+                          size_t *n_recs)
 {
     (void)opts;
     (void)report;
-    *ok = 0;
+    memset(verdict, 0, sizeof *verdict);
+    verdict->exit_status = LAB_EXIT_FAILED;
     *recs = NULL;
     *n_recs = 0;
     return lab_mpi_check();
@@ -341,13 +347,12 @@ typedef struct {
     int rank_failed;
 } lab_mpi_summary;
 
-/* Adds "mpi" and "ranks" to the summary rank 0 writes from the merged records (and "ok": false when a rank
- * failed), in the staged result set before it is swapped in: no file is read back. */
+/* Adds "mpi" and "ranks" to the summary rank 0 writes from the merged records, in the staged result set
+ * before it is swapped in: no file is read back ("ok" is the verdict's: a failed rank already made it false). */
 static lab_status lab_mpi_summary_fields(void *vctx, struct cJSON *root)
 {
     const lab_mpi_summary *ms = vctx;
     const lab_mpi_ctx *x = ms->x;
-    if (ms->rank_failed) cJSON_ReplaceItemInObject(root, "ok", cJSON_CreateFalse());
     cJSON *mpi = cJSON_AddObjectToObject(root, "mpi");
     cJSON *arr = cJSON_AddArrayToObject(root, "ranks");
     if (!mpi || !arr) return lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory for the summary's ranks");
@@ -379,10 +384,19 @@ static lab_status lab_mpi_summary_fields(void *vctx, struct cJSON *root)
     return LAB_OK;
 }
 
-lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok, lab_case_record **recs_out,
-                          size_t *n_recs)
+/* A rank's own verdict where rank 0 reports the run: ok unless its harness failed. */
+static void lab_mpi_share_verdict(lab_verdict *v, lab_status st, int rank)
 {
-    *ok = 0;
+    memset(v, 0, sizeof *v);
+    v->ok = st == LAB_OK;
+    v->exit_status = st == LAB_OK ? LAB_EXIT_OK : LAB_EXIT_FAILED;
+    snprintf(v->line, sizeof v->line, "rank %d: %s", rank, st == LAB_OK ? "its share went to rank 0" : "its harness failed");
+}
+
+lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verdict *verdict,
+                          lab_case_record **recs_out, size_t *n_recs)
+{
+    lab_mpi_share_verdict(verdict, LAB_ERR_IO, 0);
     *recs_out = NULL;
     *n_recs = 0;
     int inited = 0;
@@ -461,7 +475,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
         lab_mpi_deadline_arm(LAB_EXIT_FAILED);
         MPI_Finalize();
         alarm(0);
-        if (rank != 0) *ok = 0;
+        lab_mpi_share_verdict(verdict, st, rank);
         return st;
     }
 
@@ -502,7 +516,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
         lab_mpi_deadline_arm(st == LAB_OK ? 0 : LAB_EXIT_FAILED);
         MPI_Finalize();
         alarm(0);
-        *ok = st == LAB_OK;
+        lab_mpi_share_verdict(verdict, st, rank);
         return st;
     }
 
@@ -531,13 +545,12 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
                  rk->why[0] ? rk->why : "no reason known");
     }
 
-    lab_status rep_st = LAB_OK;
-    if (rank_failed) rep_st = lab_err_set(LAB_ERR_IO, "--mpi: a rank failed; its unreported cases name it");
-    int rep_ok = 0;
+    /* A failed rank is part of the one verdict (NOT OK even where its lost cases are a bug's CRASH/HANG). */
+    lab_verdict_run run = {.ranks_failed = rank_failed};
     lab_mpi_summary ms = {&x, rank_failed};
     opts.summary_fields = lab_mpi_summary_fields;
     opts.summary_ctx = &ms;
-    lab_status st2 = lab_replay_report(&opts, report, x.all, x.n_all, wall, rep_st, &rep_ok);
+    lab_status st2 = lab_replay_report(&opts, report, x.all, x.n_all, wall, &run, verdict);
 
     int hosts = 0;
     for (int r = 0; r < size; ++r) {
@@ -566,8 +579,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, int *ok,
     free(share);
     free(x.ranks);
     free(x.got);
-    *ok = rep_ok && !rank_failed;
-    int code = st2 != LAB_OK ? LAB_EXIT_FAILED : *ok ? 0 : 1;
+    int code = st2 != LAB_OK ? LAB_EXIT_FAILED : verdict->exit_status;
     if (lost) {
         /* A stalled rank never reaches MPI_Finalize, and Open MPI's finalize may wait for a dead one for
          * ever: end the job, the files are written. MPI_Abort itself is bounded too. */

@@ -49,10 +49,11 @@ int lab_mpi_rank(void);
  * LAB_MPI_END_GRACE_S (then _exit with the same status). Every rank dies with its launcher
  * (PR_SET_PDEATHSIG): a killed mpirun leaves no rank behind.
  *
- * Returns like lab_replay_run on rank 0; on the other ranks *recs is NULL, *n_recs 0 and *ok 1 unless
- * their own harness failed. LAB_ERR_UNSUPPORTED when the build has no MPI; LAB_ERR_IO when MPI cannot
+ * Returns like lab_replay_run on rank 0 (*verdict the merged run's, a failed rank counted in it); on the
+ * other ranks *recs is NULL, *n_recs 0 and *verdict ok (exit 0) unless their own harness failed (exit 3). LAB_ERR_UNSUPPORTED when the build has no MPI; LAB_ERR_IO when MPI cannot
  * start (the message says which call) or the ranks disagree on the case list. LAB_MPI_TEST_FAULT=crash:R
  * or hang:R (tests only) makes rank R die (SIGKILL) or stall after reporting half of its cases. */
-lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, int *ok, lab_case_record **recs, size_t *n_recs);
+lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, lab_case_record **recs,
+                          size_t *n_recs);
 
 #endif

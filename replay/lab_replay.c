@@ -21,6 +21,8 @@
 #define RENAME_EXCHANGE (1 << 1)
 #endif
 
+#include "lab_args.h"
+#include "lab_asan.h"
 #include "lab_fs.h"
 #include "lab_plot.h"
 #include "lab_sanitize.h"
@@ -49,6 +51,7 @@ lab_status lab_replay_case(const lab_case *c, lab_case_result *r)
 #endif
     }
     lab_status st = lab_case_run(c, r);
+    if (st == LAB_OK) lab_asan_judge_unflagged(c, r); /* an ASan build's `asan` bug that ran to its end unflagged */
     /* A device error may have taken the context down, and a memory bug may have written where nothing
      * checks unless the case vouches it did not (memory_contained): either way this worker judges no
      * further case. */
@@ -88,6 +91,8 @@ static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
     lab_case c;
     char gdir[4096];
     lab_case_init(&c, rec->incident, rec->variant, rec->seed, rec->backend, ctx->opts->root, gdir, sizeof gdir);
+    /* In an AddressSanitizer build this worker makes an ASan report its case's result: allocate exactly. */
+    c.exact_alloc = lab_asan_active();
     if (ctx->opts->sanitize) {
         lab_status st = lab_sanitize_case(&c, ctx->opts->sanitize, ctx->opts->lab_bin, r);
         if (st == LAB_ERR_UNSUPPORTED) lab_result_skip(r, "%s", lab_err_msg());
@@ -113,7 +118,7 @@ static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
     lab_case_record *c = &ctx->recs[index];
     c->o = *o;
     ctx->done++;
-    if (lab_results_case_ok(c) == 0) ctx->bad++;
+    if (lab_verdict_case_ok(c) == 0) ctx->bad++;
     if (ctx->opts->progress && !o->not_run) {
         static int tty = -1;
         static double last_line = 0;
@@ -292,7 +297,7 @@ done:
 }
 
 /* Prints the per-variant table. */
-static void lab_replay_table(FILE *f, const lab_variant_tally *t, size_t nt)
+static void lab_replay_table(FILE *f, const lab_verdict_tally *t, size_t nt)
 {
     fprintf(f, "\n%-28s %-16s %-4s %5s %5s %5s %5s %5s %5s %5s  %s\n", "incident", "variant", "role", "seeds", "PASS",
             "FAIL", "CRASH", "HANG", "SKIP", "ERROR", "verdict");
@@ -354,9 +359,11 @@ lab_status lab_replay_execute_records(const lab_replay_opts *opts, lab_case_reco
     return lab_replay_execute(&ctx);
 }
 
-lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, lab_case_record **recs_out, size_t *n_recs)
+lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, lab_case_record **recs_out,
+                          size_t *n_recs)
 {
-    *ok = 0;
+    memset(verdict, 0, sizeof *verdict);
+    verdict->exit_status = LAB_EXIT_FAILED;
     *recs_out = NULL;
     *n_recs = 0;
     lab_case_record *recs;
@@ -370,7 +377,8 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, la
     double t0 = lab_replay_now();
     st = lab_replay_execute_records(opts, recs, n, NULL, NULL);
     if (st != LAB_OK) fprintf(report, "replay: %s (the cases not started are ERROR)\n", lab_err_msg());
-    lab_status st2 = lab_replay_report(opts, report, recs, n, lab_replay_now() - t0, st, ok);
+    lab_verdict_run run = {.harness_failed = st != LAB_OK};
+    lab_status st2 = lab_replay_report(opts, report, recs, n, lab_replay_now() - t0, &run, verdict);
     *recs_out = recs;
     *n_recs = n;
     return st2 != LAB_OK ? st2 : st;
@@ -500,7 +508,7 @@ static void lab_replay_resume_cmd(const lab_replay_opts *opts, const lab_case_re
 }
 
 /* Amends DIR/summary.json (the staged set) once, before the swap: for an interrupted replay (sig != 0)
- * "interrupted": true, "ok": false, the signal, the cases planned and the resume command; then the caller's
+ * "interrupted": true ("ok" is already false: the verdict counts an interrupted run NOT OK), the signal, the cases planned and the resume command; then the caller's
  * fields (opts->summary_fields, when set). Its errors, or the file's, are returned. */
 static lab_status lab_replay_amend_summary(const char *dir, const lab_replay_opts *opts, int sig, size_t planned,
                                            const char *resume)
@@ -514,7 +522,6 @@ static lab_status lab_replay_amend_summary(const char *dir, const lab_replay_opt
     free(text);
     if (!root) return lab_err_set(LAB_ERR_FORMAT, "%s: cannot parse the summary just written", path);
     if (sig) {
-        cJSON_ReplaceItemInObject(root, "ok", cJSON_CreateFalse());
         cJSON_AddBoolToObject(root, "interrupted", 1);
         cJSON_AddStringToObject(root, "signal", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "?");
         cJSON_AddNumberToObject(root, "cases_planned", (double)planned);
@@ -542,9 +549,10 @@ static lab_status lab_replay_amend_summary(const char *dir, const lab_replay_opt
 }
 
 lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case_record *recs_all, size_t n_all,
-                             double wall, lab_status st, int *ok)
+                             double wall, const lab_verdict_run *run_in, lab_verdict *verdict)
 {
-    *ok = 0;
+    memset(verdict, 0, sizeof *verdict);
+    verdict->exit_status = LAB_EXIT_FAILED;
     /* An interrupted run reports (and writes) the cases that finished, and only them. */
     int sig = lab_isolate_interrupted();
     size_t n = 0;
@@ -557,24 +565,26 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
             if (!recs_all[j].o.not_run) recs[k++] = recs_all[j];
     }
 
-    lab_variant_tally *t;
+    lab_verdict_tally *t;
     size_t nt;
-    lab_status st2 = lab_results_tally(recs, n, &t, &nt);
+    lab_status st2 = lab_verdict_tally_records(recs, n, &t, &nt);
     if (st2 != LAB_OK) {
         if (recs != recs_all) free(recs);
         return st2;
     }
-    int all_ok = st == LAB_OK && !sig && n == n_all;
-    for (size_t j = 0; j < nt; ++j) all_ok &= t[j].ok;
+    /* The one verdict: the console, summary.json, JUnit, TAP and the exit status all take it from here. */
+    lab_verdict_run run = run_in ? *run_in : (lab_verdict_run){0};
+    run.interrupted = sig;
+    run.cases_planned = n_all;
+    lab_verdict v = lab_verdict_decide(t, nt, recs, n, &run);
     lab_replay_table(report, t, nt);
 
     /* Every case that failed its role, with the command that replays exactly that case. A fix that failed
      * REGRESSED; a bug that passed is an XPASS; a bug whose case could not be judged is printed with its
      * outcome (ERROR), never as XPASS. */
-    size_t shown = 0, bad = 0;
+    size_t shown = 0;
     for (size_t j = 0; j < n; ++j) {
-        if (lab_results_case_ok(&recs[j]) != 0) continue;
-        bad++;
+        if (lab_verdict_case_ok(&recs[j]) != 0) continue;
         if (shown++ >= 20) continue;
         char cmd[512];
         lab_results_replay_cmd(&recs[j], opts->lab_bin, cmd, sizeof cmd);
@@ -588,13 +598,14 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
                 opts->sanitize ? " --sanitize " : "", opts->sanitize ? opts->sanitize : "");
     }
     if (shown > 20) fprintf(report, "... and %zu more (see results.jsonl)\n", shown - 20);
-    size_t skipped = 0;
-    for (size_t j = 0; j < n; ++j) skipped += recs[j].o.outcome == LAB_OUT_SKIP;
+    /* Variants judged on their tally alone (a stated rate): what the table's verdict column says, in full. */
+    for (size_t k = 0; k < nt; ++k)
+        if (t[k].kind == LAB_VERDICT_RATE_BELOW || t[k].kind == LAB_VERDICT_TOO_FEW_SEEDS)
+            fprintf(report, "%s/%s: %s\n  replay: %s replay --incident %s --variant %s --seeds %zu\n", t[k].incident->id,
+                    t[k].variant->name, t[k].verdict, opts->lab_bin, t[k].incident->id, t[k].variant->name,
+                    t[k].seeds_needed > t[k].seeds ? t[k].seeds_needed : t[k].seeds);
     fprintf(report, "\n%zu cases in %.2f s (%.1f cases/s, %d jobs): %s\n", n, wall, wall > 0 ? n / wall : 0.0,
-            opts->jobs > 0 ? opts->jobs : lab_isolate_ncpu(),
-            !all_ok ? "NOT OK" : skipped == n ? "nothing ran, every case was skipped"
-                               : skipped ? "every fix holds and every bug is detected (some cases skipped)"
-                                         : "every fix holds and every bug is detected");
+            opts->jobs > 0 ? opts->jobs : lab_isolate_ncpu(), v.line);
     char resume[2048] = "";
     if (sig) {
         lab_replay_resume_cmd(opts, recs_all, n_all, resume, sizeof resume);
@@ -605,18 +616,17 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
     if (opts->out_dir) {
         /* The whole set goes to a fresh folder beside out_dir, then replaces it in one swap. */
         char stage[PATH_MAX], path[PATH_MAX + 32];
-        int sum_ok;
         st2 = lab_replay_stage(opts->out_dir, stage, sizeof stage);
         int staged = st2 == LAB_OK;
         snprintf(path, sizeof path, "%s/results.jsonl", stage);
         if (st2 == LAB_OK) st2 = lab_results_write_jsonl(path, recs, n, opts->lab_bin);
         snprintf(path, sizeof path, "%s/summary.json", stage);
-        if (st2 == LAB_OK) st2 = lab_results_write_summary(path, t, nt, lab_backend_name(opts->backend), n, wall, &sum_ok);
+        if (st2 == LAB_OK) st2 = lab_results_write_summary(path, t, nt, lab_backend_name(opts->backend), n, wall, &v);
         if (st2 == LAB_OK && (sig || opts->summary_fields)) st2 = lab_replay_amend_summary(stage, opts, sig, n_all, resume);
         snprintf(path, sizeof path, "%s/junit.xml", stage);
-        if (st2 == LAB_OK) st2 = lab_results_write_junit(path, recs, n, opts->lab_bin);
+        if (st2 == LAB_OK) st2 = lab_results_write_junit(path, recs, n, t, nt, &v, opts->lab_bin);
         snprintf(path, sizeof path, "%s/results.tap", stage);
-        if (st2 == LAB_OK && opts->tap) st2 = lab_results_write_tap(path, recs, n, opts->lab_bin);
+        if (st2 == LAB_OK && opts->tap) st2 = lab_results_write_tap(path, recs, n, t, nt, &v, opts->lab_bin);
         if (st2 == LAB_OK && opts->plots) {
             int npng = 0;
             lab_status sp = lab_plot_results(stage, opts->root, report, &npng);
@@ -635,6 +645,6 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
     }
     free(t);
     if (recs != recs_all) free(recs);
-    *ok = all_ok && bad == 0;
+    *verdict = v;
     return st2;
 }

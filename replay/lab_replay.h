@@ -37,11 +37,13 @@ typedef struct {
 } lab_replay_opts;
 
 /* Runs every selected case, prints the per-incident table and the replay command of every case that
- * failed its role to `report`, writes the output files when out_dir is set. *ok is 1 when every fix
- * passed and every bug was detected. Returns an error only when the harness itself failed (output
- * directory not writable, fork failure); the error names the path or call. On success *recs (malloc'ed,
- * caller frees) and *n_recs hold the case records. */
-lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, int *ok, lab_case_record **recs, size_t *n_recs);
+ * failed its role to `report`, writes the output files when out_dir is set. *verdict is the run's one
+ * verdict (lab_verdict.h): its ok and exit_status are what summary.json, JUnit, TAP and the console say.
+ * Returns an error only when the harness itself failed (output directory not writable, fork failure); the
+ * error names the path or call. On success *recs (malloc'ed, caller frees) and *n_recs hold the case
+ * records. */
+lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, lab_case_record **recs,
+                          size_t *n_recs);
 
 /* The pieces of lab_replay_run, for scale-out (lab_mpi) that runs a share of the cases per rank. */
 
@@ -65,11 +67,12 @@ double lab_replay_watchdog(const lab_replay_opts *opts, const lab_incident *inc)
 
 /* Reports finished records as lab_replay_run does: the table and the failing cases to `report`, and
  * when opts->out_dir is set (it must exist) results.jsonl, summary.json (wall_s = wall), junit.xml,
- * results.tap and plots. st is the harness status of the execution (not LAB_OK makes the replay not ok).
- * *ok is 1 when every fix passed, every bug was detected and st is LAB_OK. Returns an error only when an
- * output file could not be written (the error names it). */
+ * results.tap and plots. run (NULL: nothing failed) says what the runner knows beyond the records (a harness
+ * failure, a failed MPI rank); the interrupt and the cases planned (n) are filled in here. *verdict gets the
+ * one verdict all those outputs were written from. Returns an error only when an output file could not be
+ * written (the error names it). */
 lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case_record *recs, size_t n, double wall,
-                             lab_status st, int *ok);
+                             const lab_verdict_run *run, lab_verdict *verdict);
 
 /* Runs one case in the current process (no isolation), as a child of the replay does. Exposed for
  * `lab explain` tests and for debugging under gdb. */

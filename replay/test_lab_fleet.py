@@ -128,6 +128,46 @@ class LaunchLocal(unittest.TestCase):
             self.assertEqual(s["cases"], 2)
 
 
+class VerdictAgreement(unittest.TestCase):
+    """lab_fleet judges a run by summary.json's "ok" exactly as `lab replay` judges it by its exit status."""
+
+    def test_ok_must_be_json_true(self):
+        with tempfile.TemporaryDirectory() as d:
+            for ok, want in ((True, lab_fleet.EXIT_OK), (False, lab_fleet.EXIT_REGRESSION), ("true", lab_fleet.EXIT_REGRESSION),
+                             (1, lab_fleet.EXIT_REGRESSION), (None, lab_fleet.EXIT_REGRESSION)):
+                s = summary()
+                if ok is None:
+                    del s["ok"]
+                else:
+                    s["ok"] = ok
+                with open(os.path.join(d, "summary.json"), "w") as f:
+                    json.dump(s, f)
+                self.assertEqual(lab_fleet.report_verdict(d)[0], want, "ok = %r" % (ok,))
+
+    def test_real_replays_agree_with_their_exit_status(self):
+        import subprocess
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        lab = os.environ.get("LAB_BIN") or os.path.join(root, "build", "lab")
+        if not os.access(lab, os.X_OK):
+            self.skipTest("%s not built" % lab)
+        # An ok replay, and one whose verdict is refused: a stated rate on 3 seeds is too few to judge.
+        for args, want_exit, want_kind in ((["--incident", "0004", "--seeds", "2"], 0, "ok"),
+                                           (["--incident", "0003", "--variant", "bug-size-not-cosize", "--seeds", "3"], 1,
+                                            "too-few-seeds")):
+            with tempfile.TemporaryDirectory() as d:
+                out = os.path.join(d, "r")
+                proc = subprocess.run([lab, "replay", "--backend", "cpu", "--no-plots", "--quiet", "--out", out] + args,
+                                      cwd=root, capture_output=True, text=True)
+                self.assertEqual(proc.returncode, want_exit, proc.stdout + proc.stderr)
+                with open(os.path.join(out, "summary.json")) as f:
+                    s = json.load(f)
+                self.assertIs(s["ok"], want_exit == 0)
+                self.assertEqual(s["exit_status"], want_exit)
+                self.assertEqual(s["incidents"][0]["variants"][-1]["verdict_kind"], want_kind)
+                st, msg = lab_fleet.report_verdict(out)
+                self.assertEqual(st, lab_fleet.EXIT_OK if want_exit == 0 else lab_fleet.EXIT_REGRESSION, msg)
+
+
 class Collect(unittest.TestCase):
     def test_dry_run_commands(self):
         st, out, _ = run(["--dry-run", "collect", "--into", "runs", "h200=gpu1:/lab/runs/h200",

@@ -119,7 +119,9 @@ static lab_status replay(const lab_incident *inc, size_t nseeds, int *ok, lab_ca
                          .backend = LAB_BACKEND_CPU, .jobs = 4, .out_dir = outdir, .tap = 1, .lab_bin = "build/lab",
                          .root = "."};
     FILE *devnull = fopen("/dev/null", "w");
-    lab_status st = lab_replay_run(&o, devnull, ok, recs, n);
+    lab_verdict v;
+    lab_status st = lab_replay_run(&o, devnull, &v, recs, n);
+    *ok = v.ok;
     fclose(devnull);
     return st;
 }
@@ -135,14 +137,14 @@ Test(replay, default_seeds_cap, .init = mkout, .fini = rmout)
     lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 8, .seeds_default = 1,
                          .backend = LAB_BACKEND_CPU, .jobs = 2, .lab_bin = "build/lab", .root = "."};
     FILE *devnull = fopen("/dev/null", "w");
-    int ok;
+    lab_verdict v;
     lab_case_record *recs;
     size_t n;
-    cr_assert_eq(lab_replay_run(&o, devnull, &ok, &recs, &n), LAB_OK);
+    cr_assert_eq(lab_replay_run(&o, devnull, &v, &recs, &n), LAB_OK);
     cr_expect_eq(n, 3);
     free(recs);
     o.seeds_default = 0;
-    cr_assert_eq(lab_replay_run(&o, devnull, &ok, &recs, &n), LAB_OK);
+    cr_assert_eq(lab_replay_run(&o, devnull, &v, &recs, &n), LAB_OK);
     cr_expect_eq(n, 8);
     free(recs);
     fclose(devnull);
@@ -221,7 +223,7 @@ Test(replay, regression_xpass_and_lost_rate_fail_the_run, .init = mkout, .fini =
     size_t len;
     snprintf(path, sizeof path, "%s/results.tap", outdir);
     cr_assert_eq(lab_fs_read_all(path, &tap, &len), LAB_OK);
-    cr_expect(strncmp(tap, "TAP version 13\n1..48\n", 21) == 0);
+    cr_expect(strncmp(tap, "TAP version 13\n1..52\n", 21) == 0, "48 cases, 3 variants and the run");
     cr_expect(strstr(tap, "not ok 17 - 9002-bad bug-xpass seed=1 cpu: PASS XPASS") != NULL);
     free(tap);
 }
@@ -243,27 +245,27 @@ Test(results, skip_is_neutral_and_error_is_bad)
     r.o.outcome = LAB_OUT_SKIP;
     r.o.r.skipped = 1;
     r.o.r.skip_class = LAB_SKIP_NEEDS_GPU; /* expected where absent: neutral */
-    cr_expect_eq(lab_results_case_ok(&r), -1);
+    cr_expect_eq(lab_verdict_case_ok(&r), -1);
     r.o.r.skip_class = LAB_SKIP_NEEDS_GPUS;
-    cr_expect_eq(lab_results_case_ok(&r), -1);
+    cr_expect_eq(lab_verdict_case_ok(&r), -1);
     r.o.r.skip_class = LAB_SKIP_MISSING; /* not built / dependency missing: an error */
-    cr_expect_eq(lab_results_case_ok(&r), 0);
+    cr_expect_eq(lab_verdict_case_ok(&r), 0);
     r.o.outcome = LAB_OUT_ERROR;
-    cr_expect_eq(lab_results_case_ok(&r), 0);
+    cr_expect_eq(lab_verdict_case_ok(&r), 0);
     r.variant = &good_variants[1]; /* bug-fail: detected by its criterion's FAIL only */
     r.o.outcome = LAB_OUT_FAIL;
-    cr_expect_eq(lab_results_case_ok(&r), 1);
+    cr_expect_eq(lab_verdict_case_ok(&r), 1);
     r.o.outcome = LAB_OUT_HANG; /* killed by the watchdog: inconclusive, not detection */
-    cr_expect_eq(lab_results_case_ok(&r), 0);
+    cr_expect_eq(lab_verdict_case_ok(&r), 0);
     r.o.outcome = LAB_OUT_CRASH;
-    cr_expect_eq(lab_results_case_ok(&r), 0);
+    cr_expect_eq(lab_verdict_case_ok(&r), 0);
     r.o.outcome = LAB_OUT_PASS;
-    cr_expect_eq(lab_results_case_ok(&r), 0);
+    cr_expect_eq(lab_verdict_case_ok(&r), 0);
     r.variant = &good_variants[3]; /* bug-hang: its stated failure is a HANG */
     r.o.outcome = LAB_OUT_HANG;
-    cr_expect_eq(lab_results_case_ok(&r), 1);
+    cr_expect_eq(lab_verdict_case_ok(&r), 1);
     r.o.outcome = LAB_OUT_FAIL;
-    cr_expect_eq(lab_results_case_ok(&r), 0);
+    cr_expect_eq(lab_verdict_case_ok(&r), 0);
 }
 
 /* Plots come from results.jsonl: a data file per plotted metric with one column per variant, NaN where
@@ -411,13 +413,13 @@ Test(replay, seed_groups_share_a_worker_and_memory_bugs_retire_it, .init = mkout
     lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 8, .backend = LAB_BACKEND_CPU,
                          .jobs = 2, .lab_bin = "build/lab", .root = "."};
     FILE *devnull = fopen("/dev/null", "w");
-    int ok;
+    lab_verdict v;
     lab_case_record *recs;
     size_t n;
-    cr_assert_eq(lab_replay_run(&o, devnull, &ok, &recs, &n), LAB_OK);
+    cr_assert_eq(lab_replay_run(&o, devnull, &v, &recs, &n), LAB_OK);
     fclose(devnull);
     cr_assert_eq(n, 24);
-    cr_expect(ok);
+    cr_expect(v.ok);
     for (size_t i = 0; i < n; ++i) {
         cr_expect_eq(lab_result_get(&recs[i].o.r, "setups"), 1.0, "%s seed %llu: one setup per group",
                      recs[i].variant->name, (unsigned long long)recs[i].seed);
@@ -554,10 +556,10 @@ Test(replay, single_gpu_incidents_share_one_pool, .init = mkout, .fini = rmout)
     lab_replay_opts o = {.incidents = incs, .n_incidents = 2, .seeds = seeds, .n_seeds = 6, .backend = LAB_BACKEND_CUDA,
                          .jobs = 2, .lab_bin = "build/lab", .root = "."};
     FILE *devnull = fopen("/dev/null", "w");
-    int ok;
+    lab_verdict v;
     lab_case_record *recs;
     size_t n;
-    cr_assert_eq(lab_replay_run(&o, devnull, &ok, &recs, &n), LAB_OK);
+    cr_assert_eq(lab_replay_run(&o, devnull, &v, &recs, &n), LAB_OK);
     fclose(devnull);
     cr_assert_eq(n, 12);
     double pids[12];

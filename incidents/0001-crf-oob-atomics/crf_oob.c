@@ -166,7 +166,7 @@ static const lab_variant crf_oob_variants[] = {
      .what = "gradient buffers padded to C_PAD, unclamped writes into the padding, clamped reads of unpadded inputs, "
              "masking by selection, slice back to C (guards on)"},
     {.name = "bug-unpadded", .role = LAB_ROLE_BUG, .param = CO_PARAM(LAB_SEMICRF_LAYOUT_UNPADDED, 0),
-     .sanitizer = "memcheck", .detect = LAB_DETECT_FAIL,
+     .sanitizer = "memcheck", .detect = LAB_DETECT_FAIL, .asan = 1,
      .what = "a hypothetical unmasked version, not upstream's kernel (upstream masked every per-class load and atomic; "
              "see 0008): buffers sized C, C_PAD lanes index them raw, padding lanes load neighbours, mask by "
              "multiplying (inf*0 = NaN) and atomically add past rows and past the allocation"},

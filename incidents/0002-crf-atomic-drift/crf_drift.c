@@ -323,10 +323,13 @@ static lab_status cd_bench(FILE *out)
 #define CD_BENCH cd_bench
 #endif
 
-/* The bug on the GPU is detected on at least 95% of seeds: two runs can, rarely, meet the same order. On
- * the CPU the two schedules are two seeded permutations and differ on every seed. */
+/* The bug is detected on every seed: on the CPU the two schedules are two seeded permutations and differ on
+ * every seed (30 of 30 measured); on the GPU two runs of real atomics differed on 256 of 256 seeds (H100) and
+ * 64 of 64 (H200). Two GPU runs could in principle meet the same order; a stated rate below 1 would need 169
+ * seeds (0.95) to be judged with power (lab_binom.h), so the claim is every seed, and a seed where it fails is
+ * printed with its replay command. */
 static const lab_variant crf_drift_variants[] = {
-    {.name = "bug-f32-atomic", .role = LAB_ROLE_BUG, .param = LAB_SEMICRF_ACC_F32_ATOMIC, .min_detect_rate = 0.95,
+    {.name = "bug-f32-atomic", .role = LAB_ROLE_BUG, .param = LAB_SEMICRF_ACC_F32_ATOMIC,
      .detect = LAB_DETECT_FAIL,
      .what = "gradients accumulated with float32 atomics in the order the blocks reach them (a seeded schedule on "
              "the CPU)"},
@@ -365,7 +368,7 @@ const lab_incident crf_drift_incident = {
     .golden_bless = crf_drift_golden_bless,
     .drift_metric = "max_rel_err",
     .figures = crf_drift_figures,
-    .default_seeds = 12,
+    .default_seeds = 16,
     .bench = CD_BENCH,
     .metric_specs = cd_metric_specs,
     .n_metric_specs = (int)(sizeof cd_metric_specs / sizeof cd_metric_specs[0]),

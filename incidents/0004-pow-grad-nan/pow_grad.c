@@ -79,6 +79,8 @@ void pow_grad_inputs(pow_grad_case *pc, uint64_t seed)
 {
     size_t n = pc->rows * pc->cols;
     lab_rng_fill_normal(pc->x, n, seed, POW_GRAD_STREAM_X, 0);
+    for (size_t i = (pc->rows - 1) * pc->cols; i < n; ++i)
+        if (pow_grad_is_padding(i, pc->rows, pc->cols)) pc->x[i] = 0.0f; /* the padding token */
     pg_fill_upstream_w(pc->w, n, seed, POW_GRAD_STREAM_W);
     lab_rng_fill_normal(pc->c, pc->rows, seed, POW_GRAD_STREAM_C, 0);
 }

@@ -16,7 +16,7 @@ __global__ void pg_inputs(uint64_t seed, size_t n, size_t rows, float *x, float 
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        x[i] = lab_rng_normal(seed, POW_GRAD_STREAM_X, i);
+        x[i] = pow_grad_is_padding(i, rows, n / rows) ? 0.0f : lab_rng_normal(seed, POW_GRAD_STREAM_X, i);
         w[i] = pow_grad_upstream_w(lab_rng_uniform(seed, POW_GRAD_STREAM_W, i));
     }
     if (i < rows) c[i] = lab_rng_normal(seed, POW_GRAD_STREAM_C, i);

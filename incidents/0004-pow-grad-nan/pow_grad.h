@@ -85,6 +85,14 @@ static inline LAB_HD float pow_grad_vjp(pow_grad_rule rule, float g, float x, fl
     return rule == POW_GRAD_RULE_FIX ? pow_grad_vjp_fix(g, x, y, e) : pow_grad_vjp_bug_exp_log(g, x, e);
 }
 
+/* The last row of every case is a padding token: x all exact zeros, drawn on purpose on every seed (CPU and
+ * GPU alike), so the replay itself sees the fix at base == 0 (its select: 0/0 would be NaN) and a row whose
+ * mean square is 0 (where the RMS head's eps keeps r finite). The golden rows (the first 64) are unchanged. */
+static inline LAB_HD int pow_grad_is_padding(size_t i, size_t rows, size_t cols)
+{
+    return rows > 0 && i >= (rows - 1) * cols;
+}
+
 /* Upstream w of the squares loss from a uniform u in [0, 1): 2u - 1, exact in float32 (u is a multiple
  * of 2^-24), so host and device agree even if a compiler fuses it. */
 static inline LAB_HD float pow_grad_upstream_w(float u)

@@ -130,14 +130,15 @@ Test(pow_grad, row_sum_order)
 
 /* The inputs come from lab_rng_fill_normal / lab_rng_fill_uniform; tests/test_rng.c holds them to the
  * scalar lab_rng_normal / lab_rng_uniform bit for bit (starts, lengths, edge words). Here: the case's
- * x, w and c are the per-value calls at (seed, stream, row * cols + col), resp. (seed, stream, row). */
+ * x, w and c are the per-value calls at (seed, stream, row * cols + col), resp. (seed, stream, row), except
+ * that x's last row is the padding token, exact zeros. */
 Test(pow_grad, inputs_follow_seed_stream_index)
 {
     pow_grad_case pc;
     cr_assert_eq(pow_grad_case_init(&pc, 3, 512), LAB_OK);
     pow_grad_inputs(&pc, 42);
     for (size_t i = 0; i < 3 * 512; ++i) {
-        float x = lab_rng_normal(42, POW_GRAD_STREAM_X, i);
+        float x = i >= 2 * 512 ? 0.0f : lab_rng_normal(42, POW_GRAD_STREAM_X, i);
         float w = pow_grad_upstream_w(lab_rng_uniform(42, POW_GRAD_STREAM_W, i));
         cr_assert(memcmp(&pc.x[i], &x, 4) == 0 && memcmp(&pc.w[i], &w, 4) == 0, "index %zu", i);
         cr_assert(pc.w[i] >= -1.0f && pc.w[i] < 1.0f);

@@ -85,6 +85,19 @@ static void bfcrf_view(const float *p, bfcrf_prec prec, bfcrf_params *P)
     }
 }
 
+/* The share of the view's finite parameters that are bf16 values (the precision the CRF used them in). */
+static double bfcrf_view_bf16_frac(const bfcrf_params *P)
+{
+    size_t n = 0, bf = 0;
+    for (int k = 0; k < NT * NT + 2 * NT; ++k) {
+        float v = k < NT * NT ? P->trans[k] : k < NT * NT + NT ? P->start[k - NT * NT] : P->end[k - NT * NT - NT];
+        if (!isfinite(v)) continue;
+        n++;
+        bf += lab_bf16_round(v) == v;
+    }
+    return n ? (double)bf / (double)n : 0.0;
+}
+
 void bfcrf_clip_grads(float *g, size_t n, double max_norm)
 {
     float sq = 0.0f;
@@ -197,6 +210,7 @@ lab_status bfcrf_train(uint64_t seed, const bfcrf_train_cfg *cfg, bfcrf_train_st
         if (st->logit_curve) st->logit_curve[step - 1] = (float)maxlogit;
 
         bfcrf_view(p, cfg->prec, P);
+        st->crf_view_bf16_frac = bfcrf_view_bf16_frac(P);
         float loss = bfcrf_loss_grad(P, &cb, cfg->prec, G);
         float total = loss;
         if (cfg->dual_loss) {

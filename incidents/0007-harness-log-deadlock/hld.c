@@ -929,7 +929,7 @@ const lab_incident hld_incident = {
     .golden_bless = hld_golden_bless,
     .drift_metric = NULL,
     .figures = hld_figures,
-    .default_seeds = 8,
+    .default_seeds = 16,
     .bench = NULL,
 };
 LAB_INCIDENT_REGISTER(hld_incident);

@@ -356,10 +356,11 @@ static lab_status wr_bench(FILE *out)
 
 /* Detection: on the CPU every bug variant is detected on every seed by its census (a structural hazard, as a race
  * detector reports it); on the GPU only when the race fires, which depends on how the GPU schedules the warps. On an
- * H100 the race fired in every one of 428 launches of 107 cases (4 per case, 13 to 20 seeds per variant): stated
- * rate 0.9, under the 95% Wilson lower bound (0.965) of that measurement, for GPUs that schedule differently
- * (README.md: "What the criterion checks"). */
-#define WR_GPU_RATE 0.9
+ * H100 the race fired in every one of 428 launches of 107 cases (4 per case, 13 to 20 seeds per variant). So the
+ * rule is every seed: a stated rate of 0.9 would need 78 seeds before the replay's binomial test may judge it
+ * (lab_verdict), and a GPU where the race fires less often is a finding the replay should report, as an XPASS
+ * naming the seed (README.md: "What the criterion checks"). */
+#define WR_GPU_RATE 0.0
 static const lab_variant wr_variants[] = {
     {.name = "bug-num-warps-4", .role = LAB_ROLE_BUG, .param = WR_V_BUG, .detect = LAB_DETECT_FAIL, .min_detect_rate = WR_GPU_RATE,
      .what = "upstream before the OOB fix (62b87b3): one program per batch element at Triton's default 4 warps; the "
@@ -416,7 +417,7 @@ const lab_incident wr_incident = {
     .timeout_s = 120,
     .golden_bless = wr_golden_bless,
     .drift_metric = "err_over_tol",
-    .default_seeds = 12,
+    .default_seeds = 16,
     .bench = wr_bench,
     .metric_specs = wr_metric_specs,
     .n_metric_specs = (int)(sizeof wr_metric_specs / sizeof wr_metric_specs[0]),

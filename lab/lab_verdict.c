@@ -23,6 +23,14 @@ double lab_verdict_stated_rate(const lab_variant *v)
     return r > 0 && r < 1 ? r : 1.0;
 }
 
+/* The rate a case of a bug is judged against: under the compute-sanitizer tool the variant names, the tool's
+ * finding detects it, on every seed (lab_sanitize marks such a case "sanitizer_expected" 1); else its
+ * stated rate. */
+static double lab_verdict_case_rate(const lab_case_record *c)
+{
+    return lab_result_get(&c->o.r, "sanitizer_expected") == 1.0 ? 1.0 : lab_verdict_stated_rate(c->variant);
+}
+
 int lab_verdict_case_ok(const lab_case_record *c)
 {
     lab_outcome o = c->o.outcome;
@@ -32,7 +40,7 @@ int lab_verdict_case_ok(const lab_case_record *c)
     if (lab_verdict_detected(c->variant, o)) return 1;
     /* A bug with a stated detection rate below 1 may pass on some seeds; its tally judges the rate. Any
      * other outcome than its own failure is inconclusive (a NaN bug killed by the watchdog proves nothing). */
-    if (o == LAB_OUT_PASS && lab_verdict_stated_rate(c->variant) < 1) return 1;
+    if (o == LAB_OUT_PASS && lab_verdict_case_rate(c) < 1) return 1;
     return 0;
 }
 
@@ -95,7 +103,8 @@ static void lab_verdict_judge(lab_verdict_tally *t)
     size_t errors = t->counts[LAB_OUT_ERROR];
     t->judged = ran - errors - t->inconclusive;
     t->detect_rate = t->judged ? (double)t->detected / (double)t->judged : NAN;
-    t->stated_rate = t->variant->role == LAB_ROLE_BUG ? lab_verdict_stated_rate(t->variant) : NAN;
+    /* A bug's rate: its stated one, or 1 where every case ran under the tool that names it (tally_records). */
+    t->stated_rate = t->variant->role == LAB_ROLE_BUG ? (t->stated_rate <= 1 ? t->stated_rate : 1.0) : NAN;
     t->p_value = t->power = NAN;
     t->seeds_needed = 0;
     lab_verdict_set(t, LAB_VERDICT_OK, "ok");
@@ -133,6 +142,9 @@ lab_status lab_verdict_tally_records(const lab_case_record *recs, size_t n, lab_
             nt++;
         }
         lab_outcome o = recs[i].o.outcome;
+        if (!t[k].seeds) t[k].stated_rate = 2; /* not yet known: the lowest of its cases' rates */
+        double cr = recs[i].variant->role == LAB_ROLE_BUG ? lab_verdict_case_rate(&recs[i]) : NAN;
+        if (cr < t[k].stated_rate) t[k].stated_rate = cr;
         t[k].seeds++;
         t[k].counts[o]++;
         if (recs[i].variant->role == LAB_ROLE_BUG) {

@@ -16,7 +16,9 @@
  *     rate r < 1 by the exact one-sided binomial test of lab_binom.h: rejected (RATE BELOW) when
  *     P(X <= detected | judged, r) < LAB_BINOM_ALPHA, else refused (TOO FEW SEEDS, with the seeds it
  *     needs) when the test's power against 1 - 2 (1 - r) is below LAB_BINOM_POWER, else ok. A rejection
- *     stands at any power; only a non-rejection needs power to mean anything. Inconclusive cases, ERRORs
+ *     stands at any power; only a non-rejection needs power to mean anything. Cases run under the
+ *     compute-sanitizer tool the variant names (metric "sanitizer_expected" 1, lab_sanitize) are detected by
+ *     the tool's finding, on every seed: there the rate is 1. Inconclusive cases, ERRORs
  *     and missing-dependency SKIPs make any variant not ok; all-skipped (expected) is ok ("skipped");
  *   - the run (lab_verdict_decide): ok when every variant is ok, every case that is not ok belongs to a
  *     variant that is not ok (checked: a disagreement is itself NOT OK), the harness ran every case, no

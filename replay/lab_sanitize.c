@@ -113,6 +113,9 @@ lab_status lab_sanitize_case(const lab_case *c, const char *tool, const char *la
     lab_result_metric(r, "sanitizer_errors", n_err < 0 ? NAN : (double)n_err);
     if (r->skipped) return LAB_OK;
     int expect = c->variant->role == LAB_ROLE_BUG && c->variant->sanitizer && !strcmp(c->variant->sanitizer, tool);
+    /* The tool that names the variant decides its detection, on every seed: its stated rate (a property of the
+     * variant's own criterion) does not apply to this case (lab_verdict). */
+    lab_result_metric(r, "sanitizer_expected", expect);
     if (n_err > 0) {
         char detail[sizeof r->detail];
         snprintf(detail, sizeof detail, "%s", r->detail);

@@ -18,7 +18,8 @@ void lab_sanitize_print_result(FILE *f, lab_status st, const lab_case_result *r)
  * tool` (with --sanitizer tool, so the case allocates exactly), and fills r with what the case reported plus the metric "sanitizer_errors". The sanitizer's
  * findings decide: any finding fails the case ("memcheck: 3 errors: Invalid __global__ write ..."), so a
  * fix must be clean; a bug variant whose `sanitizer` is this tool is detected only by a finding (without
- * one it passes: the tool lost it), other bug variants keep their own verdict. A case whose process was
+ * one it passes: the tool lost it), and on every seed: the metric "sanitizer_expected" 1 tells the verdict
+ * that its stated rate does not apply (lab_verdict.h); other bug variants keep their own verdict. A case whose process was
  * killed by a signal (or that the tool reports as exit status 128 + signal with no result) re-raises it
  * (the outcome is CRASH). LAB_ERR_UNSUPPORTED when compute-sanitizer is
  * not on PATH; LAB_ERR_IO when the tool's output holds no case result (its last line is quoted). */

@@ -278,6 +278,26 @@ Test(verdict, bugs_xpass_inconclusive_and_rates, .init = mkout, .fini = rmout)
     scenario(&irate, 20, 2, LAB_OUT_FAIL, LAB_OUT_PASS, 0, 0, "rate-below", "stated 0.9, 2 of 20");
 }
 
+/* Under the compute-sanitizer tool that names it, a bug is detected by the tool on every seed: its stated rate
+ * does not apply (2 seeds are not too few), and one seed the tool does not flag is an XPASS. */
+Test(verdict, a_stated_rate_yields_to_the_tool_that_names_the_bug, .init = mkout, .fini = rmout)
+{
+    lab_case_record *r = records(&irate, 2, 2, LAB_OUT_FAIL, LAB_OUT_FAIL, 0);
+    for (int i = 0; i < 2; ++i) lab_result_metric(&r[i].o.r, "sanitizer_expected", 1);
+    outputs o = report(r, 2, NULL);
+    agree(&o, 1, 0, "ok", "under its tool, 2 of 2 flagged");
+    r[1].o.outcome = LAB_OUT_PASS;
+    r[1].o.r.passed = 1;
+    o = report(r, 2, NULL);
+    agree(&o, 0, 1, "xpass", "under its tool, 1 of 2 not flagged");
+    free(r);
+    /* Without the tool the same 2 seeds are too few for the stated 0.9. */
+    r = records(&irate, 2, 2, LAB_OUT_FAIL, LAB_OUT_FAIL, 0);
+    o = report(r, 2, NULL);
+    agree(&o, 0, 1, "too-few-seeds", "stated 0.9 on 2 seeds, no tool");
+    free(r);
+}
+
 Test(verdict, run_level_failures, .init = mkout, .fini = rmout)
 {
     lab_case_record *r = records(&ifix, 8, 8, LAB_OUT_PASS, LAB_OUT_PASS, 0);

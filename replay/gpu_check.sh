@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # replay/gpu_check.sh: runs on a GPU machine over the bundle of replay/gpu_bundle.sh: device facts, Open MPI
-# (the machine's, else the carried wheel), the device report (`lab report`: the CUDA replay over SEEDS seeds
-# per variant, default 64) with GPU utilisation sampled every 0.5 s into report.json and per-incident time
+# (the machine's, else the carried wheel), the device report (`lab report`: the CUDA replay over SEEDS seeds,
+# per variant, default each incident's own, which every stated rate's binomial test has the power for)
+# with GPU utilisation sampled every 0.5 s into report.json and per-incident time
 # shares, optionally the same report by an older lab binary (LAB_OLD=path: before/after on one device), the
 # CPU replay (incident defaults), the test suite, compute-sanitizer over the memory-bug incidents, and the
 # benchmarks. STEPS (default "report cpu tests sanitize bench") picks the steps. Logs go to build/gpu-check;
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast on shared hosts
 out=build/gpu-check
-seeds="${1:-64}"
+seeds="${1:-}"
 steps="${STEPS:-report cpu tests sanitize bench}"
 mkdir -p "$out"
 log="$out/gpu-check.log"
@@ -35,7 +36,7 @@ report() {
   local lab="$1" dir="$2"
   nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 >"$dir.util.csv" &
   local sampler=$!
-  /usr/bin/time -f "cuda report ($lab) wall %e s" "$lab" report --backend cuda --seeds "$seeds" --out "$dir" --quiet | tail -n 30
+  /usr/bin/time -f "cuda report ($lab) wall %e s" "$lab" report --backend cuda ${seeds:+--seeds "$seeds"} --out "$dir" --quiet | tail -n 30
   kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
   python3 replay/report_util.py "$dir/report.json" "$dir.util.csv" 0.5
   echo "== per-incident case time ($lab): sum of case wall times, cases, per case"
@@ -45,7 +46,7 @@ report() {
 }
 
 if want report; then
-  echo "== device report: CUDA replay, $seeds seeds per variant, $(nproc) cores"
+  echo "== device report: CUDA replay, ${seeds:-incident default} seeds per variant, $(nproc) cores"
   if [ -n "${LAB_OLD:-}" ]; then report "$LAB_OLD" "$out/report-old"; fi
   report build/lab "$out/report"
   [ -n "${OUT:-}" ] && tar czf "$OUT/report.tgz" -C "$out" report $( [ -n "${LAB_OLD:-}" ] && echo report-old )

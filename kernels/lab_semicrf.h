@@ -158,6 +158,15 @@ typedef struct {
 
 void lab_semicrf_out_free(lab_semicrf_out *o);
 
+/* Pieces of the float64 reference and of the judge that other semi-CRF models reuse: a logsumexp of n
+ * doubles (-inf when all are -inf); the segment score in double of (batch b, start s, duration k, class c);
+ * max|a - r| / max|r| over n values (NaN when any a is non-finite, each counted into *nf); the larger of two
+ * values, NaN when either is. */
+double lab_semicrf_lse_d(const double *x, int n);
+double lab_semicrf_seg_d(const lab_semicrf_problem *p, int b, int s, int k, int c);
+double lab_semicrf_norm_err(const float *a, const double *r, size_t n, size_t *nf);
+double lab_semicrf_max_nan(double a, double b);
+
 /* Runs the kernel as the GPU does, on the CPU: the float32 forward (alpha, log Z) and backward (beta) of
  * the production kernel on C_PAD lanes (padding NEG_INF), then the marginal kernel: one program per
  * (batch element, segment start s), programs taken in the order drawn from cfg->schedule_seed (a seeded

@@ -56,7 +56,7 @@ lab_status lab_semicrf_case_problem(lab_semicrf_problem *p, uint64_t seed)
 }
 
 /* max|a - r| / max|r| over n values; NaN if any value is non-finite; counts non-finite a into *nf. */
-static double sc_norm_err(const float *a, const double *r, size_t n, size_t *nf)
+double lab_semicrf_norm_err(const float *a, const double *r, size_t n, size_t *nf)
 {
     double m = 0.0, s = 0.0;
     int bad = 0;
@@ -74,7 +74,7 @@ static double sc_norm_err(const float *a, const double *r, size_t n, size_t *nf)
     return s > 0.0 ? m / s : m;
 }
 
-static double sc_max_nan(double a, double b)
+double lab_semicrf_max_nan(double a, double b)
 {
     if (isnan(a) || isnan(b)) return NAN;
     return a > b ? a : b;
@@ -85,17 +85,17 @@ void lab_semicrf_compare(const lab_semicrf_problem *p, const lab_semicrf_out *o,
 {
     memset(e, 0, sizeof *e);
     size_t C = (size_t)p->C, ncum = (size_t)p->B * (size_t)(p->T + 1) * C, npos = (size_t)p->B * (size_t)p->T * C;
-    e->trans = sc_norm_err(o->g_trans, r->g_trans, C * C, &e->nonfinite);
-    e->dur = sc_norm_err(o->g_dur, r->g_dur, (size_t)p->K * C, &e->nonfinite);
-    e->cum = sc_norm_err(o->g_cum, r->g_cum, ncum, &e->nonfinite);
-    e->ps = p->use_proj ? sc_norm_err(o->g_ps, r->g_ps, npos, &e->nonfinite) : 0.0;
-    e->pe = p->use_proj ? sc_norm_err(o->g_pe, r->g_pe, npos, &e->nonfinite) : 0.0;
+    e->trans = lab_semicrf_norm_err(o->g_trans, r->g_trans, C * C, &e->nonfinite);
+    e->dur = lab_semicrf_norm_err(o->g_dur, r->g_dur, (size_t)p->K * C, &e->nonfinite);
+    e->cum = lab_semicrf_norm_err(o->g_cum, r->g_cum, ncum, &e->nonfinite);
+    e->ps = p->use_proj ? lab_semicrf_norm_err(o->g_ps, r->g_ps, npos, &e->nonfinite) : 0.0;
+    e->pe = p->use_proj ? lab_semicrf_norm_err(o->g_pe, r->g_pe, npos, &e->nonfinite) : 0.0;
     e->n = C * C + (size_t)p->K * C + ncum + (p->use_proj ? 2 * npos : 0);
-    e->max = sc_max_nan(sc_max_nan(sc_max_nan(e->trans, e->dur), sc_max_nan(e->cum, e->ps)), e->pe);
+    e->max = lab_semicrf_max_nan(lab_semicrf_max_nan(lab_semicrf_max_nan(e->trans, e->dur), lab_semicrf_max_nan(e->cum, e->ps)), e->pe);
     e->logz = 0.0;
     for (int b = 0; b < p->B; ++b) {
         double d = fabs((double)o->logZ[b] - r->logZ[b]) / fabs(r->logZ[b]);
-        e->logz = sc_max_nan(e->logz, isfinite(o->logZ[b]) ? d : NAN);
+        e->logz = lab_semicrf_max_nan(e->logz, isfinite(o->logZ[b]) ? d : NAN);
     }
 }
 
@@ -135,9 +135,9 @@ void lab_semicrf_run_to_run(const lab_semicrf_problem *p, const lab_semicrf_out 
     d->ps = sc_diff(a->g_ps, b->g_ps, npos, &d->n_diff);
     d->pe = sc_diff(a->g_pe, b->g_pe, npos, &d->n_diff);
     d->n = C * C + (size_t)p->K * C + ncum + 2 * npos;
-    d->max = sc_max_nan(sc_max_nan(sc_max_nan(d->trans, d->dur), sc_max_nan(d->cum, d->ps)), d->pe);
+    d->max = lab_semicrf_max_nan(lab_semicrf_max_nan(lab_semicrf_max_nan(d->trans, d->dur), lab_semicrf_max_nan(d->cum, d->ps)), d->pe);
     if (a->acc_trans && b->acc_trans && a->acc_dur && b->acc_dur && a->acc_cum && b->acc_cum)
-        d->acc_max = sc_max_nan(sc_max_nan(sc_diff_d(a->acc_trans, b->acc_trans, C * C),
+        d->acc_max = lab_semicrf_max_nan(lab_semicrf_max_nan(sc_diff_d(a->acc_trans, b->acc_trans, C * C),
                                            sc_diff_d(a->acc_dur, b->acc_dur, (size_t)p->K * C)),
                                 sc_diff_d(a->acc_cum, b->acc_cum, ncum));
     else
@@ -224,9 +224,9 @@ lab_status lab_semicrf_golden_compare(const char *dir, uint64_t seed, const lab_
     if (st == LAB_OK) st = sc_golden_get(dir, &m, fz, (size_t)p->B, &tz);
     if (st == LAB_OK) {
         size_t nf = 0;
-        double e = sc_max_nan(sc_norm_err(o->g_trans, tt.data, C * C, &nf), sc_norm_err(o->g_dur, td.data, (size_t)p->K * C, &nf));
+        double e = lab_semicrf_max_nan(lab_semicrf_norm_err(o->g_trans, tt.data, C * C, &nf), lab_semicrf_norm_err(o->g_dur, td.data, (size_t)p->K * C, &nf));
         const double *z = tz.data;
-        for (int b = 0; b < p->B; ++b) e = sc_max_nan(e, fabs((double)o->logZ[b] - z[b]) / fabs(z[b]));
+        for (int b = 0; b < p->B; ++b) e = lab_semicrf_max_nan(e, fabs((double)o->logZ[b] - z[b]) / fabs(z[b]));
         *err = e;
     }
     lab_tensor_free(&tt);

@@ -8,7 +8,7 @@
 /* ---------------------------------------------------------------------------------------------- */
 /* float64 reference                                                                               */
 
-static double sc_lse_d(const double *x, int n)
+double lab_semicrf_lse_d(const double *x, int n)
 {
     double m = -INFINITY;
     for (int i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
@@ -19,7 +19,7 @@ static double sc_lse_d(const double *x, int n)
 }
 
 /* Segment score in double of (b, start s, duration k, class c). */
-static double sc_seg_d(const lab_semicrf_problem *p, int b, int s, int k, int c)
+double lab_semicrf_seg_d(const lab_semicrf_problem *p, int b, int s, int k, int c)
 {
     size_t C = (size_t)p->C, T = (size_t)p->T;
     const float *cb = p->cum + (size_t)b * (T + 1) * C;
@@ -40,15 +40,15 @@ static double sc_forward_d(const lab_semicrf_problem *p, int b, double *alpha, d
     for (int t = 1; t <= L; ++t) {
         for (int c = 0; c < C; ++c) {
             int nk = t < K ? t : K;
-            for (int k = 1; k <= nk; ++k) tmp[k - 1] = sc_seg_d(p, b, t - k, k, c) + ain[(size_t)(t - k) * C + c];
-            alpha[(size_t)t * C + c] = sc_lse_d(tmp, nk);
+            for (int k = 1; k <= nk; ++k) tmp[k - 1] = lab_semicrf_seg_d(p, b, t - k, k, c) + ain[(size_t)(t - k) * C + c];
+            alpha[(size_t)t * C + c] = lab_semicrf_lse_d(tmp, nk);
         }
         for (int c2 = 0; c2 < C; ++c2) {
             for (int c = 0; c < C; ++c) tmp[c] = alpha[(size_t)t * C + c] + (double)p->trans[(size_t)c * C + c2];
-            ain[(size_t)t * C + c2] = sc_lse_d(tmp, C);
+            ain[(size_t)t * C + c2] = lab_semicrf_lse_d(tmp, C);
         }
     }
-    return sc_lse_d(alpha + (size_t)L * C, C);
+    return lab_semicrf_lse_d(alpha + (size_t)L * C, C);
 }
 
 double lab_semicrf_logz(const lab_semicrf_problem *p, int b)
@@ -105,12 +105,12 @@ lab_status lab_semicrf_reference(const lab_semicrf_problem *p, lab_semicrf_ref *
         for (int t = L - 1; t >= 0; --t) {
             int nk = L - t < K ? L - t : K;
             for (int c2 = 0; c2 < C; ++c2) {
-                for (int k = 1; k <= nk; ++k) tmp[k - 1] = sc_seg_d(p, b, t, k, c2) + beta[(size_t)(t + k) * C + c2];
-                bout[(size_t)t * C + c2] = sc_lse_d(tmp, nk);
+                for (int k = 1; k <= nk; ++k) tmp[k - 1] = lab_semicrf_seg_d(p, b, t, k, c2) + beta[(size_t)(t + k) * C + c2];
+                bout[(size_t)t * C + c2] = lab_semicrf_lse_d(tmp, nk);
             }
             for (int c = 0; c < C; ++c) {
                 for (int c2 = 0; c2 < C; ++c2) tmp[c2] = (double)p->trans[(size_t)c * C + c2] + bout[(size_t)t * C + c2];
-                beta[(size_t)t * C + c] = sc_lse_d(tmp, C);
+                beta[(size_t)t * C + c] = lab_semicrf_lse_d(tmp, C);
             }
         }
         double *gc = r->g_cum + (size_t)b * nrow, *ac = r->abs_cum + (size_t)b * nrow;
@@ -120,7 +120,7 @@ lab_status lab_semicrf_reference(const lab_semicrf_problem *p, lab_semicrf_ref *
             for (int c2 = 0; c2 < C; ++c2) {
                 double a = ain[(size_t)s * C + c2], sum = 0.0;
                 for (int k = 1; k <= nk; ++k) {
-                    double e = exp(a + sc_seg_d(p, b, s, k, c2) + beta[(size_t)(s + k) * C + c2] - z);
+                    double e = exp(a + lab_semicrf_seg_d(p, b, s, k, c2) + beta[(size_t)(s + k) * C + c2] - z);
                     gc[(size_t)(s + k) * C + c2] += e;
                     ac[(size_t)(s + k) * C + c2] += e;
                     r->g_dur[(size_t)(k - 1) * C + c2] += e;

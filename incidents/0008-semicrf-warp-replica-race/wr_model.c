@@ -146,28 +146,6 @@ lab_status wr_forward(const lab_semicrf_problem *p, wr_fwd *f)
 
 /* ---- float64 reference (factorised: O(L (K C + C^2)) per element) -------------------------------------- */
 
-static double wr_lse_d(const double *x, int n)
-{
-    double m = -INFINITY;
-    for (int i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
-    if (m == -INFINITY) return -INFINITY;
-    double s = 0.0;
-    for (int i = 0; i < n; ++i) s += exp(x[i] - m);
-    return m + log(s);
-}
-
-static double wr_seg_d(const lab_semicrf_problem *p, int b, int s, int k, int c)
-{
-    size_t C = (size_t)p->C, T = (size_t)p->T;
-    const float *cb = p->cum + (size_t)b * (T + 1) * C;
-    double v = (double)cb[(size_t)(s + k) * C + (size_t)c] - (double)cb[(size_t)s * C + (size_t)c] +
-               (double)p->dur[(size_t)(k - 1) * C + (size_t)c];
-    if (p->use_proj)
-        v += (double)p->proj_start[((size_t)b * T + (size_t)s) * C + (size_t)c] +
-             (double)p->proj_end[((size_t)b * T + (size_t)(s + k - 1)) * C + (size_t)c];
-    return v;
-}
-
 lab_status wr_reference(const lab_semicrf_problem *p, lab_semicrf_ref *r)
 {
     memset(r, 0, sizeof *r);
@@ -202,26 +180,26 @@ lab_status wr_reference(const lab_semicrf_problem *p, lab_semicrf_ref *r)
             if (t > 0)
                 for (int d = 0; d < C; ++d) {
                     int nk = t < K ? t : K;
-                    for (int k = 1; k <= nk; ++k) tmp[k - 1] = wr_seg_d(p, b, t - k, k, d) + ain[(size_t)(t - k) * C + d];
-                    alpha[(size_t)t * C + d] = wr_lse_d(tmp, nk);
+                    for (int k = 1; k <= nk; ++k) tmp[k - 1] = lab_semicrf_seg_d(p, b, t - k, k, d) + ain[(size_t)(t - k) * C + d];
+                    alpha[(size_t)t * C + d] = lab_semicrf_lse_d(tmp, nk);
                 }
             for (int d = 0; d < C; ++d) {
                 for (int s = 0; s < C; ++s) tmp[s] = alpha[(size_t)t * C + s] + (double)p->trans[(size_t)s * C + d];
-                ain[(size_t)t * C + d] = wr_lse_d(tmp, C);
+                ain[(size_t)t * C + d] = lab_semicrf_lse_d(tmp, C);
             }
         }
-        double z = wr_lse_d(alpha + (size_t)L * C, C);
+        double z = lab_semicrf_lse_d(alpha + (size_t)L * C, C);
         r->logZ[b] = z;
         for (int c = 0; c < C; ++c) beta[(size_t)L * C + c] = 0.0;
         for (int t = L - 1; t >= 0; --t) {
             int nk = L - t < K ? L - t : K;
             for (int d = 0; d < C; ++d) {
-                for (int k = 1; k <= nk; ++k) tmp[k - 1] = wr_seg_d(p, b, t, k, d) + beta[(size_t)(t + k) * C + d];
-                bout[(size_t)t * C + d] = wr_lse_d(tmp, nk);
+                for (int k = 1; k <= nk; ++k) tmp[k - 1] = lab_semicrf_seg_d(p, b, t, k, d) + beta[(size_t)(t + k) * C + d];
+                bout[(size_t)t * C + d] = lab_semicrf_lse_d(tmp, nk);
             }
             for (int s = 0; s < C; ++s) {
                 for (int d = 0; d < C; ++d) tmp[d] = (double)p->trans[(size_t)s * C + d] + bout[(size_t)t * C + d];
-                beta[(size_t)t * C + s] = wr_lse_d(tmp, C);
+                beta[(size_t)t * C + s] = lab_semicrf_lse_d(tmp, C);
             }
         }
         double *gc = r->g_cum + (size_t)b * nrow, *gps = r->g_ps + (size_t)b * npos, *gpe = r->g_pe + (size_t)b * npos;
@@ -230,7 +208,7 @@ lab_status wr_reference(const lab_semicrf_problem *p, lab_semicrf_ref *r)
             for (int d = 0; d < C; ++d) {
                 double a = ain[(size_t)t * C + d], sum = 0.0;
                 for (int k = 1; k <= nk; ++k) {
-                    double e = exp(a + wr_seg_d(p, b, t, k, d) + beta[(size_t)(t + k) * C + d] - z);
+                    double e = exp(a + lab_semicrf_seg_d(p, b, t, k, d) + beta[(size_t)(t + k) * C + d] - z);
                     gc[(size_t)(t + k) * C + d] += e;
                     r->g_dur[(size_t)(k - 1) * C + d] += e;
                     gpe[(size_t)(t + k - 1) * C + d] += e;
@@ -656,45 +634,21 @@ double wr_tolerance(const lab_semicrf_ref *r, int B, int K)
     return WR_TOL_ULPS(K) * (1.0 / 16777216.0) * (z > 1.0 ? z : 1.0);
 }
 
-static double wr_norm_err(const float *a, const double *r, size_t n, size_t *nf)
-{
-    double m = 0.0, s = 0.0;
-    int bad = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (!isfinite(a[i])) {
-            ++*nf;
-            bad = 1;
-            continue;
-        }
-        double d = fabs((double)a[i] - r[i]);
-        m = d > m ? d : m;
-        s = fabs(r[i]) > s ? fabs(r[i]) : s;
-    }
-    if (bad) return NAN;
-    return s > 0.0 ? m / s : m;
-}
-
-static double wr_max_nan(double a, double b)
-{
-    if (isnan(a) || isnan(b)) return NAN;
-    return a > b ? a : b;
-}
-
 void wr_compare(const lab_semicrf_problem *p, const wr_out *o, const lab_semicrf_ref *r, wr_err *e)
 {
     memset(e, 0, sizeof *e);
     size_t C = (size_t)p->C, nc = (size_t)p->B * (size_t)(p->T + 1) * C, np = (size_t)p->B * (size_t)p->T * C;
-    e->trans = wr_norm_err(o->g_trans, r->g_trans, C * C, &e->nonfinite);
-    e->dur = wr_norm_err(o->g_dur, r->g_dur, (size_t)p->K * C, &e->nonfinite);
-    e->cum = wr_norm_err(o->g_cum, r->g_cum, nc, &e->nonfinite);
-    e->ps = p->use_proj ? wr_norm_err(o->g_ps, r->g_ps, np, &e->nonfinite) : 0.0;
-    e->pe = p->use_proj ? wr_norm_err(o->g_pe, r->g_pe, np, &e->nonfinite) : 0.0;
+    e->trans = lab_semicrf_norm_err(o->g_trans, r->g_trans, C * C, &e->nonfinite);
+    e->dur = lab_semicrf_norm_err(o->g_dur, r->g_dur, (size_t)p->K * C, &e->nonfinite);
+    e->cum = lab_semicrf_norm_err(o->g_cum, r->g_cum, nc, &e->nonfinite);
+    e->ps = p->use_proj ? lab_semicrf_norm_err(o->g_ps, r->g_ps, np, &e->nonfinite) : 0.0;
+    e->pe = p->use_proj ? lab_semicrf_norm_err(o->g_pe, r->g_pe, np, &e->nonfinite) : 0.0;
     e->n = C * C + (size_t)p->K * C + nc + (p->use_proj ? 2 * np : 0);
-    e->max = wr_max_nan(wr_max_nan(wr_max_nan(e->trans, e->dur), wr_max_nan(e->cum, e->ps)), e->pe);
+    e->max = lab_semicrf_max_nan(lab_semicrf_max_nan(lab_semicrf_max_nan(e->trans, e->dur), lab_semicrf_max_nan(e->cum, e->ps)), e->pe);
     e->logz = 0.0;
     for (int b = 0; b < p->B; ++b) {
         double d = fabs((double)o->logZ[b] - r->logZ[b]) / fabs(r->logZ[b]);
-        e->logz = wr_max_nan(e->logz, isfinite(o->logZ[b]) ? d : NAN);
+        e->logz = lab_semicrf_max_nan(e->logz, isfinite(o->logZ[b]) ? d : NAN);
     }
 }
 

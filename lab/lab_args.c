@@ -104,6 +104,8 @@ lab_status lab_args_replay_parse(int argc, char **argv, lab_args_replay *o)
             o->backend = v;
         } else if (!strcmp(a, "-j") || !strcmp(a, "--jobs")) {
             st = lab_args_u64(a, lab_args_value(argc, argv, &i), 1, LAB_ARGS_JOBS_MAX, &o->jobs);
+        } else if (!strcmp(a, "--batch-seeds")) {
+            st = lab_args_u64(a, lab_args_value(argc, argv, &i), 1, LAB_ARGS_BATCH_MAX, &o->batch_seeds);
         } else if (!strcmp(a, "--timeout")) {
             st = lab_args_u64(a, lab_args_value(argc, argv, &i), 1, LAB_ARGS_TIMEOUT_MAX, &o->timeout_s);
         } else if (!strcmp(a, "--out")) {

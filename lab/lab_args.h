@@ -25,6 +25,7 @@ extern "C" {
                                                      default_seeds caps it) */
 #define LAB_ARGS_EXPLAIN_SEEDS_MAX 4096
 #define LAB_ARGS_JOBS_MAX 1024
+#define LAB_ARGS_BATCH_MAX 64     /* --batch-seeds: LAB_CASE_GROUPS_MAX */
 #define LAB_ARGS_TIMEOUT_MAX 86400                /* seconds */
 #define LAB_ARGS_IDS_MAX 64                       /* --incident flags */
 
@@ -53,6 +54,7 @@ typedef struct {
     const char *backend;                 /* "cpu" (default), "cuda" or "auto" */
     int gpu_optional;                    /* --gpu-optional: cuda without a usable device is SKIP, not exit 3 */
     uint64_t jobs;                       /* -j/--jobs; 0: not given (all cores) */
+    uint64_t batch_seeds;                /* --batch-seeds; 0: not given (each incident's batch_max) */
     uint64_t timeout_s;                  /* --timeout; 0: not given */
     const char *out;                     /* --out (default build/replay) */
     const char *sanitize;                /* --sanitize TOOL (not checked against the tool list here) */
@@ -61,7 +63,7 @@ typedef struct {
 
 /* Parses `lab replay` flags argv[0..argc) into *o (defaults first). Every number is range-checked: --seeds
  * 1..LAB_ARGS_SEEDS_MAX, --seed and --first-seed 1..LAB_ARGS_SEED_MAX, and first seed + seeds - 1 within
- * LAB_ARGS_SEED_MAX; -j 1..LAB_ARGS_JOBS_MAX; --timeout 1..LAB_ARGS_TIMEOUT_MAX. --help stops parsing
+ * LAB_ARGS_SEED_MAX; -j 1..LAB_ARGS_JOBS_MAX; --batch-seeds 1..LAB_ARGS_BATCH_MAX; --timeout 1..LAB_ARGS_TIMEOUT_MAX. --help stops parsing
  * (o->help = 1, LAB_OK). LAB_ERR_ARG with a message naming the flag on an unknown flag, a missing value,
  * a bad number, --seed with --seeds or --first-seed, too many --incident flags, a backend other than
  * cpu|cuda|auto, or --sanitize without --backend cuda. Never allocates. */

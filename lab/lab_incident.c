@@ -146,19 +146,59 @@ void lab_case_init(lab_case *c, const lab_incident *inc, const lab_variant *v, u
      * guard zones and counts its stray accesses instead of being ended by the first one. */
 }
 
-/* This process's group: the state of the last (incident, seed, backend) set up. */
+/* This process's groups: the states of the last (incident, seed, backend) set up, least recently used first;
+ * all of one incident and backend. */
 static struct {
     const lab_incident *inc;
-    uint64_t seed;
     lab_backend backend;
-    void *group;
+    size_t n;
+    struct {
+        uint64_t seed;
+        void *group;
+    } e[LAB_CASE_GROUPS_MAX];
 } lab_case_cache;
 
 void lab_case_release(void)
 {
-    if (lab_case_cache.inc && lab_case_cache.group && lab_case_cache.inc->teardown)
-        lab_case_cache.inc->teardown(lab_case_cache.group);
+    for (size_t i = 0; i < lab_case_cache.n; ++i)
+        if (lab_case_cache.e[i].group && lab_case_cache.inc->teardown) lab_case_cache.inc->teardown(lab_case_cache.e[i].group);
     memset(&lab_case_cache, 0, sizeof lab_case_cache);
+}
+
+/* The group of c's seed from the cache, made by setup when missing (another incident or backend empties the
+ * cache first; so does a miss when keep is 0, so one case at a time holds one group as it always did; a full
+ * cache drops the least recently used); *g NULL for an incident without setup. */
+static lab_status lab_case_group(const lab_case *c, int keep, const void **g)
+{
+    const lab_incident *inc = c->incident;
+    *g = NULL;
+    if (!inc->setup) return LAB_OK;
+    if (lab_case_cache.inc != inc || lab_case_cache.backend != c->backend) lab_case_release();
+    for (size_t i = 0; i < lab_case_cache.n; ++i)
+        if (lab_case_cache.e[i].seed == c->seed) { /* the most recent now: a batch never drops its own groups */
+            void *hit = lab_case_cache.e[i].group;
+            memmove(&lab_case_cache.e[i], &lab_case_cache.e[i + 1], (lab_case_cache.n - i - 1) * sizeof lab_case_cache.e[0]);
+            lab_case_cache.e[lab_case_cache.n - 1].seed = c->seed;
+            lab_case_cache.e[lab_case_cache.n - 1].group = hit;
+            *g = hit;
+            return LAB_OK;
+        }
+    if (!keep) lab_case_release();
+    if (lab_case_cache.n == LAB_CASE_GROUPS_MAX) {
+        inc->teardown(lab_case_cache.e[0].group);
+        memmove(&lab_case_cache.e[0], &lab_case_cache.e[1], (LAB_CASE_GROUPS_MAX - 1) * sizeof lab_case_cache.e[0]);
+        lab_case_cache.n--;
+    }
+    void *made = NULL;
+    lab_status st = inc->setup(c, &made);
+    if (st != LAB_OK) return st;
+    lab_case_cache.inc = inc;
+    lab_case_cache.backend = c->backend;
+    lab_case_cache.e[lab_case_cache.n].seed = c->seed;
+    lab_case_cache.e[lab_case_cache.n].group = made;
+    lab_case_cache.n++;
+    *g = made;
+    return LAB_OK;
 }
 
 lab_status lab_case_run(const lab_case *c, lab_case_result *r)
@@ -171,20 +211,31 @@ lab_status lab_case_run(const lab_case *c, lab_case_result *r)
         return LAB_OK;
     }
     lab_case cc = *c;
-    if (inc->setup) {
-        if (lab_case_cache.inc != inc || lab_case_cache.seed != c->seed || lab_case_cache.backend != c->backend) {
-            lab_case_release();
-            void *g = NULL;
-            lab_status st = inc->setup(c, &g);
-            if (st != LAB_OK) return st;
-            lab_case_cache.inc = inc;
-            lab_case_cache.seed = c->seed;
-            lab_case_cache.backend = c->backend;
-            lab_case_cache.group = g;
-        }
-        cc.group = lab_case_cache.group;
+    lab_status st = lab_case_group(c, 0, &cc.group);
+    return st == LAB_OK ? run(&cc, r) : st;
+}
+
+lab_status lab_case_run_batch(const lab_case *cases, size_t n, lab_case_result *results)
+{
+    const lab_incident *inc = n ? cases[0].incident : NULL;
+    if (!inc || !inc->run_cuda_batch || n > inc->batch_max || n > LAB_CASE_GROUPS_MAX)
+        return lab_err_set(LAB_ERR_ARG, "seed batch: %zu cases of %s, which batches at most %u", n, inc ? inc->id : "no incident",
+                           inc && inc->run_cuda_batch ? inc->batch_max : 0u);
+    lab_case *cc = malloc(n * sizeof *cc);
+    if (!cc) return lab_err_set(LAB_ERR_NOMEM, "seed batch: out of memory");
+    lab_status st = LAB_OK;
+    for (size_t i = 0; i < n && st == LAB_OK; ++i) {
+        memset(&results[i], 0, sizeof results[i]);
+        cc[i] = cases[i];
+        if (cases[i].incident != inc || cases[i].variant != cases[0].variant || cases[i].backend != LAB_BACKEND_CUDA)
+            st = lab_err_set(LAB_ERR_ARG, "seed batch: case %zu is not %s/%s on cuda", i, inc->id, cases[0].variant->name);
     }
-    return run(&cc, r);
+    /* every seed's group first (a later setup never drops an earlier one: n <= LAB_CASE_GROUPS_MAX, and a seed
+     * met twice is looked up, not made again) */
+    for (size_t i = 0; i < n && st == LAB_OK; ++i) st = lab_case_group(&cases[i], 1, &cc[i].group);
+    if (st == LAB_OK) st = inc->run_cuda_batch(cc, n, results);
+    free(cc);
+    return st;
 }
 
 double lab_result_get(const lab_case_result *r, const char *name)

@@ -167,6 +167,19 @@ typedef struct lab_incident {
     const lab_metric_spec *metric_specs;
     int n_metric_specs;
     /* ---- end of metric specifications ---- */
+    /* ---- Seed batches (CUDA) ---- Optional: runs one variant for n cases of different seeds at once, in one
+     * launch per kernel where the kernel takes a batch dimension, so that one launch fills the GPU instead of a
+     * few of its SMs. cases[i] carry their own seed's group (setup); results[i] must be what run_cuda gives
+     * cases[i] run alone (bit for bit for deterministic variants; timings excepted, test
+     * replay/seed_batches_equal_single_cases). Called only on the CUDA backend, without a sanitizer, for
+     * variants that are not memory bugs (variant.sanitizer NULL), with 1 <= n <= batch_max cases whose seeds
+     * have the same batch_key. Returns LAB_OK when every case ran; an error status (a device error) leaves the
+     * results unset: the runner then runs the cases one by one. NULL: no batching. */
+    lab_status (*run_cuda_batch)(const lab_case *cases, size_t n, lab_case_result *results);
+    unsigned batch_max;              /* most cases in one run_cuda_batch call (required with it) */
+    /* Seeds that may share a batch have the same key (e.g. the same problem shape); NULL: any seeds. */
+    uint64_t (*batch_key)(uint64_t seed);
+    /* ---- end of seed batches ---- */
 } lab_incident;
 
 /* One case of a replay as read back from results.jsonl (outcome, verdict, detail, metrics). */
@@ -218,8 +231,16 @@ lab_status lab_case_run_named(const lab_incident *inc, const char *variant, uint
  * N / LAB_XCHECK_EVERY + 2 of them. The judge against the float64 reference runs on every seed. */
 #define LAB_XCHECK_EVERY 8
 int lab_case_xcheck(const lab_case *c);
-/* Frees the cached group of this process, if any. */
+/* Frees the cached groups of this process, if any. */
 void lab_case_release(void);
+/* The seed groups this process keeps at once (the seeds of one seed batch; lab_case_run's single seed). */
+#define LAB_CASE_GROUPS_MAX 64
+/* Runs the seed batch cases[0..n) of one incident, variant and backend (CUDA), with the seeds' groups from this
+ * process's cache (made by setup where missing; at most LAB_CASE_GROUPS_MAX distinct seeds), through the
+ * incident's run_cuda_batch; results[i] zeroed first. LAB_ERR_ARG when the incident has no run_cuda_batch, n is 0
+ * or above its batch_max or the cases are not of one incident, variant and backend; else run_cuda_batch's or a
+ * setup's status. */
+lab_status lab_case_run_batch(const lab_case *cases, size_t n, lab_case_result *results);
 
 /* Result helpers for run functions. */
 void lab_result_metric(lab_case_result *r, const char *name, double value);

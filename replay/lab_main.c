@@ -33,7 +33,7 @@ static const struct {
     {"replay",
      "  replay [--incident ID]... [--variant NAME] [--seeds N | --seed S] [--first-seed S0]\n"
      "         [--backend cpu|cuda|auto] [--gpu-optional] [-j JOBS] [--timeout SEC] [--out DIR] [--tap]\n"
-     "         [--no-plots] [--quiet] [--sanitize memcheck|initcheck|racecheck] [--mpi]\n"
+     "         [--no-plots] [--quiet] [--sanitize memcheck|initcheck|racecheck] [--mpi] [--batch-seeds N]\n"
      "                                     run cases isolated on all cores; exit 1 if a fix fails or a bug\n"
      "                                     is not detected (XPASS); --sanitize runs every CUDA case under\n"
      "                                     compute-sanitizer, and its findings join the outcome. --mpi: under\n"
@@ -43,7 +43,8 @@ static const struct {
      "                                     Ranges: --seeds 1..1048576 (default 256, or an incident's own),\n"
      "                                     --seed and --first-seed 1..9007199254740992 (2^53) with first seed +\n"
      "                                     seeds - 1 at most 2^53, -j 1..1024 (default: all cores), --timeout\n"
-     "                                     1..86400 s. Progress goes to stderr (a line at most every 10 s\n"
+     "                                     1..86400 s. --batch-seeds 1..64: most seeds a CUDA launch batches\n"
+     "                                     (default: each incident's own; 1: one case per launch). Progress goes to stderr (a line at most every 10 s\n"
      "                                     outside a terminal); --quiet silences it. SIGINT/SIGTERM stop the\n"
      "                                     run: the finished cases are written, marked interrupted, exit\n"
      "                                     130/143, and the command that resumes is printed.\n"},
@@ -254,6 +255,7 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
 
     lab_replay_opts o = {sel, n_sel, variant, seeds, ns, !have_seed && !have_seeds, backend, (int)ra.jobs,
                          (double)ra.timeout_s, out, ra.tap, ra.plots, !quiet, lab_bin, lab_root(), sanitize};
+    o.batch_seeds = (unsigned)ra.batch_seeds;
     lab_verdict verdict;
     lab_case_record *recs;
     size_t nrec;

@@ -27,10 +27,19 @@
 #include "lab_plot.h"
 #include "lab_sanitize.h"
 #include "lab_sched.h"
+#include "lab_seedbatch.h"
 
 #ifdef LAB_HAVE_CUDA
 #include "lab_cuda.h"
 #endif
+
+/* A device error may have taken the context down, and a memory bug may have written where nothing checks unless
+ * the case vouches it did not (memory_contained): either way this worker judges no further case. */
+static void lab_replay_retire_rule(const lab_case *c, lab_status st, lab_case_result *r)
+{
+    if (st == LAB_ERR_DEVICE || (c->variant->sanitizer && !r->memory_contained) || lab_result_get(r, "device_error") > 0)
+        r->retire_worker = 1;
+}
 
 lab_status lab_replay_case(const lab_case *c, lab_case_result *r)
 {
@@ -52,11 +61,7 @@ lab_status lab_replay_case(const lab_case *c, lab_case_result *r)
     }
     lab_status st = lab_case_run(c, r);
     if (st == LAB_OK) lab_asan_judge_unflagged(c, r); /* an ASan build's `asan` bug that ran to its end unflagged */
-    /* A device error may have taken the context down, and a memory bug may have written where nothing
-     * checks unless the case vouches it did not (memory_contained): either way this worker judges no
-     * further case. */
-    if (st == LAB_ERR_DEVICE || (v->sanitizer && !r->memory_contained) || lab_result_get(r, "device_error") > 0)
-        r->retire_worker = 1;
+    lab_replay_retire_rule(c, st, r);
     return st;
 }
 
@@ -67,6 +72,8 @@ typedef struct {
     double t0;
     size_t bad;
     size_t *order;     /* execution order: job j of the incident being run is recs[order[offset + j]] */
+    unsigned *lead;    /* per execution position: n >= 1 starts a seed batch of n jobs (1: alone), 0 follows one
+                          (lab_seedbatch.h) */
     size_t offset;
     lab_sched_machine machine;
     lab_sched_plan plan;        /* the plan of the incident being run */
@@ -74,6 +81,31 @@ typedef struct {
     lab_replay_done_fn on_done; /* optional: told of each finished case (scale-out streams it) */
     void *on_done_ctx;
 } lab_replay_ctx;
+
+/* Runs the seed batch led by execution position pos (its first case c) in this worker, keeping the followers'
+ * results (lab_seedbatch_run). An error status when the GPU is not ready or the batch failed: the caller then runs
+ * each case alone, so a skip or a device error is judged per case as always. */
+static lab_status lab_replay_batch(lab_replay_ctx *ctx, size_t pos, const lab_case *c, lab_case_result *r)
+{
+#ifdef LAB_HAVE_CUDA
+    char why[240];
+    if (lab_cuda_ready(why, sizeof why) != LAB_OK) return lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why);
+    size_t n = ctx->lead[pos];
+    lab_case *cases = malloc(n * sizeof *cases);
+    if (!cases) return lab_err_set(LAB_ERR_NOMEM, "seed batch: out of memory");
+    for (size_t i = 0; i < n; ++i) {
+        const lab_case_record *rec = &ctx->recs[ctx->order[pos + i]];
+        cases[i] = *c; /* the same incident, variant, backend and golden folder */
+        cases[i].seed = rec->seed;
+    }
+    lab_status st = lab_seedbatch_run(cases, n, pos, r);
+    free(cases);
+    return st;
+#else
+    (void)ctx, (void)pos, (void)c, (void)r;
+    return lab_err_set(LAB_ERR_UNSUPPORTED, "this build has no CUDA");
+#endif
+}
 
 static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
 {
@@ -98,6 +130,14 @@ static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
         if (st == LAB_ERR_UNSUPPORTED) lab_result_skip(r, "%s", lab_err_msg());
         return st == LAB_ERR_UNSUPPORTED ? LAB_OK : st;
     }
+    size_t pos = ctx->offset + job;
+    if (ctx->lead && ctx->lead[pos] != 1) {
+        if (lab_seedbatch_take(pos, r) || (ctx->lead[pos] > 1 && lab_replay_batch(ctx, pos, &c, r) == LAB_OK)) {
+            lab_replay_retire_rule(&c, LAB_OK, r); /* a follower whose batch ran in this process, or its leader */
+            return LAB_OK;
+        }
+        memset(r, 0, sizeof *r); /* a follower whose leader ran elsewhere, or a batch that failed: alone */
+    }
     return lab_replay_case(&c, r);
 }
 
@@ -117,6 +157,13 @@ static void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
     size_t index = ctx->order[ctx->offset + job];
     lab_case_record *c = &ctx->recs[index];
     c->o = *o;
+    unsigned lead = ctx->lead ? ctx->lead[ctx->offset + job] : 1;
+    if (lead > 1 && (o->outcome == LAB_OUT_CRASH || o->outcome == LAB_OUT_HANG) && !o->not_run) {
+        /* its process died inside the batch: the outcome may be another seed's; the others rerun alone */
+        size_t len = strlen(c->o.error);
+        snprintf(c->o.error + len, sizeof c->o.error - len, " (while running a seed batch of %u cases it led; its "
+                 "other cases rerun alone; replay this one alone to confirm)", lead);
+    }
     ctx->done++;
     if (lab_verdict_case_ok(c) == 0) ctx->bad++;
     if (ctx->opts->progress && !o->not_run) {
@@ -189,7 +236,10 @@ static size_t lab_replay_order(const lab_case_record *recs, size_t start, size_t
 static double lab_replay_job_timeout(void *vctx, size_t job)
 {
     lab_replay_ctx *ctx = vctx;
-    return lab_replay_watchdog(ctx->opts, ctx->recs[ctx->order[ctx->offset + job]].incident);
+    size_t pos = ctx->offset + job;
+    double t = lab_replay_watchdog(ctx->opts, ctx->recs[ctx->order[pos]].incident);
+    /* a seed batch's leader runs the whole batch: the time its cases would have had one by one */
+    return ctx->lead && ctx->lead[pos] > 1 ? t * ctx->lead[pos] : t;
 }
 
 /* Whether an incident's plan lets its workers run other incidents' cases too: single-GPU CUDA cases,
@@ -205,30 +255,60 @@ typedef struct {
     size_t start, end, group_size, n_groups;
 } lab_replay_part;
 
-/* Lays the parts' jobs out worker by worker into ctx->order[base ..]: worker k's range holds the k-th
- * share of every part's groups, so one child runs its share of every incident in one CUDA context.
+/* Lays the parts' jobs out worker by worker into ctx->order[base ..] and ctx->lead[base ..]: worker k's range
+ * holds the k-th share of every part's groups, so one child runs its share of every incident in one CUDA context.
+ * A part whose incident batches seeds (lab_seedbatch_size > 1) is shared out chunk by chunk instead (its seed
+ * batches, lab_seedbatch_plan), round robin across workers, continuing where the previous batched part stopped.
  * bounds gets workers + 1 entries (relative to base). */
 static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_replay_part *parts, size_t np,
                                          int workers, size_t *bounds)
 {
     size_t total = parts[np - 1].end - base, k = 0;
     size_t *tmp = malloc((total ? total : 1) * sizeof *tmp);
-    if (!tmp) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
-    for (int w = 0; w < workers; ++w) {
+    unsigned *tlead = malloc((total ? total : 1) * sizeof *tlead);
+    lab_seedbatch_plan *sp = calloc(np, sizeof *sp);
+    size_t *rot = calloc(np, sizeof *rot); /* the worker of a batched part's chunk 0 */
+    lab_status st = tmp && tlead && sp && rot ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    for (size_t i = 0, next = 0; i < np && st == LAB_OK; ++i) {
+        const lab_replay_opts *o = ctx->opts;
+        unsigned bmax = lab_seedbatch_size(ctx->recs[parts[i].start].incident, o->backend, o->sanitize != NULL, o->batch_seeds);
+        if (bmax < 2) continue;
+        st = lab_seedbatch_plan_make(ctx->recs, ctx->order, parts[i].start, parts[i].end, bmax, &sp[i]);
+        rot[i] = next;
+        next = (next + sp[i].n_chunks) % (size_t)workers;
+    }
+    for (int w = 0; w < workers && st == LAB_OK; ++w) {
         bounds[w] = k;
         for (size_t i = 0; i < np; ++i) {
             const lab_replay_part *pt = &parts[i];
+            if (sp[i].jobs) {
+                for (size_t c = 0; c < sp[i].n_chunks; ++c) {
+                    if ((c + rot[i]) % (size_t)workers != (size_t)w) continue;
+                    for (size_t j = sp[i].chunk_start[c]; j < sp[i].chunk_start[c + 1]; ++j) {
+                        tlead[k] = sp[i].lead[j];
+                        tmp[k++] = sp[i].jobs[j];
+                    }
+                }
+                continue;
+            }
             size_t per = (pt->n_groups + (size_t)workers - 1) / (size_t)workers * pt->group_size;
             size_t a = pt->start + (size_t)w * per, e = a + per;
             if (a > pt->end) a = pt->end;
             if (e > pt->end) e = pt->end;
-            for (size_t j = a; j < e; ++j) tmp[k++] = ctx->order[j];
+            for (size_t j = a; j < e; ++j) {
+                tlead[k] = 1;
+                tmp[k++] = ctx->order[j];
+            }
         }
     }
-    bounds[workers] = k;
-    memcpy(ctx->order + base, tmp, total * sizeof *tmp);
-    free(tmp);
-    return LAB_OK;
+    if (st == LAB_OK) {
+        bounds[workers] = k;
+        memcpy(ctx->order + base, tmp, total * sizeof *tmp);
+        memcpy(ctx->lead + base, tlead, total * sizeof *tlead);
+    }
+    for (size_t i = 0; sp && i < np; ++i) lab_seedbatch_plan_free(&sp[i]);
+    free(tmp), free(tlead), free(sp), free(rot);
+    return st;
 }
 
 /* Runs the cases (records are grouped by incident): an incident at a time under its plan, except that
@@ -238,13 +318,15 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
     const lab_replay_opts *opts = ctx->opts;
     lab_job_outcome *out = calloc(ctx->n ? ctx->n : 1, sizeof *out);
     ctx->order = calloc(ctx->n ? ctx->n : 1, sizeof *ctx->order);
+    ctx->lead = malloc((ctx->n ? ctx->n : 1) * sizeof *ctx->lead);
+    for (size_t i = 0; ctx->lead && i < ctx->n; ++i) ctx->lead[i] = 1;
     size_t n_inc = 0;
     for (size_t i = 0; i < ctx->n; ++i) n_inc += i == 0 || ctx->recs[i].incident != ctx->recs[i - 1].incident;
     lab_replay_part *parts = calloc(n_inc ? n_inc : 1, sizeof *parts);
     lab_sched_plan *plans = calloc(n_inc ? n_inc : 1, sizeof *plans);
     size_t *bounds = NULL;
     lab_status st = LAB_OK;
-    if (!out || !ctx->order || !parts || !plans) {
+    if (!out || !ctx->order || !ctx->lead || !parts || !plans) {
         st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
         goto done;
     }
@@ -289,6 +371,8 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
 done:
     free(out);
     free(ctx->order);
+    free(ctx->lead);
+    ctx->lead = NULL;
     free(parts);
     free(plans);
     free(bounds);

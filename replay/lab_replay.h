@@ -34,6 +34,8 @@ typedef struct {
                                               NULL: none */
     lab_replay_summary_fn summary_fields;  /* fields added to summary.json (lab_mpi: the ranks); NULL: none */
     void *summary_ctx;                     /* its context */
+    unsigned batch_seeds;                  /* most seeds one CUDA seed batch runs (lab_seedbatch.h); 0: each
+                                              incident's batch_max; 1: no batching */
 } lab_replay_opts;
 
 /* Runs every selected case, prints the per-incident table and the replay command of every case that

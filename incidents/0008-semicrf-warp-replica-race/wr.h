@@ -130,12 +130,16 @@ void wr_compare(const lab_semicrf_problem *p, const wr_out *o, const lab_semicrf
 size_t wr_bits_differ(const lab_semicrf_problem *p, const wr_out *a, const wr_out *b, double *max_abs);
 
 #ifdef LAB_HAVE_CUDA
-/* The kernel on the GPU (wr_cuda.cu): inputs and the forward's checkpoints uploaded once, then `runs`
- * launches of the backward (grid B, 32 * num_warps threads), each followed by the batch reduction; outs[i]
- * (allocated here, wr_out_alloc) gets run i. *ms (may be NULL) receives the median time of one backward.
- * LAB_ERR_DEVICE with the CUDA error text; LAB_ERR_ARG for a bad config. */
-lab_status wr_cuda_run(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg *cfg, int runs, wr_out *outs,
-                       double *ms);
+/* The kernel on the GPU (wr_cuda.cu) for a seed batch of n problems of one shape (same B, T, K, C, use_proj; f:
+ * the forward shapes of that T, from any of them): their sequences side by side in one grid (n B blocks of
+ * 32 * num_warps threads, each reading its own problem's parameters), inputs and the GPU forward's checkpoints
+ * made once, then `runs` launches of the backward, each followed by the reduction per problem (its B sequences,
+ * b ascending). outs[q * runs + i] (allocated here, wr_out_alloc) gets problem q's run i: the same bits as a
+ * batch of that problem alone wherever the configuration is race-free. *ms (may be NULL) receives the median
+ * time of one backward launch of the whole batch. LAB_ERR_DEVICE with the CUDA error text; LAB_ERR_ARG for a
+ * bad config or problems of different shapes. */
+lab_status wr_cuda_run(const lab_semicrf_problem *const *p, const wr_fwd *f, int n, const wr_cfg *cfg, int runs,
+                       wr_out *outs, double *ms);
 /* The study (lab bench): prints, per configuration, how often the GPU produced wrong, non-finite or
  * run-to-run different gradients over many runs at the training shape, and the cost of every variant. */
 lab_status wr_cuda_study(FILE *out);

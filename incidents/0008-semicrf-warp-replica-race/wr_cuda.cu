@@ -21,7 +21,18 @@ struct wr_args {
     float *abuf, *ring;                        /* [B][SEG][C_PAD], [B][K][C_PAD] (global unless SMEM) */
     void *gcum, *gtr, *gdb, *gps, *gpe;        /* per-batch workspaces, widths of the index variant */
     int B, T, K, C, I, NCK, SEG, use_proj;
+    int SPB;                                   /* sequences per problem: a seed batch is B / SPB problems side by
+                                                  side, problem q's trans and dur at q C C and q K C */
 };
+
+/* The arguments as block b's sequence sees them: its problem's transitions and duration biases. */
+__device__ __forceinline__ wr_args wr_for_block(wr_args a, int b)
+{
+    int q = b / a.SPB;
+    a.trans += (size_t)q * a.C * a.C;
+    a.dur += (size_t)q * a.K * a.C;
+    return a;
+}
 
 __device__ __forceinline__ float wr_clampf(float x, float lo, float hi)
 {
@@ -157,8 +168,9 @@ __device__ __forceinline__ void wr_alpha_at(const wr_args &a, const float *cum, 
  * the buffer stores (the fix), index variant, float64 accumulation, buffers in shared memory (racecheck study),
  * minimum blocks per SM (a register cap for the spill study). */
 template <int NW, bool REMAT, bool BAR, int INDEX, bool F64, bool SMEM, int MINB>
-__global__ void __launch_bounds__(32 * NW, MINB) wr_bwd(wr_args a)
+__global__ void __launch_bounds__(32 * NW, MINB) wr_bwd(wr_args a_all)
 {
+    const wr_args a = wr_for_block(a_all, blockIdx.x);
     constexpr int NT = 32 * NW;
     constexpr int WC = NW >= 2 ? 2 : 1, WRW = NW >= 2 ? NW / 2 : 1, NR = WR_C_PAD / WRW, NC = WC == 1 ? 2 : 1;
     typedef typename std::conditional<F64, double, float>::type acc_t;
@@ -395,8 +407,9 @@ __global__ void __launch_bounds__(32 * NW, MINB) wr_bwd(wr_args a)
  * recomputed alpha equals the forward's bit for bit, as upstream's recompute relies on), race-free (a barrier after
  * every store): alpha[0..L] into alpha_all [B][T+1][C_PAD] (NEG_INF-filled), then the checkpoints and log Z. */
 template <int NW>
-__global__ void __launch_bounds__(32 * NW) wr_fwd_k(wr_args a, float *alpha_all, float *ckpt, float *logZ)
+__global__ void __launch_bounds__(32 * NW) wr_fwd_k(wr_args a_all, float *alpha_all, float *ckpt, float *logZ)
 {
+    const wr_args a = wr_for_block(a_all, blockIdx.x);
     constexpr int NT = 32 * NW;
     constexpr int WC = NW >= 2 ? 2 : 1, WRW = NW >= 2 ? NW / 2 : 1, NR = WR_C_PAD / WRW, NC = WC == 1 ? 2 : 1;
     constexpr int NOWN = NT < WR_C_PAD ? WR_C_PAD / NT : 1;
@@ -472,27 +485,31 @@ __global__ void wr_fill(float *x, size_t n, float v)
     if (i < n) x[i] = v;
 }
 
-/* The batch reduction (einsum over b, grad_output = 1, b ascending) and the slices back to C. */
+/* The batch reduction (einsum over b, grad_output = 1, b ascending) of every problem of a seed batch (its SPB
+ * sequences) and the slices back to C. */
 template <bool F64>
 __global__ void wr_reduce(const void *gtr_, const void *gdb_, const void *gcum_, const void *gps_, const void *gpe_, int B,
-                          int T, int K, int C, int Wt, int Wc, float *g_trans, float *g_dur, float *g_cum, float *g_ps,
-                          float *g_pe)
+                          int SPB, int T, int K, int C, int Wt, int Wc, float *g_trans, float *g_dur, float *g_cum,
+                          float *g_ps, float *g_pe)
 {
     typedef typename std::conditional<F64, double, float>::type acc_t;
     const acc_t *gtr = (const acc_t *)gtr_, *gdb = (const acc_t *)gdb_, *gcum = (const acc_t *)gcum_;
     const acc_t *gps = (const acc_t *)gps_, *gpe = (const acc_t *)gpe_;
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t ntr = (size_t)C * C, ndb = (size_t)K * C, ncum = (size_t)B * (T + 1) * C, npos = (size_t)B * T * C;
-    if (i < ntr) {
-        int s = (int)(i / C), d = (int)(i % C);
+    size_t NQ = (size_t)(B / SPB), ntr = (size_t)C * C, ndb = (size_t)K * C, ncum = (size_t)B * (T + 1) * C,
+           npos = (size_t)B * T * C;
+    if (i < NQ * ntr) {
+        size_t q = i / ntr, e = i % ntr;
+        int s = (int)(e / C), d = (int)(e % C);
         acc_t x = 0;
-        for (int b = 0; b < B; ++b) x = x + gtr[((size_t)b * Wt + s) * Wt + d];
+        for (size_t b = q * SPB; b < (q + 1) * SPB; ++b) x = x + gtr[(b * Wt + s) * Wt + d];
         g_trans[i] = (float)x;
     }
-    if (i < ndb) {
-        int k = (int)(i / C), d = (int)(i % C);
+    if (i < NQ * ndb) {
+        size_t q = i / ndb, e = i % ndb;
+        int k = (int)(e / C), d = (int)(e % C);
         acc_t x = 0;
-        for (int b = 0; b < B; ++b) x = x + gdb[((size_t)b * K + k) * Wt + d];
+        for (size_t b = q * SPB; b < (q + 1) * SPB; ++b) x = x + gdb[(b * K + k) * Wt + d];
         g_dur[i] = (float)x;
     }
     if (i < ncum) {
@@ -548,12 +565,14 @@ static const wr_kdesc *wr_find_kernel(const wr_cfg *c, int minb)
     return NULL;
 }
 
-/* Device state of one problem: inputs, forward, buffers and workspaces. */
+/* Device state of a seed batch (n problems of one shape side by side; one problem is a batch of one): inputs,
+ * forward, buffers and workspaces. */
 struct wr_dev {
     wr_args a;
-    float *out;    /* g_trans, g_dur, g_cum, g_ps, g_pe back to back */
+    int nq;        /* problems */
+    float *out;    /* g_trans [nq][C][C], g_dur [nq][K][C], g_cum, g_ps, g_pe (all sequences) back to back */
     float *alpha;  /* the GPU forward's alpha [B][T+1][C_PAD] */
-    size_t ntr, ndb, ncum, npos, nws_bytes[5];
+    size_t ntr, ndb, ncum, npos, nws_bytes[5]; /* ntr, ndb per problem; ncum, npos over all sequences */
     int Wt, Wc, f64;
 };
 
@@ -567,45 +586,57 @@ static void wr_dev_free(wr_dev *d)
     memset(d, 0, sizeof *d);
 }
 
+/* dst: a device array of n problems' src arrays (field of each, `per` elements each) back to back; NULL sources
+ * leave it unset. */
 template <typename X>
-static lab_status wr_upload(X **dst, const X *src, size_t n)
+static lab_status wr_upload(X **dst, const lab_semicrf_problem *const *p, int n, X *lab_semicrf_problem::*field, size_t per)
 {
-    LAB_CUDA_CHECK(cudaMalloc((void **)dst, n * sizeof(X) > 0 ? n * sizeof(X) : sizeof(X)));
-    if (src) LAB_CUDA_CHECK(cudaMemcpy(*dst, src, n * sizeof(X), cudaMemcpyHostToDevice));
+    size_t bytes = (size_t)n * per * sizeof(X);
+    LAB_CUDA_CHECK(cudaMalloc((void **)dst, bytes > 0 ? bytes : sizeof(X)));
+    for (int i = 0; i < n && p; ++i)
+        if (p[i]->*field && per) LAB_CUDA_CHECK(cudaMemcpy(*dst + (size_t)i * per, p[i]->*field, per * sizeof(X), cudaMemcpyHostToDevice));
+    return LAB_OK;
+}
+template <typename X>
+static lab_status wr_alloc(X **dst, size_t n)
+{
+    LAB_CUDA_CHECK(cudaMalloc((void **)dst, n > 0 ? n * sizeof(X) : sizeof(X)));
     return LAB_OK;
 }
 
-static lab_status wr_dev_init(wr_dev *d, const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg *cfg)
+static lab_status wr_dev_init(wr_dev *d, const lab_semicrf_problem *const *pp, const wr_fwd *f, int nq, const wr_cfg *cfg)
 {
     memset(d, 0, sizeof *d);
-    int B = p->B, T = p->T, K = p->K, C = p->C;
+    const lab_semicrf_problem *p = pp[0];
+    int SPB = p->B, B = nq * SPB, T = p->T, K = p->K, C = p->C;
+    d->nq = nq;
     d->Wc = cfg->index == WR_INDEX_PAD ? WR_C_PAD : C;
     d->Wt = cfg->index == WR_INDEX_RAW ? C : WR_C_PAD;
     d->f64 = cfg->f64;
     size_t es = cfg->f64 ? sizeof(double) : sizeof(float);
     d->ntr = (size_t)C * C, d->ndb = (size_t)K * C, d->ncum = (size_t)B * (T + 1) * C, d->npos = (size_t)B * T * C;
     wr_args &a = d->a;
-    a.B = B, a.T = T, a.K = K, a.C = C, a.I = f->I, a.NCK = f->NCK, a.SEG = f->SEG, a.use_proj = p->use_proj;
+    a.B = B, a.SPB = SPB, a.T = T, a.K = K, a.C = C, a.I = f->I, a.NCK = f->NCK, a.SEG = f->SEG, a.use_proj = p->use_proj;
+    size_t pcum = (size_t)SPB * (T + 1) * C, ppos = (size_t)SPB * T * C;
     lab_status st;
-    float *psrc = p->use_proj ? p->proj_start : NULL, *pesrc = p->use_proj ? p->proj_end : NULL;
-    if ((st = wr_upload((float **)&a.cum, p->cum, d->ncum)) != LAB_OK) return st;
-    if ((st = wr_upload((float **)&a.trans, p->trans, d->ntr)) != LAB_OK) return st;
-    if ((st = wr_upload((float **)&a.dur, p->dur, d->ndb)) != LAB_OK) return st;
-    if ((st = wr_upload((float **)&a.ps, psrc, d->npos)) != LAB_OK) return st;
-    if ((st = wr_upload((float **)&a.pe, pesrc, d->npos)) != LAB_OK) return st;
-    if ((st = wr_upload((int **)&a.len, p->len, (size_t)B)) != LAB_OK) return st;
+    if ((st = wr_upload((float **)&a.cum, pp, nq, &lab_semicrf_problem::cum, pcum)) != LAB_OK) return st;
+    if ((st = wr_upload((float **)&a.trans, pp, nq, &lab_semicrf_problem::trans, d->ntr)) != LAB_OK) return st;
+    if ((st = wr_upload((float **)&a.dur, pp, nq, &lab_semicrf_problem::dur, d->ndb)) != LAB_OK) return st;
+    if ((st = wr_upload((float **)&a.ps, p->use_proj ? pp : NULL, nq, &lab_semicrf_problem::proj_start, ppos)) != LAB_OK) return st;
+    if ((st = wr_upload((float **)&a.pe, p->use_proj ? pp : NULL, nq, &lab_semicrf_problem::proj_end, ppos)) != LAB_OK) return st;
+    if ((st = wr_upload((int **)&a.len, pp, nq, &lab_semicrf_problem::len, (size_t)SPB)) != LAB_OK) return st;
     /* log Z and the checkpoints come from the GPU forward below (the host forward only gave the shapes) */
-    if ((st = wr_upload((float **)&a.logZ, (const float *)NULL, (size_t)B)) != LAB_OK) return st;
-    if ((st = wr_upload((float **)&a.ckpt, (const float *)NULL, (size_t)B * f->NCK * K * WR_C_PAD)) != LAB_OK) return st;
-    if ((st = wr_upload(&a.abuf, (const float *)NULL, (size_t)B * f->SEG * WR_C_PAD)) != LAB_OK) return st;
-    if ((st = wr_upload(&a.ring, (const float *)NULL, (size_t)B * K * WR_C_PAD)) != LAB_OK) return st;
+    if ((st = wr_alloc((float **)&a.logZ, (size_t)B)) != LAB_OK) return st;
+    if ((st = wr_alloc((float **)&a.ckpt, (size_t)B * f->NCK * K * WR_C_PAD)) != LAB_OK) return st;
+    if ((st = wr_alloc(&a.abuf, (size_t)B * f->SEG * WR_C_PAD)) != LAB_OK) return st;
+    if ((st = wr_alloc(&a.ring, (size_t)B * K * WR_C_PAD)) != LAB_OK) return st;
     d->nws_bytes[0] = (size_t)B * (T + 1) * d->Wc * es;
     d->nws_bytes[1] = (size_t)B * d->Wt * d->Wt * es;
     d->nws_bytes[2] = (size_t)B * K * d->Wt * es;
     d->nws_bytes[3] = d->nws_bytes[4] = (size_t)B * T * d->Wc * es;
     void **ws[5] = {&a.gcum, &a.gtr, &a.gdb, &a.gps, &a.gpe};
     for (int i = 0; i < 5; ++i) LAB_CUDA_CHECK(cudaMalloc(ws[i], d->nws_bytes[i]));
-    LAB_CUDA_CHECK(cudaMalloc((void **)&d->out, (d->ntr + d->ndb + d->ncum + 2 * d->npos) * sizeof(float)));
+    LAB_CUDA_CHECK(cudaMalloc((void **)&d->out, ((size_t)nq * (d->ntr + d->ndb) + d->ncum + 2 * d->npos) * sizeof(float)));
     /* the forward at the variant's warp count (same row arithmetic as its Phase 1), once per problem */
     size_t nal = (size_t)B * (T + 1) * WR_C_PAD, nck = (size_t)B * f->NCK * K * WR_C_PAD;
     LAB_CUDA_CHECK(cudaMalloc((void **)&d->alpha, nal * sizeof(float)));
@@ -630,9 +661,9 @@ static lab_status wr_dev_init(wr_dev *d, const lab_semicrf_problem *p, const wr_
         LAB_CUDA_CHECK(cudaGetLastError());                                                                            \
     } while (0)
 
-/* One backward: buffers and workspaces reset, the kernel (timed with events into *ms), the reduction, the outputs
- * copied into o. */
-static lab_status wr_dev_run(wr_dev *d, const wr_kdesc *kd, const lab_semicrf_problem *p, wr_out *o, cudaEvent_t e0,
+/* One backward of the whole seed batch: buffers and workspaces reset, the kernel (timed with events into *ms),
+ * the reduction, problem q's outputs copied into *o[q]. */
+static lab_status wr_dev_run(wr_dev *d, const wr_kdesc *kd, int use_proj, wr_out *const *o, cudaEvent_t e0,
                              cudaEvent_t e1, float *ms)
 {
     wr_args &a = d->a;
@@ -651,26 +682,33 @@ static lab_status wr_dev_run(wr_dev *d, const wr_kdesc *kd, const lab_semicrf_pr
     LAB_CUDA_CHECK(cudaEventRecord(e1));
     LAB_CUDA_CHECK(cudaEventSynchronize(e1));
     LAB_CUDA_CHECK(cudaEventElapsedTime(ms, e0, e1));
-    float *o_tr = d->out, *o_db = o_tr + d->ntr, *o_cum = o_db + d->ndb, *o_ps = o_cum + d->ncum, *o_pe = o_ps + d->npos;
+    size_t nq = (size_t)d->nq;
+    float *o_tr = d->out, *o_db = o_tr + nq * d->ntr, *o_cum = o_db + nq * d->ndb, *o_ps = o_cum + d->ncum, *o_pe = o_ps + d->npos;
     size_t nmax = d->ncum > d->npos ? d->ncum : d->npos;
+    if (nq * d->ntr > nmax) nmax = nq * d->ntr;
+    if (nq * d->ndb > nmax) nmax = nq * d->ndb;
     if (d->f64)
-        wr_reduce<true><<<(unsigned)((nmax + 255) / 256), 256>>>(a.gtr, a.gdb, a.gcum, a.gps, a.gpe, a.B, a.T, a.K, a.C,
+        wr_reduce<true><<<(unsigned)((nmax + 255) / 256), 256>>>(a.gtr, a.gdb, a.gcum, a.gps, a.gpe, a.B, a.SPB, a.T, a.K, a.C,
                                                                   d->Wt, d->Wc, o_tr, o_db, o_cum, o_ps, o_pe);
     else
-        wr_reduce<false><<<(unsigned)((nmax + 255) / 256), 256>>>(a.gtr, a.gdb, a.gcum, a.gps, a.gpe, a.B, a.T, a.K, a.C,
+        wr_reduce<false><<<(unsigned)((nmax + 255) / 256), 256>>>(a.gtr, a.gdb, a.gcum, a.gps, a.gpe, a.B, a.SPB, a.T, a.K, a.C,
                                                                    d->Wt, d->Wc, o_tr, o_db, o_cum, o_ps, o_pe);
     WR_LAUNCHED();
     LAB_CUDA_CHECK(cudaDeviceSynchronize());
-    LAB_CUDA_CHECK(cudaMemcpy(o->g_trans, o_tr, d->ntr * sizeof(float), cudaMemcpyDeviceToHost));
-    LAB_CUDA_CHECK(cudaMemcpy(o->g_dur, o_db, d->ndb * sizeof(float), cudaMemcpyDeviceToHost));
-    LAB_CUDA_CHECK(cudaMemcpy(o->g_cum, o_cum, d->ncum * sizeof(float), cudaMemcpyDeviceToHost));
-    LAB_CUDA_CHECK(cudaMemcpy(o->g_ps, o_ps, d->npos * sizeof(float), cudaMemcpyDeviceToHost));
-    LAB_CUDA_CHECK(cudaMemcpy(o->g_pe, o_pe, d->npos * sizeof(float), cudaMemcpyDeviceToHost));
-    if (!p->use_proj) {
-        memset(o->g_ps, 0, d->npos * sizeof(float));
-        memset(o->g_pe, 0, d->npos * sizeof(float));
+    size_t pcum = d->ncum / nq, ppos = d->npos / nq, spb = (size_t)a.SPB;
+    for (size_t q = 0; q < nq; ++q) {
+        wr_out *oq = o[q];
+        LAB_CUDA_CHECK(cudaMemcpy(oq->g_trans, o_tr + q * d->ntr, d->ntr * sizeof(float), cudaMemcpyDeviceToHost));
+        LAB_CUDA_CHECK(cudaMemcpy(oq->g_dur, o_db + q * d->ndb, d->ndb * sizeof(float), cudaMemcpyDeviceToHost));
+        LAB_CUDA_CHECK(cudaMemcpy(oq->g_cum, o_cum + q * pcum, pcum * sizeof(float), cudaMemcpyDeviceToHost));
+        LAB_CUDA_CHECK(cudaMemcpy(oq->g_ps, o_ps + q * ppos, ppos * sizeof(float), cudaMemcpyDeviceToHost));
+        LAB_CUDA_CHECK(cudaMemcpy(oq->g_pe, o_pe + q * ppos, ppos * sizeof(float), cudaMemcpyDeviceToHost));
+        if (!use_proj) {
+            memset(oq->g_ps, 0, ppos * sizeof(float));
+            memset(oq->g_pe, 0, ppos * sizeof(float));
+        }
+        LAB_CUDA_CHECK(cudaMemcpy(oq->logZ, (const float *)a.logZ + q * spb, spb * sizeof(float), cudaMemcpyDeviceToHost));
     }
-    LAB_CUDA_CHECK(cudaMemcpy(o->logZ, a.logZ, (size_t)a.B * sizeof(float), cudaMemcpyDeviceToHost));
     return LAB_OK;
 }
 
@@ -680,25 +718,36 @@ static int wr_cmp_float(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-/* Runs one configuration `runs` times on one uploaded problem (outs[i] allocated here); ms_med gets the median. */
-static lab_status wr_run_kernel(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg *cfg, int minb, int runs,
-                                wr_out *outs, double *ms_med)
+/* Runs one configuration `runs` times on a seed batch of nq problems of one shape (outs[q * runs + i], allocated
+ * here, gets problem q's run i); ms_med gets the median time of one backward of the whole batch. */
+static lab_status wr_run_kernel(const lab_semicrf_problem *const *pp, const wr_fwd *f, int nq, const wr_cfg *cfg, int minb,
+                                int runs, wr_out *outs, double *ms_med)
 {
     const wr_kdesc *kd = wr_find_kernel(cfg, minb);
     if (!kd)
         return lab_err_set(LAB_ERR_ARG, WR_ID ": no compiled kernel for num_warps %d remat %d barrier %d index %d f64 %d smem %d minb %d",
                            cfg->num_warps, cfg->remat, cfg->barrier, cfg->index, cfg->f64, cfg->smem_bufs, minb);
     if (runs < 1 || runs > 4096) return lab_err_set(LAB_ERR_ARG, WR_ID ": runs %d outside 1..4096", runs);
-    for (int i = 0; i < runs; ++i) memset(&outs[i], 0, sizeof outs[i]);
+    if (nq < 1) return lab_err_set(LAB_ERR_ARG, WR_ID ": a seed batch of %d problems", nq);
+    for (int q = 1; q < nq; ++q)
+        if (pp[q]->B != pp[0]->B || pp[q]->T != pp[0]->T || pp[q]->K != pp[0]->K || pp[q]->C != pp[0]->C ||
+            pp[q]->use_proj != pp[0]->use_proj)
+            return lab_err_set(LAB_ERR_ARG, WR_ID ": seed batch problem %d is B=%d T=%d, not B=%d T=%d like the first", q,
+                               pp[q]->B, pp[q]->T, pp[0]->B, pp[0]->T);
+    for (int i = 0; i < nq * runs; ++i) memset(&outs[i], 0, sizeof outs[i]);
     wr_dev d;
     cudaEvent_t e0 = NULL, e1 = NULL;
     float *ms = (float *)calloc((size_t)runs, sizeof(float));
-    lab_status st = ms ? wr_dev_init(&d, p, f, cfg) : lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory");
+    wr_out **o = (wr_out **)calloc((size_t)nq, sizeof *o);
+    lab_status st = ms && o ? wr_dev_init(&d, pp, f, nq, cfg) : lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory");
     if (st == LAB_OK && cudaEventCreate(&e0) != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEventCreate", "event");
     if (st == LAB_OK && cudaEventCreate(&e1) != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEventCreate", "event");
     for (int i = 0; i < runs && st == LAB_OK; ++i) {
-        st = wr_out_alloc(&outs[i], p->B, p->T, p->K, p->C);
-        if (st == LAB_OK) st = wr_dev_run(&d, kd, p, &outs[i], e0, e1, &ms[i]);
+        for (int q = 0; q < nq && st == LAB_OK; ++q) {
+            o[q] = &outs[q * runs + i];
+            st = wr_out_alloc(o[q], pp[q]->B, pp[q]->T, pp[q]->K, pp[q]->C);
+        }
+        if (st == LAB_OK) st = wr_dev_run(&d, kd, pp[0]->use_proj, o, e0, e1, &ms[i]);
     }
     if (st == LAB_OK && ms_med) {
         qsort(ms, (size_t)runs, sizeof *ms, wr_cmp_float);
@@ -706,17 +755,18 @@ static lab_status wr_run_kernel(const lab_semicrf_problem *p, const wr_fwd *f, c
     }
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
-    if (ms) wr_dev_free(&d);
+    if (ms && o) wr_dev_free(&d);
     free(ms);
+    free(o);
     if (st != LAB_OK)
-        for (int i = 0; i < runs; ++i) wr_out_free(&outs[i]);
+        for (int i = 0; i < nq * runs; ++i) wr_out_free(&outs[i]);
     return st;
 }
 
-extern "C" lab_status wr_cuda_run(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg *cfg, int runs, wr_out *outs,
-                                  double *ms)
+extern "C" lab_status wr_cuda_run(const lab_semicrf_problem *const *p, const wr_fwd *f, int n, const wr_cfg *cfg, int runs,
+                                  wr_out *outs, double *ms)
 {
-    return wr_run_kernel(p, f, cfg, 1, runs, outs, ms);
+    return wr_run_kernel(p, f, n, cfg, 1, runs, outs, ms);
 }
 
 /* ---- the study --------------------------------------------------------------------------------------------- */
@@ -792,7 +842,8 @@ extern "C" lab_status wr_cuda_study(FILE *out)
     if (!ref || !outs) st = lab_err_set(LAB_ERR_NOMEM, WR_ID ": study: out of memory");
     /* the race-free reference of the study: the barrier fix at 4 warps, one run */
     wr_cfg fixc = {4, 1, 1, WR_INDEX_RAW, 0, 0};
-    if (st == LAB_OK) st = wr_run_kernel(&p, &f, &fixc, 1, 1, ref, NULL);
+    const lab_semicrf_problem *pp = &p;
+    if (st == LAB_OK) st = wr_run_kernel(&pp, &f, 1, &fixc, 1, 1, ref, NULL);
     if (st == LAB_OK) {
         for (int b = 0; b < B; ++b) z = fabs((double)ref->logZ[b]) > z ? fabs((double)ref->logZ[b]) : z;
         tol = WR_TOL_ULPS(K) / 16777216.0 * z;
@@ -803,7 +854,7 @@ extern "C" lab_status wr_cuda_study(FILE *out)
     fprintf(out, "%-28s %6s %6s %6s %8s %11s %10s %9s\n", "configuration", "wrong", "nonfin", "differ", "distinct", "max err/tol",
             "median ms", "vs bug");
     for (int r = 0; r < NROWS && st == LAB_OK; ++r) {
-        st = wr_run_kernel(&p, &f, &rows[r].cfg, rows[r].minb, RUNS, outs, &med[r]);
+        st = wr_run_kernel(&pp, &f, 1, &rows[r].cfg, rows[r].minb, RUNS, outs, &med[r]);
         if (st != LAB_OK) break;
         int wrong = 0, nonfin = 0, differ = 0, distinct = 0;
         double worst = 0.0;

@@ -25,7 +25,7 @@ extern "C" {
                                                      default_seeds caps it) */
 #define LAB_ARGS_EXPLAIN_SEEDS_MAX 4096
 #define LAB_ARGS_JOBS_MAX 1024
-#define LAB_ARGS_BATCH_MAX 64     /* --batch-seeds: LAB_CASE_GROUPS_MAX */
+#define LAB_ARGS_BATCH_MAX 256    /* --batch-seeds: LAB_CASE_GROUPS_MAX */
 #define LAB_ARGS_TIMEOUT_MAX 86400                /* seconds */
 #define LAB_ARGS_IDS_MAX 64                       /* --incident flags */
 

@@ -171,14 +171,18 @@ typedef struct lab_incident {
      * launch per kernel where the kernel takes a batch dimension, so that one launch fills the GPU instead of a
      * few of its SMs. cases[i] carry their own seed's group (setup); results[i] must be what run_cuda gives
      * cases[i] run alone (bit for bit for deterministic variants; timings excepted, test
-     * replay/seed_batches_equal_single_cases). Called only on the CUDA backend, without a sanitizer, for
-     * variants that are not memory bugs (variant.sanitizer NULL), with 1 <= n <= batch_max cases whose seeds
-     * have the same batch_key. Returns LAB_OK when every case ran; an error status (a device error) leaves the
+     * seedbatch::wr_batches_equal_cases_alone). Called only on the CUDA backend, without a sanitizer, for
+     * variants that are not memory bugs (variant.sanitizer NULL) unless batch_memory_bugs, with 1 <= n <=
+     * batch_max cases whose seeds have the same batch_key. Returns LAB_OK when every case ran; an error status (a device error) leaves the
      * results unset: the runner then runs the cases one by one. NULL: no batching. */
     lab_status (*run_cuda_batch)(const lab_case *cases, size_t n, lab_case_result *results);
     unsigned batch_max;              /* most cases in one run_cuda_batch call (required with it) */
     /* Seeds that may share a batch have the same key (e.g. the same problem shape); NULL: any seeds. */
     uint64_t (*batch_key)(uint64_t seed);
+    /* 1: memory-bug variants (variant.sanitizer) batch too, because every case of theirs reports memory_contained
+     * by construction; a batch in which one does not gives its leader retire_worker and the others run alone in
+     * a fresh worker. 0: they always run alone. */
+    int batch_memory_bugs;
     /* ---- end of seed batches ---- */
 } lab_incident;
 
@@ -234,7 +238,7 @@ int lab_case_xcheck(const lab_case *c);
 /* Frees the cached groups of this process, if any. */
 void lab_case_release(void);
 /* The seed groups this process keeps at once (the seeds of one seed batch; lab_case_run's single seed). */
-#define LAB_CASE_GROUPS_MAX 64
+#define LAB_CASE_GROUPS_MAX 256
 /* Runs the seed batch cases[0..n) of one incident, variant and backend (CUDA), with the seeds' groups from this
  * process's cache (made by setup where missing; at most LAB_CASE_GROUPS_MAX distinct seeds), through the
  * incident's run_cuda_batch; results[i] zeroed first. LAB_ERR_ARG when the incident has no run_cuda_batch, n is 0

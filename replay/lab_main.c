@@ -43,7 +43,7 @@ static const struct {
      "                                     Ranges: --seeds 1..1048576 (default 256, or an incident's own),\n"
      "                                     --seed and --first-seed 1..9007199254740992 (2^53) with first seed +\n"
      "                                     seeds - 1 at most 2^53, -j 1..1024 (default: all cores), --timeout\n"
-     "                                     1..86400 s. --batch-seeds 1..64: most seeds a CUDA launch batches\n"
+     "                                     1..86400 s. --batch-seeds 1..256: most seeds a CUDA launch batches\n"
      "                                     (default: each incident's own; 1: one case per launch). Progress goes to stderr (a line at most every 10 s\n"
      "                                     outside a terminal); --quiet silences it. SIGINT/SIGTERM stop the\n"
      "                                     run: the finished cases are written, marked interrupted, exit\n"

@@ -258,8 +258,9 @@ typedef struct {
 /* Lays the parts' jobs out worker by worker into ctx->order[base ..] and ctx->lead[base ..]: worker k's range
  * holds the k-th share of every part's groups, so one child runs its share of every incident in one CUDA context.
  * A part whose incident batches seeds (lab_seedbatch_size > 1) is shared out chunk by chunk instead (its seed
- * batches, lab_seedbatch_plan), round robin across workers, continuing where the previous batched part stopped.
- * bounds gets workers + 1 entries (relative to base). */
+ * batches, lab_seedbatch_plan), round robin across workers, continuing where the previous batched part stopped, and
+ * ahead of the worker's equal shares (a batch is a long job: it starts first). bounds gets workers + 1 entries
+ * (relative to base). */
 static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_replay_part *parts, size_t np,
                                          int workers, size_t *bounds)
 {
@@ -279,8 +280,11 @@ static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const
     }
     for (int w = 0; w < workers && st == LAB_OK; ++w) {
         bounds[w] = k;
+        /* batched chunks first: the longest jobs start first, the short shares fill in behind them */
+        for (int pass = 0; pass < 2; ++pass)
         for (size_t i = 0; i < np; ++i) {
             const lab_replay_part *pt = &parts[i];
+            if ((sp[i].jobs != NULL) != (pass == 0)) continue;
             if (sp[i].jobs) {
                 for (size_t c = 0; c < sp[i].n_chunks; ++c) {
                     if ((c + rot[i]) % (size_t)workers != (size_t)w) continue;

@@ -63,7 +63,7 @@ lab_status lab_seedbatch_plan_make(const lab_case_record *recs, const size_t *or
             /* variants that batch, in their order within the first group (every group lists the same variants) */
             for (size_t v = gfirst[chunk[0]]; v < gfirst[chunk[0] + 1]; ++v) {
                 const lab_variant *var = recs[order[v]].variant;
-                if (var->sanitizer || var->cpu_only) continue;
+                if ((var->sanitizer && !inc->batch_memory_bugs) || var->cpu_only) continue;
                 size_t lead_at = k;
                 for (size_t i = 0; i < m; ++i)
                     for (size_t j = gfirst[chunk[i]]; j < gfirst[chunk[i] + 1]; ++j)
@@ -118,6 +118,12 @@ lab_status lab_seedbatch_run(const lab_case *cases, size_t n, size_t key0, lab_c
         return st;
     }
     *r = res[0];
+    for (size_t i = 0; i < n && cases[0].variant->sanitizer; ++i)
+        if (!res[i].memory_contained) { /* one stray the batch did not vouch for: nothing it ran is trusted further */
+            r->retire_worker = 1;
+            free(res), free(taken);
+            return LAB_OK;
+        }
     taken[0] = 1;
     lab_seedbatch_kept.key0 = key0, lab_seedbatch_kept.n = n;
     lab_seedbatch_kept.r = res, lab_seedbatch_kept.taken = taken;

@@ -18,8 +18,9 @@ unsigned lab_seedbatch_size(const lab_incident *inc, lab_backend b, int sanitize
 
 /* One incident's cases laid out as seed batches. Its seeds are cut, batch key by batch key (seeds in order),
  * into chunks of at most bmax seeds, as equal as they can be; a chunk's cases run in one worker: every variant
- * that is not a memory bug (nor CPU-only) over the chunk's seeds (one batch: lead > 1, or 1 for a chunk of one
- * seed), then the memory bugs seed by seed (lead 1, run alone as always: their worker may retire after them). */
+ * that is not CPU-only nor a memory bug (unless the incident batches its memory bugs, batch_memory_bugs) over the
+ * chunk's seeds (one batch: lead > 1, or 1 for a chunk of one seed), then the rest seed by seed (lead 1, alone
+ * as always: a memory bug's worker may retire after it). */
 typedef struct {
     size_t *jobs;          /* record indices, chunk after chunk, in execution order */
     unsigned *lead;        /* per entry of jobs: n >= 1 starts a batch of the n entries from it (1: a case alone);
@@ -40,7 +41,8 @@ void lab_seedbatch_plan_free(lab_seedbatch_plan *p);
 /* Runs the batch cases[0..n) (n >= 2; one incident, variant, backend CUDA) through lab_case_run_batch, keeps the
  * results of cases[1..n) in this process for lab_seedbatch_take under keys key0 + 1 .. key0 + n - 1, and gives
  * cases[0]'s in *r. On an error status nothing is kept and *r is untouched: the caller runs the leader alone and
- * the others run alone as they come. */
+ * the others run alone as they come. A memory-bug batch with a case that does not report memory_contained keeps
+ * nothing either and gives the leader retire_worker: its worker ends, and the others run alone elsewhere. */
 lab_status lab_seedbatch_run(const lab_case *cases, size_t n, size_t key0, lab_case_result *r);
 
 /* 1 and *r filled when a batch run earlier in this process holds the result of key (each is handed out once);

@@ -180,6 +180,45 @@ Test(seedbatch, worker_hands_out_each_result_once)
     lab_case_release();
 }
 
+/* An incident that batches its memory bugs (batch_memory_bugs): they batch like the rest; a batch in which one
+ * case does not vouch for its strays keeps nothing and retires its worker after the leader. */
+static lab_status sb_run_batch_loose(const lab_case *cases, size_t n, lab_case_result *results)
+{
+    sb_run_batch(cases, n, results);
+    for (size_t i = 0; i < n; ++i) results[i].memory_contained = cases[i].seed != 6;
+    return LAB_OK;
+}
+Test(seedbatch, memory_bugs_batch_only_where_contained)
+{
+    lab_incident inc = sb_inc;
+    inc.batch_memory_bugs = 1;
+    inc.run_cuda_batch = sb_run_batch_loose;
+    lab_case_record recs[30];
+    size_t order[30];
+    size_t n = sb_records(recs, order);
+    for (size_t i = 0; i < n; ++i) recs[i].incident = &inc;
+    lab_seedbatch_plan p;
+    cr_assert_eq(lab_seedbatch_plan_make(recs, order, 0, n, 3, &p), LAB_OK);
+    size_t alone = 0;
+    for (size_t j = 0; j < n; ++j) alone += p.lead[j] == 1;
+    cr_expect_eq(alone, 0u, "every variant batches (no chunk of one seed)");
+    lab_seedbatch_plan_free(&p);
+    lab_case cs[3];
+    char gdir[3][4096];
+    lab_case_result r;
+    for (int i = 0; i < 3; ++i) lab_case_init(&cs[i], &inc, &sb_variants[2], 3 + 3 * (uint64_t)i, LAB_BACKEND_CUDA, ".", gdir[i], sizeof gdir[i]);
+    memset(&r, 0, sizeof r);
+    cr_assert_eq(lab_seedbatch_run(cs, 3, 200, &r), LAB_OK);
+    cr_expect_eq(r.retire_worker, 1, "seed 6 did not vouch: the worker ends");
+    cr_expect_eq(lab_seedbatch_take(201, &r) + lab_seedbatch_take(202, &r), 0, "nothing kept");
+    cs[1].seed = 7; /* all contained now */
+    memset(&r, 0, sizeof r);
+    cr_assert_eq(lab_seedbatch_run(cs, 3, 300, &r), LAB_OK);
+    cr_expect_eq(r.retire_worker, 0);
+    cr_expect_eq(lab_seedbatch_take(302, &r), 1);
+    lab_case_release();
+}
+
 /* The runner: on a GPU, every non-memory-bug variant's cases of one key and chunk ran in one batch (batch_n
  * above 1, one worker process per batch), each case once, in canonical order; memory bugs alone. Without a
  * GPU the batch cannot start (no device), so every case falls back to running alone and SKIPs needs-gpu, each

@@ -455,7 +455,8 @@ const lab_incident wr_incident = {
     .metric_specs = wr_metric_specs,
     .n_metric_specs = (int)(sizeof wr_metric_specs / sizeof wr_metric_specs[0]),
     .run_cuda_batch = WR_RUN_CUDA_BATCH,
-    .batch_max = 64,
+    .batch_max = 256,
     .batch_key = wr_batch_key,
+    .batch_memory_bugs = 1, /* bug-smem-buffers: contained by construction (wr_judge_cuda) */
 };
 LAB_INCIDENT_REGISTER(wr_incident);

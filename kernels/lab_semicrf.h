@@ -154,6 +154,9 @@ typedef struct {
     size_t guard_breach;      /* CUDA, guarded: guard-zone words changed where no stray may reach */
     int contained;            /* CUDA: every gradient buffer between guard zones and guard_breach == 0, so
                                  every access of the run stayed in memory it allocated (and freed) */
+    size_t pad_nonzero;       /* padded layout: values of the gradient buffers' padding columns (class >= C,
+                                 which the slice back to C drops) that are not 0 after the run (NaN counts);
+                                 0 in the other layouts, which have no padding columns */
 } lab_semicrf_out;
 
 void lab_semicrf_out_free(lab_semicrf_out *o);

@@ -69,6 +69,7 @@ static lab_status cd_judge(uint64_t seed, lab_semicrf_accum accum, const lab_sem
         lab_result_metric(r, "r2r_cum", v.r2r.cum);
         lab_result_metric(r, "r2r_diff_frac", (double)v.r2r.n_diff / (double)v.r2r.n);
         lab_result_metric(r, "max_rel_err", v.err.max);
+        lab_result_metric(r, "logz_rel_err", v.err.logz);
         lab_result_metric(r, "tol", v.tol);
         lab_result_metric(r, "T", (double)v.T);
         if (v.golden_checked) lab_result_metric(r, "golden_rel_err", v.golden_err);

@@ -198,7 +198,8 @@ static void cc_fill(float *init, int n, int quantised)
  *    and the 25 padding lanes an exact +0 (the masked marginal): 26 lanes on one address per block, 4096 blocks;
  * 2. zeros only: 1024 lanes adding +0 and -0 onto 4 addresses of arbitrary normal values (256 lanes each);
  * 3. a whole warp per address: 1024 lanes, 32 addresses, lane t adding (1 + t % 4) / 4;
- * 4. every thread of the grid on one address: 1024 lanes x 4096 blocks adding t % 3 (4,190,208 additions).
+ * 4. every thread of the grid on one address: 1024 lanes x 4096 blocks adding t % 3 (4,194,304 additions that
+ *    sum to 4,190,208).
  * It fails if any update is lost or applied twice (an exact sum changes) or if adding a zero changes a value. */
 Test(crf_oob, cuda_atomic_contention_loses_no_update, .timeout = 120)
 {
@@ -228,18 +229,16 @@ Test(crf_oob, cuda_atomic_contention_loses_no_update, .timeout = 120)
                  "grid on one address: off its exact sum");
 }
 
-/* The control: the same check on a plain read-modify-write (no atomic) must see lost updates, patterns 1, 3 and 4
- * above; if it did not, the check above would prove nothing. */
+/* The control: the same check on a plain read-modify-write (no atomic) must see lost updates, patterns 3 and 4
+ * above; if it did not, the check above would prove nothing. Both put 32 lanes of one warp adding non-zero values
+ * onto one address in one instruction: every lane loads the same old value and one store survives, so the loss is
+ * certain, not a matter of timing (pattern 1's shared address gets only zeros within a warp, so it is left out). */
 Test(crf_oob, cuda_plain_rmw_control_loses_updates, .timeout = 120)
 {
     lab_test_need_gpu();
     static int addr[1024];
     static float val[1024], init[64];
     int first;
-    for (int t = 0; t < 64; ++t) addr[t] = t < 39 ? t : 38, val[t] = t < 39 ? (float)(t + 1) : 0.0f;
-    cc_fill(init, 39, 1);
-    cr_expect_gt(cc_mismatches(init, 39, addr, val, 64, 4096, 4, CRF_CONT_PLAIN_RMW, &first), 0,
-                 "a plain read-modify-write lost nothing on the clamped row");
     for (int t = 0; t < 1024; ++t) addr[t] = t / 32, val[t] = (float)(CC_QUANTUM * (1 + t % 4));
     cc_fill(init, 32, 1);
     cr_expect_gt(cc_mismatches(init, 32, addr, val, 1024, 2048, 2, CRF_CONT_PLAIN_RMW, &first), 0,

@@ -792,6 +792,17 @@ static lab_status sg_readback(const lab_semicrf_problem *p, sg_ctx &x, lab_semic
             o->g_ps[r * C + c] = p->use_proj ? (float)get(hps, r * W + c) : 0.0f;
             o->g_pe[r * C + c] = p->use_proj ? (float)get(hpe, r * W + c) : 0.0f;
         }
+    if (W > C) { /* padded layout: padding-column values that are not 0 (the slice drops them; NaN counts) */
+        size_t nz = 0;
+        const std::vector<unsigned char> *hv[5] = {&hc, &ht, &hd, &hps, &hpe};
+        const size_t rows[5] = {(size_t)B * (T + 1), (size_t)W, (size_t)K, p->use_proj ? (size_t)B * T : 0,
+                                p->use_proj ? (size_t)B * T : 0};
+        for (int k = 0; k < 5; ++k)
+            for (size_t r = 0; r < rows[k]; ++r)
+                for (long c = 0; c < W; ++c)
+                    if (c >= C || (k == 1 && r >= (size_t)C)) nz += get(*hv[k], r * W + c) != 0.0;
+        o->pad_nonzero = nz;
+    }
     o->oob_reads = (size_t)oob[0]; /* loads and atomics outside their allocation, counted by the kernel */
     o->oob_writes = (size_t)oob[1];
     /* Contained: guard zones around every gradient buffer, and none changed beyond the strays' reach. */

@@ -432,6 +432,26 @@ static lab_status sc_reduce_deterministic(sc_launch *L)
     return LAB_OK;
 }
 
+/* Padded layout: the values in the gradient buffers' padding columns (class >= C, rows of W = C_PAD) that are
+ * not 0. The slice drops those columns, so this is the only place a padding lane's unmasked write shows. */
+static size_t sc_pad_nonzero(const sc_launch *L)
+{
+    const lab_semicrf_problem *p = L->p;
+    const size_t W = (size_t)L->W, C = (size_t)p->C, npos = (size_t)p->B * (size_t)p->T;
+    const size_t rows[5] = {(size_t)p->B * (size_t)(p->T + 1), W, (size_t)p->K, p->use_proj ? npos : 0,
+                            p->use_proj ? npos : 0};
+    static const int bufs[5] = {A_GCUM, A_GTRANS, A_GDUR, A_GPS, A_GPE};
+    size_t n = 0;
+    for (int k = 0; k < 5; ++k)
+        for (size_t r = 0; r < rows[k]; ++r)
+            for (size_t c = 0; c < W; ++c) {
+                /* every column of the transition tile's padding rows is padding too */
+                if (c < C && !(bufs[k] == A_GTRANS && r >= C)) continue;
+                n += lab_semicrf_arena_get(&L->ar, bufs[k], r * W + c) != 0.0;
+            }
+    return n;
+}
+
 /* The outputs: the gradient buffers sliced back to C (float64 accumulators rounded to float32 and kept
  * beside). LAB_ERR_NOMEM. */
 static lab_status sc_slice_out(sc_launch *L)
@@ -478,6 +498,7 @@ static lab_status sc_slice_out(sc_launch *L)
             o->g_ps[r * (size_t)C + (size_t)c] = p->use_proj ? (float)lab_semicrf_arena_get(ar, A_GPS, r * W + (size_t)c) : 0.0f;
             o->g_pe[r * (size_t)C + (size_t)c] = p->use_proj ? (float)lab_semicrf_arena_get(ar, A_GPE, r * W + (size_t)c) : 0.0f;
         }
+    if (L->padded) o->pad_nonzero = sc_pad_nonzero(L);
     return LAB_OK;
 }
 

@@ -22,6 +22,15 @@ lab_status crf_oob_golden_bless(const char *dir)
 
 static int co_is_golden(uint64_t seed) { return seed == CRF_OOB_GOLDEN_SEED_A || seed == CRF_OOB_GOLDEN_SEED_B; }
 
+/* max_b |log Z_b (float32) - log Z_b (float64)|, NaN when a log Z is not finite. */
+static double co_logz_abs_err(const lab_semicrf_problem *p, const lab_semicrf_out *o, const lab_semicrf_ref *ref)
+{
+    double e = 0.0;
+    for (int b = 0; b < p->B; ++b)
+        e = lab_semicrf_max_nan(e, isfinite(o->logZ[b]) ? fabs((double)o->logZ[b] - ref->logZ[b]) : NAN);
+    return e;
+}
+
 /* The criterion over a run's output (CPU or CUDA): counters, finiteness, reference, golden. */
 static lab_status co_judge(uint64_t seed, const lab_semicrf_problem *p, const lab_semicrf_out *o,
                            const lab_semicrf_ref *ref, const char *golden_dir, lab_case_result *r, crf_oob_verdict *vout)
@@ -38,6 +47,7 @@ static lab_status co_judge(uint64_t seed, const lab_semicrf_problem *p, const la
     v.same_addr_lanes = o->same_addr_lanes;
     v.n_atomics = o->n_atomics;
     v.guard_nonfinite_reads = o->guard_nonfinite_read;
+    v.pad_nonzero = o->pad_nonzero;
     v.golden_err = NAN;
     if (golden_dir && co_is_golden(seed)) {
         lab_status st = lab_semicrf_golden_compare(golden_dir, seed, p, o, &v.golden_err);
@@ -45,10 +55,17 @@ static lab_status co_judge(uint64_t seed, const lab_semicrf_problem *p, const la
         v.golden_checked = 1;
     }
     int in_bounds = v.oob_reads == 0 && v.oob_writes == 0;
+    /* A masked lane adds an exact 0 (selection): anything else in the padding columns is a padding lane's
+     * unmasked marginal, which the slice back to C would hide from every other check. */
+    int pads_zero = v.pad_nonzero == 0;
     int finite = v.err.nonfinite == 0;
-    int within = v.err.max <= v.tol && v.err.logz <= v.tol;
+    /* log Z is judged on the tolerance's own scale: its absolute error against tol = 16 * 2^-24 * max|log Z| (a
+     * log-marginal's error is the sum of such absolute errors). lab_semicrf_err.logz is relative, a quantity
+     * max|log Z| times smaller, so comparing it with tol admitted an error hundreds of times the account. */
+    double logz_abs = co_logz_abs_err(p, o, ref);
+    int within = v.err.max <= v.tol && logz_abs <= v.tol;
     int golden_ok = !v.golden_checked || v.golden_err <= v.tol;
-    v.passed = in_bounds && finite && within && golden_ok;
+    v.passed = in_bounds && pads_zero && finite && within && golden_ok;
     if (r) {
         lab_result_metric(r, "oob_writes", (double)v.oob_writes);
         lab_result_metric(r, "oob_reads", (double)v.oob_reads);
@@ -59,17 +76,22 @@ static lab_status co_judge(uint64_t seed, const lab_semicrf_problem *p, const la
         lab_result_metric(r, "guard_nonfinite_reads", (double)v.guard_nonfinite_reads);
         lab_result_metric(r, "same_addr_lanes", (double)v.same_addr_lanes);
         lab_result_metric(r, "max_rel_err", v.err.max);
+        lab_result_metric(r, "logz_abs_err", logz_abs);
         lab_result_metric(r, "tol", v.tol);
+        lab_result_metric(r, "pad_nonzero", (double)v.pad_nonzero);
         lab_result_metric(r, "T", (double)v.T);
         if (v.golden_checked) lab_result_metric(r, "golden_rel_err", v.golden_err);
         if (!in_bounds)
             lab_result_verdict(r, 0, "%zu atomics and %zu loads outside their allocation (%zu more past their row); "
                                "%zu non-finite gradients; neighbours: %s", v.oob_writes, v.oob_reads, v.cross_row_writes,
                                v.err.nonfinite, lab_semicrf_guard_kind_name(v.guard_kind));
+        else if (!pads_zero)
+            lab_result_verdict(r, 0, "%zu values written into the padding columns are not 0 (masked lanes must add "
+                               "exact zeros; the slice back to C hides them)", v.pad_nonzero);
         else if (!finite)
             lab_result_verdict(r, 0, "%zu of %zu gradients non-finite", v.err.nonfinite, v.err.n);
         else if (!within)
-            lab_result_verdict(r, 0, "normalised error %.3g (log Z %.3g) over tolerance %.3g", v.err.max, v.err.logz, v.tol);
+            lab_result_verdict(r, 0, "normalised error %.3g (log Z off by %.3g) over tolerance %.3g", v.err.max, logz_abs, v.tol);
         else if (!golden_ok)
             lab_result_verdict(r, 0, "off the golden of seed %llu: %.3g (tol %.3g)", (unsigned long long)seed, v.golden_err, v.tol);
         else
@@ -182,6 +204,8 @@ static const lab_metric_spec co_metric_specs[] = {
     {"oob_writes", 0, 1, NULL, "atomics outside their allocation: the fix has none (on the 0 floor), every bug seed has some"},
     {"nonfinite_frac", 0, 1, NULL, "share of non-finite gradients: must be 0; the bug's damage shows here only when a neighbour is non-finite"},
     {"max_rel_err", 0, 1, "tol", "normalised gradient error as a fraction of the case's tolerance (tol from T): below 1 passes"},
+    {"logz_abs_err", 0, 1, "tol", "absolute error of the float32 log Z as a fraction of the same tolerance: below 1 passes"},
+    {"pad_nonzero", 0, 1, NULL, "non-zero values left in the padded buffers' padding columns: must be 0 (masked lanes add exact zeros)"},
 };
 
 const lab_incident crf_oob_incident = {

@@ -25,6 +25,7 @@ typedef struct {
     lab_semicrf_err err;      /* against the float64 reference */
     double tol;               /* lab_semicrf_tolerance */
     size_t oob_reads, oob_writes, cross_row_writes, same_addr_lanes, n_atomics, guard_nonfinite_reads;
+    size_t pad_nonzero;       /* padded layout: non-zero values left in the dropped padding columns */
     int golden_checked;
     double golden_err;
     int passed;
@@ -32,8 +33,9 @@ typedef struct {
 
 /* Runs the emulated backward of case `seed` under `layout` (float32 atomics, the case's schedule and
  * guard contents, guards as given), compares with the float64 reference and, at a golden seed with
- * golden_dir non-NULL, with the golden. The criterion: no load or atomic outside an allocation, every
- * gradient finite, normalised error within lab_semicrf_tolerance, golden within the same tolerance.
+ * golden_dir non-NULL, with the golden. The criterion: no load or atomic outside an allocation, nothing but
+ * zeros written into the padded layout's padding columns (the masked lanes' writes, which the slice drops),
+ * every gradient finite, normalised error within lab_semicrf_tolerance, golden within the same tolerance.
  * Records metrics and verdict in r (may be NULL); v may be NULL. Errors: the kernel's, golden loading. */
 lab_status crf_oob_run(uint64_t seed, lab_semicrf_layout layout, unsigned guards, const char *golden_dir,
                        lab_case_result *r, crf_oob_verdict *v);

@@ -267,7 +267,8 @@ void lab_semicrf_run_to_run(const lab_semicrf_problem *p, const lab_semicrf_out 
  * LAB_ERR_* of the writes, NOMEM. */
 lab_status lab_semicrf_golden_bless(const char *dir, const char *incident, const uint64_t *seeds, int n);
 /* Compares o against the goldens of seed in dir (sha256, dtype, shape verified by lab_golden_load): sets
- * *err to the max over trans and dur of max|g - golden| / max|golden| and logZ's relative error.
+ * *err to the max over trans and dur of max|g - golden| / max|golden| and logZ's absolute error (the
+ * tolerance's own scale).
  * LAB_ERR_NOTFOUND when the manifest has no entry for the seed (message says to bless), else the golden
  * errors (IO, MISMATCH, FORMAT). */
 lab_status lab_semicrf_golden_compare(const char *dir, uint64_t seed, const lab_semicrf_problem *p,

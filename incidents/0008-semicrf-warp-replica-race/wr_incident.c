@@ -158,7 +158,7 @@ static lab_status wr_golden_err(const char *dir, uint64_t seed, const lab_semicr
             else if (!isnan(mx) && d > mx) mx = d;
             sc = fabs(g[j]) > sc ? fabs(g[j]) : sc;
         }
-        double e2 = sc > 0 ? mx / sc : mx;
+        double e2 = sc > 0 ? mx / sc : mx; /* log Z too: relative, as wr_compare (wr.h says why) */
         worst = isnan(e2) || isnan(worst) ? NAN : (e2 > worst ? e2 : worst);
         lab_tensor_free(&t);
     }

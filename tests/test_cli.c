@@ -125,6 +125,8 @@ Test(cli, huge_and_wrapping_numbers_are_usage_errors_naming_the_flag)
         {"replay -j 4294967297", "-j must be 1..1024, got 4294967297"},
         {"replay --jobs 0", "--jobs must be 1..1024, got 0"},
         {"replay --timeout 18446744073709551616", "--timeout must be 1..86400"},
+        {"replay --batch-seeds 0", "--batch-seeds must be 1..256, got 0"},
+        {"replay --batch-seeds 257", "--batch-seeds must be 1..256, got 257"},
         {"replay --seed 9007199254740993", "--seed must be 1..9007199254740992"},
         {"replay --seed 0", "--seed must be 1..9007199254740992, got 0"},
         {"replay --first-seed 18446744073709551615 --seeds 2", "--first-seed must be 1..9007199254740992"},

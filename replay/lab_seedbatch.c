@@ -28,34 +28,37 @@ lab_status lab_seedbatch_plan_make(const lab_case_record *recs, const size_t *or
     memset(p, 0, sizeof *p);
     size_t n = end - start, ng = 0;
     if (bmax < 1) bmax = 1;
-    /* the seed groups: gfirst[g] .. gfirst[g + 1] in order[] */
+    /* the seed groups: gfirst[g] .. gfirst[g + 1] in order[], gkey[g] their seed's batch key */
     size_t *gfirst = malloc((n + 1) * sizeof *gfirst);
+    uint64_t *gkey = malloc((n ? n : 1) * sizeof *gkey);
     unsigned char *done = calloc(n ? n : 1, 1), *placed = calloc(n ? n : 1, 1); /* per group; per case */
     p->jobs = malloc((n ? n : 1) * sizeof *p->jobs);
     p->lead = calloc(n ? n : 1, sizeof *p->lead);
     p->chunk_start = malloc((n + 1) * sizeof *p->chunk_start);
     size_t *chunk = malloc((n ? n : 1) * sizeof *chunk); /* the groups of the chunk being laid out */
-    if (!gfirst || !done || !placed || !p->jobs || !p->lead || !p->chunk_start || !chunk) {
-        free(gfirst), free(done), free(placed), free(chunk);
+    if (!gfirst || !gkey || !done || !placed || !p->jobs || !p->lead || !p->chunk_start || !chunk) {
+        free(gfirst), free(gkey), free(done), free(placed), free(chunk);
         lab_seedbatch_plan_free(p);
         return lab_err_set(LAB_ERR_NOMEM, "seed batches: out of memory");
     }
-    for (size_t i = start; i < end; ++i)
-        if (i == start || recs[order[i]].seed != recs[order[i - 1]].seed) gfirst[ng++] = i;
-    gfirst[ng] = end;
     const lab_incident *inc = n ? recs[order[start]].incident : NULL;
+    for (size_t i = start; i < end; ++i)
+        if (i == start || recs[order[i]].seed != recs[order[i - 1]].seed) {
+            gkey[ng] = lab_seedbatch_key(inc, recs[order[i]].seed);
+            gfirst[ng++] = i;
+        }
+    gfirst[ng] = end;
     size_t k = 0;
     for (size_t g = 0; g < ng; ++g) {
         if (done[g]) continue;
         /* every group of this key, in seed order, cut into chunks as equal as they can be */
-        uint64_t key = lab_seedbatch_key(inc, recs[order[gfirst[g]]].seed);
         size_t cnt = 0;
-        for (size_t h = g; h < ng; ++h) cnt += !done[h] && lab_seedbatch_key(inc, recs[order[gfirst[h]]].seed) == key;
+        for (size_t h = g; h < ng; ++h) cnt += !done[h] && gkey[h] == gkey[g];
         size_t nch = (cnt + bmax - 1) / bmax, h = g;
         for (size_t c = 0; c < nch; ++c) {
             size_t size = cnt / nch + (c < cnt % nch), m = 0;
             for (; m < size; ++h)
-                if (!done[h] && lab_seedbatch_key(inc, recs[order[gfirst[h]]].seed) == key) {
+                if (!done[h] && gkey[h] == gkey[g]) {
                     done[h] = 1;
                     chunk[m++] = h;
                 }
@@ -83,7 +86,7 @@ lab_status lab_seedbatch_plan_make(const lab_case_record *recs, const size_t *or
         }
     }
     p->chunk_start[p->n_chunks] = k;
-    free(gfirst), free(done), free(placed), free(chunk);
+    free(gfirst), free(gkey), free(done), free(placed), free(chunk);
     return LAB_OK;
 }
 

@@ -241,9 +241,21 @@ lab_status bfcrf_cuda_forward_f32(const bfcrf_params *P, const float *emis, int 
 /* `lab bench 0005`: bf16 and float32 CRF forward kernels timed in one run, their ratio, and the device's
  * device-to-device copy bandwidth. LAB_ERR_UNSUPPORTED without a device. */
 lab_status bfcrf_bench(FILE *out);
-/* The variants' run on the GPU (lab_run_fn; param: the CRF's precision). */
+/* The variants' run on the GPU (lab_run_fn; param: the CRF's precision), on the seed's probe group. */
 lab_status bfcrf_run_cuda(const lab_case *c, lab_case_result *r);
 #endif
+
+/* The seed's probe, shared by both variants of a CUDA case group (what does not depend on the variant, made once
+ * per seed): inputs, the float64 reference, and the CPU emulation of the bf16 forward. The CPU backend's cases
+ * train the tagger and do not use it (bfcrf_setup makes an empty group there). */
+typedef struct {
+    int made;                                              /* 0: the CPU backend's empty group */
+    bfcrf_params P;
+    float emis[BFCRF_PROBE_BATCH * BFCRF_TMAX * BFCRF_TAGS];
+    double rlogz[BFCRF_PROBE_BATCH];                       /* float64 reference (bfcrf_probe_reference) */
+    float calpha[BFCRF_PROBE_BATCH * BFCRF_TMAX * BFCRF_TAGS]; /* CPU bf16 emulation (bfcrf_forward_bf16) */
+    float clogz[BFCRF_PROBE_BATCH];
+} bfcrf_probe_group;
 
 #ifdef __cplusplus
 }

@@ -80,6 +80,35 @@ lab_status bfcrf_probe_reference(uint64_t seed, double *logz, double *marg)
     return LAB_OK;
 }
 
+/* The seed's probe group (bfcrf_probe_group): made on the CUDA backend only, where both variants judge the probe
+ * against it; the CPU backend's cases train and get an empty group. */
+static lab_status bfcrf_setup(const lab_case *c, void **out)
+{
+    bfcrf_probe_group *g = calloc(1, sizeof *g);
+    double *marg = c->backend == LAB_BACKEND_CUDA ? malloc((size_t)BFCRF_PROBE_BATCH * BFCRF_TMAX * NT * sizeof *marg) : NULL;
+    lab_status st = LAB_OK;
+    if (!g || (c->backend == LAB_BACKEND_CUDA && !marg))
+        st = lab_err_set(LAB_ERR_NOMEM, "crf: out of memory for the probe of seed %llu", (unsigned long long)c->seed);
+    else if (c->backend == LAB_BACKEND_CUDA) {
+        bfcrf_probe_inputs(c->seed, BFCRF_PROBE_BATCH, BFCRF_PROBE_SCALE, &g->P, g->emis);
+        st = bfcrf_probe_reference(c->seed, g->rlogz, marg);
+        for (int b = 0; b < BFCRF_PROBE_BATCH && st == LAB_OK; ++b) {
+            size_t off = (size_t)b * BFCRF_TMAX * NT;
+            g->clogz[b] = bfcrf_forward_bf16(&g->P, g->emis + off, BFCRF_TMAX, g->calpha + off);
+        }
+        g->made = 1;
+    }
+    free(marg);
+    if (st != LAB_OK) {
+        free(g);
+        return st;
+    }
+    *out = g;
+    return LAB_OK;
+}
+
+static void bfcrf_teardown(void *g) { free(g); }
+
 /* Loads the probe goldens of seed into logz [B] and marg [B, T, NT] (sha256, dtype, shape verified). */
 static lab_status bfcrf_golden_load(const char *dir, uint64_t seed, double *logz, double *marg)
 {
@@ -381,6 +410,8 @@ const lab_incident bfcrf_incident = {
         "to every parameter. The -inf entries never start it. The fix runs the CRF in float32 from upcast emissions.",
     .variants = bfcrf_variants,
     .n_variants = (int)(sizeof bfcrf_variants / sizeof bfcrf_variants[0]),
+    .setup = bfcrf_setup,
+    .teardown = bfcrf_teardown,
     .run_cpu = bfcrf_run_cpu,
     .run_cuda = BFCRF_RUN_CUDA,
     .plot_metric = "max_marg_sum_err",

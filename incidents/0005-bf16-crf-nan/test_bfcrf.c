@@ -300,7 +300,65 @@ Test(bfcrf, bug_goes_nan_within_run, .timeout = 120)
     cr_expect(strstr(r.detail, "non-finite at step"), "%s", r.detail);
 }
 
+/* The CUDA backend's seed group is the probe made once: the same inputs, float64 log Z and CPU bf16 forward as
+ * computed alone; the CPU backend's group is empty (its cases train). */
+Test(bfcrf, cuda_probe_group_is_the_probe)
+{
+    for (int be = 0; be < 2; ++be) {
+        lab_case c;
+        char gdir[4096];
+        lab_case_init(&c, &bfcrf_incident, &bfcrf_incident.variants[0], 3, be ? LAB_BACKEND_CUDA : LAB_BACKEND_CPU, ".",
+                      gdir, sizeof gdir);
+        void *vg = NULL;
+        cr_assert_eq(bfcrf_incident.setup(&c, &vg), LAB_OK, "%s", lab_err_msg());
+        const bfcrf_probe_group *g = vg;
+        cr_assert_eq(g->made, be);
+        if (be) {
+            bfcrf_params P;
+            float *emis = malloc((size_t)BFCRF_PROBE_BATCH * BFCRF_TMAX * NT * sizeof *emis);
+            float *ca = malloc((size_t)BFCRF_TMAX * NT * sizeof *ca);
+            double *marg = malloc((size_t)BFCRF_PROBE_BATCH * BFCRF_TMAX * NT * sizeof *marg), logz[BFCRF_PROBE_BATCH];
+            cr_assert(emis && ca && marg);
+            bfcrf_probe_inputs(3, BFCRF_PROBE_BATCH, BFCRF_PROBE_SCALE, &P, emis);
+            cr_assert_eq(bfcrf_probe_reference(3, logz, marg), LAB_OK);
+            cr_expect(!memcmp(&P, &g->P, sizeof P) && !memcmp(emis, g->emis, sizeof g->emis));
+            cr_expect(!memcmp(logz, g->rlogz, sizeof logz));
+            for (int b = 0; b < BFCRF_PROBE_BATCH; ++b) {
+                float cl = bfcrf_forward_bf16(&P, emis + (size_t)b * BFCRF_TMAX * NT, BFCRF_TMAX, ca);
+                cr_expect(!memcmp(&cl, &g->clogz[b], sizeof cl), "sequence %d", b);
+                cr_expect(!memcmp(ca, g->calpha + (size_t)b * BFCRF_TMAX * NT, (size_t)BFCRF_TMAX * NT * sizeof *ca));
+            }
+            free(emis);
+            free(ca);
+            free(marg);
+        }
+        bfcrf_incident.teardown(vg);
+    }
+}
+
 #ifdef LAB_HAVE_CUDA
+/* On a GPU, through the contract: the fix passes and the bug fails on the probe; the elementwise check runs at a
+ * cross-check seed (1: its metrics, no mismatch) and not elsewhere (3). Skips without a device. */
+Test(bfcrf, cuda_cases_judge_the_probe, .timeout = 120)
+{
+    lab_test_need_gpu();
+    for (uint64_t seed = 1; seed <= 3; seed += 2) {
+        lab_case_result f, b;
+        cr_assert_eq(lab_case_run_named(&bfcrf_incident, "fix", seed, LAB_BACKEND_CUDA, ".", &f), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(lab_case_run_named(&bfcrf_incident, "bug-bf16-crf", seed, LAB_BACKEND_CUDA, ".", &b), LAB_OK, "%s",
+                     lab_err_msg());
+        cr_expect(f.verdict_set && f.passed, "seed %llu fix: %s", (unsigned long long)seed, f.detail);
+        cr_expect(b.verdict_set && !b.passed, "seed %llu bug: %s", (unsigned long long)seed, b.detail);
+        cr_expect_eq(lab_result_get(&f, "bf16_mismatch"), 0.0, "%s", f.detail);
+        if (seed == 1) {
+            cr_expect_eq(lab_result_get(&f, "ew_mismatch"), 0.0, "%s", f.detail);
+            cr_expect_eq(lab_result_get(&f, "ew_values"), 2.0 * (1u << 20) + 2 * 65536, "%s", f.detail);
+        } else {
+            cr_expect(isnan(lab_result_get(&f, "ew_values")), "seed 3 is no cross-check seed: %s", f.detail);
+        }
+    }
+}
+
 /* On a GPU: the __nv_bfloat16 forward agrees with the CPU emulation bit for bit. Skips without a device. */
 Test(bfcrf, cuda_bf16_forward_bit_for_bit)
 {

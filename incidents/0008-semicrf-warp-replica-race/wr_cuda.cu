@@ -572,6 +572,7 @@ struct wr_dev {
     int nq;        /* problems */
     float *out;    /* g_trans [nq][C][C], g_dur [nq][K][C], g_cum, g_ps, g_pe (all sequences) back to back */
     float *alpha;  /* the GPU forward's alpha [B][T+1][C_PAD] */
+    float *h_out;  /* host copy of out, then logZ [B] */
     size_t ntr, ndb, ncum, npos, nws_bytes[5]; /* ntr, ndb per problem; ncum, npos over all sequences */
     int Wt, Wc, f64;
 };
@@ -583,6 +584,7 @@ static void wr_dev_free(wr_dev *d)
                  d->a.gpe, d->out, d->alpha};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i)
         if (p[i]) cudaFree(p[i]);
+    free(d->h_out);
     memset(d, 0, sizeof *d);
 }
 
@@ -593,8 +595,16 @@ static lab_status wr_upload(X **dst, const lab_semicrf_problem *const *p, int n,
 {
     size_t bytes = (size_t)n * per * sizeof(X);
     LAB_CUDA_CHECK(cudaMalloc((void **)dst, bytes > 0 ? bytes : sizeof(X)));
-    for (int i = 0; i < n && p; ++i)
-        if (p[i]->*field && per) LAB_CUDA_CHECK(cudaMemcpy(*dst + (size_t)i * per, p[i]->*field, per * sizeof(X), cudaMemcpyHostToDevice));
+    if (!p || !per) return LAB_OK;
+    /* staged on the host, one copy for the batch (one copy per problem is a synchronous call each, and each waits
+     * its turn on a GPU that other processes' contexts share) */
+    X *h = (X *)malloc(bytes);
+    if (!h) return lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory staging %zu bytes", bytes);
+    for (int i = 0; i < n; ++i)
+        if (p[i]->*field) memcpy(h + (size_t)i * per, p[i]->*field, per * sizeof(X));
+    cudaError_t e = cudaMemcpy(*dst, h, bytes, cudaMemcpyHostToDevice);
+    free(h);
+    LAB_CUDA_CHECK(e);
     return LAB_OK;
 }
 template <typename X>
@@ -636,7 +646,10 @@ static lab_status wr_dev_init(wr_dev *d, const lab_semicrf_problem *const *pp, c
     d->nws_bytes[3] = d->nws_bytes[4] = (size_t)B * T * d->Wc * es;
     void **ws[5] = {&a.gcum, &a.gtr, &a.gdb, &a.gps, &a.gpe};
     for (int i = 0; i < 5; ++i) LAB_CUDA_CHECK(cudaMalloc(ws[i], d->nws_bytes[i]));
-    LAB_CUDA_CHECK(cudaMalloc((void **)&d->out, ((size_t)nq * (d->ntr + d->ndb) + d->ncum + 2 * d->npos) * sizeof(float)));
+    size_t nout = (size_t)nq * (d->ntr + d->ndb) + d->ncum + 2 * d->npos;
+    LAB_CUDA_CHECK(cudaMalloc((void **)&d->out, nout * sizeof(float)));
+    if (!(d->h_out = (float *)malloc((nout + (size_t)B) * sizeof(float))))
+        return lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for the host copy of %zu outputs", nout);
     /* the forward at the variant's warp count (same row arithmetic as its Phase 1), once per problem */
     size_t nal = (size_t)B * (T + 1) * WR_C_PAD, nck = (size_t)B * f->NCK * K * WR_C_PAD;
     LAB_CUDA_CHECK(cudaMalloc((void **)&d->alpha, nal * sizeof(float)));
@@ -695,19 +708,25 @@ static lab_status wr_dev_run(wr_dev *d, const wr_kdesc *kd, int use_proj, wr_out
                                                                    d->Wt, d->Wc, o_tr, o_db, o_cum, o_ps, o_pe);
     WR_LAUNCHED();
     LAB_CUDA_CHECK(cudaDeviceSynchronize());
-    size_t pcum = d->ncum / nq, ppos = d->npos / nq, spb = (size_t)a.SPB;
+    /* the whole batch's outputs in two copies, then handed out per problem on the host */
+    size_t pcum = d->ncum / nq, ppos = d->npos / nq, spb = (size_t)a.SPB, nout = nq * (d->ntr + d->ndb) + d->ncum + 2 * d->npos;
+    LAB_CUDA_CHECK(cudaMemcpy(d->h_out, d->out, nout * sizeof(float), cudaMemcpyDeviceToHost));
+    LAB_CUDA_CHECK(cudaMemcpy(d->h_out + nout, a.logZ, (size_t)a.B * sizeof(float), cudaMemcpyDeviceToHost));
+    const float *h_tr = d->h_out, *h_db = h_tr + nq * d->ntr, *h_cum = h_db + nq * d->ndb, *h_ps = h_cum + d->ncum,
+                *h_pe = h_ps + d->npos, *h_logz = d->h_out + nout;
     for (size_t q = 0; q < nq; ++q) {
         wr_out *oq = o[q];
-        LAB_CUDA_CHECK(cudaMemcpy(oq->g_trans, o_tr + q * d->ntr, d->ntr * sizeof(float), cudaMemcpyDeviceToHost));
-        LAB_CUDA_CHECK(cudaMemcpy(oq->g_dur, o_db + q * d->ndb, d->ndb * sizeof(float), cudaMemcpyDeviceToHost));
-        LAB_CUDA_CHECK(cudaMemcpy(oq->g_cum, o_cum + q * pcum, pcum * sizeof(float), cudaMemcpyDeviceToHost));
-        LAB_CUDA_CHECK(cudaMemcpy(oq->g_ps, o_ps + q * ppos, ppos * sizeof(float), cudaMemcpyDeviceToHost));
-        LAB_CUDA_CHECK(cudaMemcpy(oq->g_pe, o_pe + q * ppos, ppos * sizeof(float), cudaMemcpyDeviceToHost));
-        if (!use_proj) {
+        memcpy(oq->g_trans, h_tr + q * d->ntr, d->ntr * sizeof(float));
+        memcpy(oq->g_dur, h_db + q * d->ndb, d->ndb * sizeof(float));
+        memcpy(oq->g_cum, h_cum + q * pcum, pcum * sizeof(float));
+        if (use_proj) {
+            memcpy(oq->g_ps, h_ps + q * ppos, ppos * sizeof(float));
+            memcpy(oq->g_pe, h_pe + q * ppos, ppos * sizeof(float));
+        } else {
             memset(oq->g_ps, 0, ppos * sizeof(float));
             memset(oq->g_pe, 0, ppos * sizeof(float));
         }
-        LAB_CUDA_CHECK(cudaMemcpy(oq->logZ, (const float *)a.logZ + q * spb, spb * sizeof(float), cudaMemcpyDeviceToHost));
+        memcpy(oq->logZ, h_logz + q * spb, spb * sizeof(float));
     }
     return LAB_OK;
 }

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern "C" lab_status lab_cuda_fail(const char *file, int line, const char *call, const char *err)
@@ -18,6 +19,16 @@ static void lab_cuda_why(char *why, size_t len)
     if (why && len) snprintf(why, len, "%s", lab_err_msg());
 }
 
+/* How this process's host threads wait for the GPU (lab_cuda.h, lab_cuda_ready): blocking on an interrupt unless
+ * LAB_CUDA_SYNC=auto asks for the driver's heuristic. Set before the context exists; if one already does (a test
+ * that made it earlier), the flag may not take and the wait stays as it was: a matter of CPU time, never of results. */
+static void lab_cuda_sync_mode(void)
+{
+    const char *m = getenv("LAB_CUDA_SYNC");
+    if (m && !strcmp(m, "auto")) return;
+    if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) (void)cudaGetLastError();
+}
+
 extern "C" lab_status lab_cuda_ready(char *why, size_t len)
 {
     int n = 0;
@@ -28,7 +39,7 @@ extern "C" lab_status lab_cuda_ready(char *why, size_t len)
         st = lab_err_set(LAB_ERR_UNSUPPORTED, "no CUDA device: cudaGetDeviceCount: %s", cudaGetErrorString(e));
     } else if (n == 0) {
         st = lab_err_set(LAB_ERR_UNSUPPORTED, "no CUDA device: cudaGetDeviceCount found 0 devices");
-    } else if ((e = cudaSetDevice(0)) != cudaSuccess || (e = cudaFree(0)) != cudaSuccess) {
+    } else if ((e = cudaSetDevice(0)) != cudaSuccess || (lab_cuda_sync_mode(), (e = cudaFree(0)) != cudaSuccess)) {
         /* cudaFree(0) forces context creation: a listed but unusable device shows up here. */
         st = lab_err_set(LAB_ERR_DEVICE, "CUDA device 0 is listed but unusable: %s", cudaGetErrorString(e));
     }

@@ -29,7 +29,10 @@ typedef struct {
  * receives a one-line reason such as "no CUDA device: cudaGetDeviceCount: no CUDA-capable device is
  * detected". LAB_ERR_DEVICE when a device is listed but cannot be used (context creation fails): a
  * broken GPU is an error, not a reason to skip. The reason is also the lab error message. why may be
- * NULL; len is its capacity. */
+ * NULL; len is its capacity. Before it creates the context it asks for blocking waits
+ * (cudaDeviceScheduleBlockingSync): a replay runs one worker per core, each with a context on a shared GPU,
+ * and a worker that spins while it waits takes a core from the others' CPU work. LAB_CUDA_SYNC=auto in the
+ * environment leaves the driver's choice (it spins when there are no more contexts than cores). */
 lab_status lab_cuda_ready(char *why, size_t len);
 
 /* Fills *info for device `device` (what cannot change is queried once per process; free_mem every call).

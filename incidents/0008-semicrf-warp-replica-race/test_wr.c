@@ -221,3 +221,38 @@ Test(semicrf_wr, gpu_fix_reproducible_seed_3, .timeout = 300)
     cr_skip_test("needs a CUDA build (nvcc missing or CUDA=0)");
 #endif
 }
+
+/* The CUDA backend's group carries only the forward's shapes (wr_forward_shapes) off the cross-check seeds: the
+ * shapes are the forward's, the census of every variant is the same as over the full forward, and arithmetic on
+ * the shapes alone gives NaN, never a plausible value. */
+Test(semicrf_wr, shapes_only_forward_gives_the_census_and_no_arithmetic)
+{
+    for (uint64_t seed = 3; seed <= 5; ++seed) {
+        wr_t_case x;
+        wr_t_make(&x, seed);
+        wr_fwd s;
+        cr_assert_eq(wr_forward_shapes(&x.p, &s), LAB_OK, "%s", lab_err_msg());
+        cr_expect(s.B == x.f.B && s.T == x.f.T && s.K == x.f.K && s.C == x.f.C && s.I == x.f.I && s.NCK == x.f.NCK &&
+                  s.SEG == x.f.SEG, "seed %llu: shapes differ", (unsigned long long)seed);
+        static const wr_cfg cfgs[3] = {{4, 1, 0, WR_INDEX_RAW, 0, 0}, {8, 1, 0, WR_INDEX_CLAMP, 0, 0}, {4, 1, 1, WR_INDEX_PAD, 0, 0}};
+        for (int k = 0; k < 3; ++k) {
+            wr_out a, b;
+            wr_t_run(&x, &cfgs[k], NULL, 1, 1, &a);
+            cr_assert_eq(wr_out_alloc(&b, x.p.B, x.p.T, x.p.K, x.p.C), LAB_OK);
+            cr_assert_eq(wr_model(&x.p, &s, &cfgs[k], NULL, 1, 1, &b), LAB_OK, "%s", lab_err_msg());
+            cr_expect(a.raw_cross_warp == b.raw_cross_warp && a.raw_intra_warp == b.raw_intra_warp &&
+                      a.war_hazards == b.war_hazards && a.replicated_loads == b.replicated_loads &&
+                      a.masked_stray_addrs == b.masked_stray_addrs && a.masked_oob_addrs == b.masked_oob_addrs,
+                      "seed %llu cfg %d: census differs", (unsigned long long)seed, k);
+            wr_out_free(&a);
+            wr_out_free(&b);
+        }
+        wr_out o;
+        cr_assert_eq(wr_out_alloc(&o, x.p.B, x.p.T, x.p.K, x.p.C), LAB_OK);
+        cr_assert_eq(wr_model(&x.p, &s, &cfgs[2], NULL, 0, 0, &o), LAB_OK, "%s", lab_err_msg());
+        cr_expect(isnan(o.logZ[0]), "arithmetic on shapes alone must not look like a result");
+        wr_out_free(&o);
+        wr_fwd_free(&s);
+        wr_t_free(&x);
+    }
+}

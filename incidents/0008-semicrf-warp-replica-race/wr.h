@@ -79,6 +79,10 @@ typedef struct {
     float *ckpt;                   /* [B][NCK][K][C_PAD] */
 } wr_fwd;
 lab_status wr_forward(const lab_semicrf_problem *p, wr_fwd *f);
+/* The forward's shapes only (B .. SEG), logZ and ckpt allocated and NaN: what the CUDA backward needs from the host
+ * (it runs its own forward on the GPU) and what a census-only wr_model reads; arithmetic on it gives NaN, never a
+ * plausible value. Costs nothing next to wr_forward (0.3 s at T = 500 on the CPU). LAB_ERR_ARG, LAB_ERR_NOMEM. */
+lab_status wr_forward_shapes(const lab_semicrf_problem *p, wr_fwd *f);
 void wr_fwd_free(wr_fwd *f);
 
 /* The float64 reference of the same CRF (upstream's convention: alpha[0] = 0, transitions from a uniform

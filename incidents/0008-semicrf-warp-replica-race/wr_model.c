@@ -92,7 +92,7 @@ void wr_fwd_free(wr_fwd *f)
     memset(f, 0, sizeof *f);
 }
 
-lab_status wr_forward(const lab_semicrf_problem *p, wr_fwd *f)
+lab_status wr_forward_shapes(const lab_semicrf_problem *p, wr_fwd *f)
 {
     memset(f, 0, sizeof *f);
     int B = p->B, T = p->T, K = p->K, C = p->C;
@@ -104,9 +104,24 @@ lab_status wr_forward(const lab_semicrf_problem *p, wr_fwd *f)
     size_t nck = (size_t)B * (size_t)f->NCK * (size_t)K * WR_C_PAD;
     f->logZ = malloc((size_t)B * sizeof *f->logZ);
     f->ckpt = malloc(nck * sizeof *f->ckpt);
+    if (!f->logZ || !f->ckpt) {
+        wr_fwd_free(f);
+        return lab_err_set(LAB_ERR_NOMEM, WR_ID ": forward: out of memory");
+    }
+    for (int b = 0; b < B; ++b) f->logZ[b] = NAN;
+    for (size_t i = 0; i < nck; ++i) f->ckpt[i] = NAN;
+    return LAB_OK;
+}
+
+lab_status wr_forward(const lab_semicrf_problem *p, wr_fwd *f)
+{
+    lab_status st = wr_forward_shapes(p, f);
+    if (st != LAB_OK) return st;
+    int B = p->B, T = p->T, K = p->K, C = p->C;
+    size_t nck = (size_t)B * (size_t)f->NCK * (size_t)K * WR_C_PAD;
     float *alpha = malloc((size_t)(T + 1) * WR_C_PAD * sizeof *alpha);
     float *v = malloc((size_t)(C + 1) * 2 * sizeof *v);
-    if (!f->logZ || !f->ckpt || !alpha || !v) {
+    if (!alpha || !v) {
         free(alpha);
         free(v);
         wr_fwd_free(f);

@@ -4,8 +4,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-/* One buffer per process: every case runs in its own process, so there is no sharing to guard. */
-static char lab_err_buf[1024];
+/* One buffer per thread: a case runs in its own process, and the threads of a parallel loop (lab_par.h) each keep
+ * their own message until the loop hands the failing one to its caller. */
+static _Thread_local char lab_err_buf[1024];
 
 const char *lab_status_name(lab_status st)
 {

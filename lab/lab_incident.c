@@ -1,5 +1,6 @@
 /* lab_incident: the incident contract in C: variants with roles, case context and results, and the registry. */
 #include "lab_incident.h"
+#include "lab_par.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -201,6 +202,71 @@ static lab_status lab_case_group(const lab_case *c, int keep, const void **g)
     return LAB_OK;
 }
 
+/* One missing group of a batch, made on a thread of lab_par_for (the incident's setup is thread-safe: lab_incident.h). */
+typedef struct {
+    lab_case *cases;
+    size_t *miss;
+    void **made;
+} lab_case_setup_job;
+
+static lab_status lab_case_setup_one(void *ctx, size_t k)
+{
+    lab_case_setup_job *j = ctx;
+    const lab_case *c = &j->cases[j->miss[k]];
+    return c->incident->setup(c, &j->made[k]);
+}
+
+/* Every seed's group of the batch cases[0..n) (one incident and backend, n <= LAB_CASE_GROUPS_MAX) into
+ * cases[i].group: the cached ones looked up (now the most recent), the missing ones made in parallel (lab_par_for),
+ * then cached in place of the least recently used, which are never this batch's. A seed met twice is made once. */
+static lab_status lab_case_groups(lab_case *cases, size_t n)
+{
+    const lab_incident *inc = cases[0].incident;
+    size_t *miss = malloc(n * sizeof *miss);
+    void **made = calloc(n, sizeof *made);
+    lab_status st = miss && made ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "seed batch: out of memory");
+    size_t nm = 0;
+    for (size_t i = 0; i < n && st == LAB_OK; ++i) {
+        cases[i].group = NULL;
+        int dup = 0;
+        for (size_t k = 0; k < nm && !dup; ++k) dup = cases[miss[k]].seed == cases[i].seed;
+        if (dup) continue;
+        /* a cached seed: looked up (keep = 1 never drops a group); a missing one: left for the parallel setup */
+        int cached = 0;
+        if (inc->setup && lab_case_cache.inc == inc && lab_case_cache.backend == cases[i].backend)
+            for (size_t e = 0; e < lab_case_cache.n && !cached; ++e) cached = lab_case_cache.e[e].seed == cases[i].seed;
+        if (!inc->setup || cached) st = lab_case_group(&cases[i], 1, &cases[i].group);
+        else miss[nm++] = i;
+    }
+    if (st == LAB_OK && nm) {
+        lab_case_setup_job job = {cases, miss, made};
+        st = lab_par_for(nm, lab_par_threads(), lab_case_setup_one, &job);
+    }
+    if (st == LAB_OK && nm) {
+        if (lab_case_cache.inc != inc || lab_case_cache.backend != cases[0].backend) lab_case_release();
+        size_t drop = lab_case_cache.n + nm > LAB_CASE_GROUPS_MAX ? lab_case_cache.n + nm - LAB_CASE_GROUPS_MAX : 0;
+        for (size_t e = 0; e < drop; ++e) inc->teardown(lab_case_cache.e[e].group);
+        memmove(&lab_case_cache.e[0], &lab_case_cache.e[drop], (lab_case_cache.n - drop) * sizeof lab_case_cache.e[0]);
+        lab_case_cache.n -= drop;
+        lab_case_cache.inc = inc;
+        lab_case_cache.backend = cases[0].backend;
+        for (size_t k = 0; k < nm; ++k) {
+            lab_case_cache.e[lab_case_cache.n].seed = cases[miss[k]].seed;
+            lab_case_cache.e[lab_case_cache.n].group = made[k];
+            lab_case_cache.n++;
+            made[k] = NULL;
+        }
+    }
+    for (size_t k = 0; made && k < nm; ++k)
+        if (made[k]) inc->teardown(made[k]); /* a failed batch: the groups made before the error */
+    /* the duplicates and the newly made: every case's group from the cache */
+    for (size_t i = 0; i < n && st == LAB_OK; ++i)
+        if (inc->setup && !cases[i].group) st = lab_case_group(&cases[i], 1, &cases[i].group);
+    free(miss);
+    free(made);
+    return st;
+}
+
 lab_status lab_case_run(const lab_case *c, lab_case_result *r)
 {
     const lab_incident *inc = c->incident;
@@ -230,9 +296,7 @@ lab_status lab_case_run_batch(const lab_case *cases, size_t n, lab_case_result *
         if (cases[i].incident != inc || cases[i].variant != cases[0].variant || cases[i].backend != LAB_BACKEND_CUDA)
             st = lab_err_set(LAB_ERR_ARG, "seed batch: case %zu is not %s/%s on cuda", i, inc->id, cases[0].variant->name);
     }
-    /* every seed's group first (a later setup never drops an earlier one: n <= LAB_CASE_GROUPS_MAX, and a seed
-     * met twice is looked up, not made again) */
-    for (size_t i = 0; i < n && st == LAB_OK; ++i) st = lab_case_group(&cases[i], 1, &cc[i].group);
+    if (st == LAB_OK) st = lab_case_groups(cc, n);
     if (st == LAB_OK) st = inc->run_cuda_batch(cc, n, results);
     free(cc);
     return st;

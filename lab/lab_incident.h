@@ -177,6 +177,8 @@ typedef struct lab_incident {
      * results unset: the runner then runs the cases one by one. NULL: no batching. */
     lab_status (*run_cuda_batch)(const lab_case *cases, size_t n, lab_case_result *results);
     unsigned batch_max;              /* most cases in one run_cuda_batch call (required with it) */
+                                     /* With run_cuda_batch, setup must be thread-safe: a batch's missing groups are
+                                        made on several threads at once (lab_case_run_batch, lab_par.h). */
     /* Seeds that may share a batch have the same key (e.g. the same problem shape); NULL: any seeds. */
     uint64_t (*batch_key)(uint64_t seed);
     /* 1: memory-bug variants (variant.sanitizer) batch too, because every case of theirs reports memory_contained
@@ -240,7 +242,8 @@ void lab_case_release(void);
 /* The seed groups this process keeps at once (the seeds of one seed batch; lab_case_run's single seed). */
 #define LAB_CASE_GROUPS_MAX 256
 /* Runs the seed batch cases[0..n) of one incident, variant and backend (CUDA), with the seeds' groups from this
- * process's cache (made by setup where missing; at most LAB_CASE_GROUPS_MAX distinct seeds), through the
+ * process's cache (the missing ones made by setup on lab_par_threads() threads at once; at most
+ * LAB_CASE_GROUPS_MAX distinct seeds), through the
  * incident's run_cuda_batch; results[i] zeroed first. LAB_ERR_ARG when the incident has no run_cuda_batch, n is 0
  * or above its batch_max or the cases are not of one incident, variant and backend; else run_cuda_batch's or a
  * setup's status. */

@@ -6,6 +6,7 @@
 #include "lab_fs.h"
 #include "lab_golden.h"
 #include "lab_incident.h"
+#include "lab_par.h"
 #include "lab_tensor.h"
 #include "wr.h"
 
@@ -347,6 +348,20 @@ static lab_status wr_judge_cuda(const lab_case *c, const wr_out *outs, int runs,
     return st;
 }
 
+typedef struct {
+    const lab_case *cases;
+    const wr_out *outs;
+    int runs;
+    double ms;
+    lab_case_result *results;
+} wr_judge_job;
+
+static lab_status wr_judge_one(void *ctx, size_t i)
+{
+    wr_judge_job *j = ctx;
+    return wr_judge_cuda(&j->cases[i], j->outs + i * (size_t)j->runs, j->runs, j->ms, &j->results[i]);
+}
+
 /* A seed batch of one variant (lab_incident.run_cuda_batch): every seed's problem in one launch per run (the
  * seeds share their T: wr_batch_key), each case judged alone. run_cuda is this with one case. */
 static lab_status wr_run_cuda_batch(const lab_case *cases, size_t n, lab_case_result *results)
@@ -364,7 +379,10 @@ static lab_status wr_run_cuda_batch(const lab_case *cases, size_t n, lab_case_re
         free(pp), free(outs);
         return st;
     }
-    for (size_t i = 0; i < n && st == LAB_OK; ++i) st = wr_judge_cuda(&cases[i], outs + i * (size_t)runs, runs, ms, &results[i]);
+    /* each case judged alone, the batch's cases on several threads (wr_judge_cuda reads its own group and outputs and
+     * writes its own result) */
+    wr_judge_job job = {cases, outs, runs, ms, results};
+    st = lab_par_for(n, lab_par_threads(), wr_judge_one, &job);
     for (size_t i = 0; i < n * (size_t)runs; ++i) wr_out_free(&outs[i]);
     free(pp), free(outs);
     return st;

@@ -166,38 +166,52 @@ void lab_case_release(void)
     memset(&lab_case_cache, 0, sizeof lab_case_cache);
 }
 
-/* The group of c's seed from the cache, made by setup when missing (another incident or backend empties the
- * cache first; so does a miss when keep is 0, so one case at a time holds one group as it always did; a full
- * cache drops the least recently used); *g NULL for an incident without setup. */
-static lab_status lab_case_group(const lab_case *c, int keep, const void **g)
+/* The cached group of c's seed, now the most recent (so a batch never drops its own groups), or NULL. The cache
+ * holds one incident and backend: another empties it first. */
+static void *lab_case_lookup(const lab_case *c)
 {
-    const lab_incident *inc = c->incident;
-    *g = NULL;
-    if (!inc->setup) return LAB_OK;
-    if (lab_case_cache.inc != inc || lab_case_cache.backend != c->backend) lab_case_release();
+    if (lab_case_cache.inc != c->incident || lab_case_cache.backend != c->backend) lab_case_release();
     for (size_t i = 0; i < lab_case_cache.n; ++i)
-        if (lab_case_cache.e[i].seed == c->seed) { /* the most recent now: a batch never drops its own groups */
+        if (lab_case_cache.e[i].seed == c->seed) {
             void *hit = lab_case_cache.e[i].group;
             memmove(&lab_case_cache.e[i], &lab_case_cache.e[i + 1], (lab_case_cache.n - i - 1) * sizeof lab_case_cache.e[0]);
             lab_case_cache.e[lab_case_cache.n - 1].seed = c->seed;
             lab_case_cache.e[lab_case_cache.n - 1].group = hit;
-            *g = hit;
-            return LAB_OK;
+            return hit;
         }
-    if (!keep) lab_case_release();
+    return NULL;
+}
+
+/* Caches made as c's seed's group, the most recent; a full cache drops the least recently used first. */
+static void lab_case_insert(const lab_case *c, void *made)
+{
+    const lab_incident *inc = c->incident;
+    if (lab_case_cache.inc != inc || lab_case_cache.backend != c->backend) lab_case_release();
     if (lab_case_cache.n == LAB_CASE_GROUPS_MAX) {
         inc->teardown(lab_case_cache.e[0].group);
         memmove(&lab_case_cache.e[0], &lab_case_cache.e[1], (LAB_CASE_GROUPS_MAX - 1) * sizeof lab_case_cache.e[0]);
         lab_case_cache.n--;
     }
-    void *made = NULL;
-    lab_status st = inc->setup(c, &made);
-    if (st != LAB_OK) return st;
     lab_case_cache.inc = inc;
     lab_case_cache.backend = c->backend;
     lab_case_cache.e[lab_case_cache.n].seed = c->seed;
     lab_case_cache.e[lab_case_cache.n].group = made;
     lab_case_cache.n++;
+}
+
+/* The group of c's seed from the cache, made by setup when missing (a miss empties the cache first, so one case at
+ * a time holds one group as it always did); *g NULL for an incident without setup. */
+static lab_status lab_case_group(const lab_case *c, const void **g)
+{
+    *g = NULL;
+    if (!c->incident->setup) return LAB_OK;
+    void *made = lab_case_lookup(c);
+    if (!made) {
+        lab_case_release();
+        lab_status st = c->incident->setup(c, &made);
+        if (st != LAB_OK) return st;
+        lab_case_insert(c, made);
+    }
     *g = made;
     return LAB_OK;
 }
@@ -217,11 +231,12 @@ static lab_status lab_case_setup_one(void *ctx, size_t k)
 }
 
 /* Every seed's group of the batch cases[0..n) (one incident and backend, n <= LAB_CASE_GROUPS_MAX) into
- * cases[i].group: the cached ones looked up (now the most recent), the missing ones made in parallel (lab_par_for),
- * then cached in place of the least recently used, which are never this batch's. A seed met twice is made once. */
+ * cases[i].group: the cached ones looked up, the missing ones made in parallel (lab_par_for) and cached; a seed met
+ * twice is made once. Cached groups of other seeds make room, never this batch's (they are the most recent). */
 static lab_status lab_case_groups(lab_case *cases, size_t n)
 {
     const lab_incident *inc = cases[0].incident;
+    if (!inc->setup) return LAB_OK;
     size_t *miss = malloc(n * sizeof *miss);
     void **made = calloc(n, sizeof *made);
     lab_status st = miss && made ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "seed batch: out of memory");
@@ -231,37 +246,20 @@ static lab_status lab_case_groups(lab_case *cases, size_t n)
         int dup = 0;
         for (size_t k = 0; k < nm && !dup; ++k) dup = cases[miss[k]].seed == cases[i].seed;
         if (dup) continue;
-        /* a cached seed: looked up (keep = 1 never drops a group); a missing one: left for the parallel setup */
-        int cached = 0;
-        if (inc->setup && lab_case_cache.inc == inc && lab_case_cache.backend == cases[i].backend)
-            for (size_t e = 0; e < lab_case_cache.n && !cached; ++e) cached = lab_case_cache.e[e].seed == cases[i].seed;
-        if (!inc->setup || cached) st = lab_case_group(&cases[i], 1, &cases[i].group);
-        else miss[nm++] = i;
+        cases[i].group = lab_case_lookup(&cases[i]);
+        if (!cases[i].group) miss[nm++] = i;
     }
     if (st == LAB_OK && nm) {
         lab_case_setup_job job = {cases, miss, made};
         st = lab_par_for(nm, lab_par_threads(), lab_case_setup_one, &job);
     }
-    if (st == LAB_OK && nm) {
-        if (lab_case_cache.inc != inc || lab_case_cache.backend != cases[0].backend) lab_case_release();
-        size_t drop = lab_case_cache.n + nm > LAB_CASE_GROUPS_MAX ? lab_case_cache.n + nm - LAB_CASE_GROUPS_MAX : 0;
-        for (size_t e = 0; e < drop; ++e) inc->teardown(lab_case_cache.e[e].group);
-        memmove(&lab_case_cache.e[0], &lab_case_cache.e[drop], (lab_case_cache.n - drop) * sizeof lab_case_cache.e[0]);
-        lab_case_cache.n -= drop;
-        lab_case_cache.inc = inc;
-        lab_case_cache.backend = cases[0].backend;
-        for (size_t k = 0; k < nm; ++k) {
-            lab_case_cache.e[lab_case_cache.n].seed = cases[miss[k]].seed;
-            lab_case_cache.e[lab_case_cache.n].group = made[k];
-            lab_case_cache.n++;
-            made[k] = NULL;
-        }
+    for (size_t k = 0; made && k < nm; ++k) {
+        if (st == LAB_OK) lab_case_insert(&cases[miss[k]], made[k]);
+        else if (made[k]) inc->teardown(made[k]); /* a failed batch: the groups made before the error */
     }
-    for (size_t k = 0; made && k < nm; ++k)
-        if (made[k]) inc->teardown(made[k]); /* a failed batch: the groups made before the error */
-    /* the duplicates and the newly made: every case's group from the cache */
+    /* the missing seeds' cases and their duplicates: from the cache now */
     for (size_t i = 0; i < n && st == LAB_OK; ++i)
-        if (inc->setup && !cases[i].group) st = lab_case_group(&cases[i], 1, &cases[i].group);
+        if (!cases[i].group) cases[i].group = lab_case_lookup(&cases[i]);
     free(miss);
     free(made);
     return st;
@@ -277,7 +275,7 @@ lab_status lab_case_run(const lab_case *c, lab_case_result *r)
         return LAB_OK;
     }
     lab_case cc = *c;
-    lab_status st = lab_case_group(c, 0, &cc.group);
+    lab_status st = lab_case_group(c, &cc.group);
     return st == LAB_OK ? run(&cc, r) : st;
 }
 

@@ -85,25 +85,27 @@ lab_status bfcrf_probe_reference(uint64_t seed, double *logz, double *marg)
 static lab_status bfcrf_setup(const lab_case *c, void **out)
 {
     bfcrf_probe_group *g = calloc(1, sizeof *g);
-    double *marg = c->backend == LAB_BACKEND_CUDA ? malloc((size_t)BFCRF_PROBE_BATCH * BFCRF_TMAX * NT * sizeof *marg) : NULL;
-    lab_status st = LAB_OK;
-    if (!g || (c->backend == LAB_BACKEND_CUDA && !marg))
-        st = lab_err_set(LAB_ERR_NOMEM, "crf: out of memory for the probe of seed %llu", (unsigned long long)c->seed);
-    else if (c->backend == LAB_BACKEND_CUDA) {
+    if (!g) return lab_err_set(LAB_ERR_NOMEM, "crf: out of memory for the probe of seed %llu", (unsigned long long)c->seed);
+    *out = g;
+    if (c->backend != LAB_BACKEND_CUDA) return LAB_OK;
+    double *marg = malloc((size_t)BFCRF_PROBE_BATCH * BFCRF_TMAX * NT * sizeof *marg); /* the reference's, unused here */
+    lab_status st = marg ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "crf: out of memory for the probe of seed %llu",
+                                                (unsigned long long)c->seed);
+    if (st == LAB_OK) {
         bfcrf_probe_inputs(c->seed, BFCRF_PROBE_BATCH, BFCRF_PROBE_SCALE, &g->P, g->emis);
         st = bfcrf_probe_reference(c->seed, g->rlogz, marg);
-        for (int b = 0; b < BFCRF_PROBE_BATCH && st == LAB_OK; ++b) {
-            size_t off = (size_t)b * BFCRF_TMAX * NT;
-            g->clogz[b] = bfcrf_forward_bf16(&g->P, g->emis + off, BFCRF_TMAX, g->calpha + off);
-        }
-        g->made = 1;
+    }
+    for (int b = 0; b < BFCRF_PROBE_BATCH && st == LAB_OK; ++b) {
+        size_t off = (size_t)b * BFCRF_TMAX * NT;
+        g->clogz[b] = bfcrf_forward_bf16(&g->P, g->emis + off, BFCRF_TMAX, g->calpha + off);
     }
     free(marg);
     if (st != LAB_OK) {
         free(g);
+        *out = NULL;
         return st;
     }
-    *out = g;
+    g->made = 1;
     return LAB_OK;
 }
 

@@ -313,7 +313,6 @@ static lab_status wr_judge_cuda(const lab_case *c, const wr_out *outs, int runs,
             if (st == LAB_OK) st = wr_model(&g->p, &g->f, cfg, NULL, 0, 0, &own);
             cpu = &own;
         }
-        const wr_out co = *cpu;
         if (st == LAB_OK) {
             wr_err e;
             /* normalised difference of the two float32 results: reuse the reference comparison on a float64 copy */
@@ -326,11 +325,11 @@ static lab_status wr_judge_cuda(const lab_case *c, const wr_out *outs, int runs,
             if (!cref.g_trans || !cref.g_dur || !cref.g_cum || !cref.g_ps || !cref.g_pe || !cref.logZ)
                 st = lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for the cross-check");
             else {
-                for (size_t i = 0; i < C * C; ++i) cref.g_trans[i] = co.g_trans[i];
-                for (size_t i = 0; i < (size_t)g->p.K * C; ++i) cref.g_dur[i] = co.g_dur[i];
-                for (size_t i = 0; i < nc; ++i) cref.g_cum[i] = co.g_cum[i];
-                for (size_t i = 0; i < np; ++i) cref.g_ps[i] = co.g_ps[i], cref.g_pe[i] = co.g_pe[i];
-                for (int b = 0; b < g->p.B; ++b) cref.logZ[b] = co.logZ[b];
+                for (size_t i = 0; i < C * C; ++i) cref.g_trans[i] = cpu->g_trans[i];
+                for (size_t i = 0; i < (size_t)g->p.K * C; ++i) cref.g_dur[i] = cpu->g_dur[i];
+                for (size_t i = 0; i < nc; ++i) cref.g_cum[i] = cpu->g_cum[i];
+                for (size_t i = 0; i < np; ++i) cref.g_ps[i] = cpu->g_ps[i], cref.g_pe[i] = cpu->g_pe[i];
+                for (int b = 0; b < g->p.B; ++b) cref.logZ[b] = cpu->logZ[b];
                 wr_compare(&g->p, &outs[0], &cref, &e);
                 v.xcheck = e.max / v.tol;
             }

@@ -87,10 +87,32 @@ __device__ float sg_seg(const sg_inputs &in, int b, int s, int k, long rd)
     return v;
 }
 
+/* Gradient destinations: float or double buffers of row width W, or the deterministic workspaces. */
+struct sg_grads {
+    void *cum, *trans, *dur, *ps, *pe;   /* element 0 of each (guard zones around, where guarded) */
+    int f64;
+    float *ws_e;                         /* [B][T][K][C_PAD] deterministic only */
+    float *ws_g;                         /* [B*T][C_PAD][C_PAD] deterministic only */
+    long W;
+    long n_cum, n_trans, n_dur, n_pos;   /* elements of each gradient allocation */
+};
+
+/* What the kernels need of one problem of a batch (a device array, one entry per problem: the kernels take the
+ * problem from blockIdx.y, or blockIdx.z for the marginal kernel). */
+struct sg_prob {
+    sg_inputs in;
+    sg_grads g;
+    float *alpha, *ain, *beta, *bout, *logz; /* [B][T+1][C_PAD] passes, [B] log Z */
+    float *dpart, *tpart;                   /* the deterministic kernels' partials */
+};
+
 /* Forward and backward passes, one block of C_PAD threads per batch element; lane c owns class c. Arrays
  * alpha, ain, beta, bout are [B][T+1][C_PAD], pre-filled with NEG_INF. */
-__global__ void sg_fwd_bwd(sg_inputs in, unsigned guards, float *alpha, float *ain, float *beta, float *bout, float *logZ)
+__global__ void sg_fwd_bwd(const sg_prob *P, unsigned guards)
 {
+    const sg_prob &X = P[blockIdx.y];
+    const sg_inputs in = X.in;
+    float *alpha = X.alpha, *ain = X.ain, *beta = X.beta, *bout = X.bout, *logZ = X.logz;
     int b = blockIdx.x, c = threadIdx.x, C = in.C, K = in.K, L = in.len[b];
     size_t base = (size_t)b * (size_t)(in.T + 1) * SG_PAD;
     float *al = alpha + base, *ai = ain + base, *be = beta + base, *bo = bout + base;
@@ -132,16 +154,6 @@ __global__ void sg_fwd_bwd(sg_inputs in, unsigned guards, float *alpha, float *a
     }
 }
 
-/* Gradient destinations: float or double buffers of row width W, or the deterministic workspaces. */
-struct sg_grads {
-    void *cum, *trans, *dur, *ps, *pe;   /* element 0 of each (guard zones around, where guarded) */
-    int f64;
-    float *ws_e;                         /* [B][T][K][C_PAD] deterministic only */
-    float *ws_g;                         /* [B*T][C_PAD][C_PAD] deterministic only */
-    long W;
-    long n_cum, n_trans, n_dur, n_pos;   /* elements of each gradient allocation */
-};
-
 __device__ void sg_atomic(const sg_inputs &in, const sg_grads &g, void *buf, long n, long i, float v)
 {
     if (in.check && (i < 0 || i >= n)) atomicAdd(&in.oob[1], 1ull); /* counted; the atomic still happens */
@@ -153,9 +165,12 @@ __device__ void sg_atomic(const sg_inputs &in, const sg_grads &g, void *buf, lon
 
 /* The marginal kernel: block (s, b), SG_THREADS threads = SG_KGROUPS groups of C_PAD lanes. Layout 0
  * unpadded, 1 clamped, 2 padded (lab_semicrf_layout); det: write workspaces instead of atomics. */
-__global__ void sg_marginals(sg_inputs in, unsigned guards, int layout, int det, const float *alpha, const float *ain,
-                             const float *beta, const float *bout, const float *logZ, sg_grads g)
+__global__ void sg_marginals(const sg_prob *P, unsigned guards, int layout, int det)
 {
+    const sg_prob &X = P[blockIdx.z];
+    const sg_inputs in = X.in;
+    const sg_grads g = X.g;
+    const float *alpha = X.alpha, *ain = X.ain, *beta = X.beta, *bout = X.bout, *logZ = X.logz;
     int s = blockIdx.x, b = blockIdx.y, L = in.len[b];
     int C = in.C, K = in.K, T = in.T;
     if (s >= L) {
@@ -284,9 +299,12 @@ __global__ void sg_det_positions(const float *ws_e, int B, int T, int K, int use
 #define SG_FOR(w, n) for (long w = (long)blockIdx.x * blockDim.x + threadIdx.x; w < (n); w += (long)gridDim.x * blockDim.x)
 
 /* Start sums into start[B*T][C_PAD] and duration-bias partials dur_part[P_D][K][C_PAD]: work item (chunk p, c). */
-__global__ void __launch_bounds__(512) sg_det_starts_dur(sg_inputs in, unsigned guards, const float *__restrict__ ain, const float *__restrict__ beta,
-                                  const float *__restrict__ logZ, float *__restrict__ start, float *__restrict__ dur_part, long n_chunks)
+__global__ void __launch_bounds__(512) sg_det_starts_dur(const sg_prob *P, unsigned guards, long n_chunks)
 {
+    const sg_prob &X = P[blockIdx.y];
+    const sg_inputs in = X.in;
+    const float *__restrict__ ain = X.ain, *__restrict__ beta = X.beta, *__restrict__ logZ = X.logz;
+    float *__restrict__ start = (float *)X.g.ps, *__restrict__ dur_part = X.dpart;
     const int C = in.C, K = in.K, T = in.T;
     const long BT = (long)in.B * T;
     SG_FOR(w, n_chunks * C)
@@ -332,10 +350,13 @@ __global__ void __launch_bounds__(512) sg_det_starts_dur(sg_inputs in, unsigned 
 }
 
 /* End sums: work item (b, t, c), t = 0..T: g_cum[b][t] = end - start, g_pe[b][t - 1] = end (padding lanes 0). */
-__global__ void sg_det_ends(sg_inputs in, unsigned guards, const float *__restrict__ ain, const float *__restrict__ beta,
-                            const float *__restrict__ logZ, const float *__restrict__ start, float *__restrict__ gcum,
-                            float *__restrict__ gpe)
+__global__ void sg_det_ends(const sg_prob *P, unsigned guards)
 {
+    const sg_prob &X = P[blockIdx.y];
+    const sg_inputs in = X.in;
+    const float *__restrict__ ain = X.ain, *__restrict__ beta = X.beta, *__restrict__ logZ = X.logz;
+    const float *__restrict__ start = (const float *)X.g.ps;
+    float *__restrict__ gcum = (float *)X.g.cum, *__restrict__ gpe = (float *)X.g.pe;
     const int C = in.C, K = in.K, T = in.T;
     SG_FOR(w, (long)in.B * (T + 1) * C)
     {
@@ -376,9 +397,12 @@ __global__ void sg_det_ends(sg_inputs in, unsigned guards, const float *__restri
 }
 
 /* Transition partials trans_part[P_T][C_PAD][C_PAD] (real entries only): work item (chunk p, c, columns 4q..4q+3). */
-__global__ void sg_det_trans_part(sg_inputs in, unsigned guards, const float *__restrict__ alpha, const float *__restrict__ bout,
-                                  const float *__restrict__ logZ, float *__restrict__ part, long n_chunks)
+__global__ void sg_det_trans_part(const sg_prob *P, unsigned guards, long n_chunks)
 {
+    const sg_prob &X = P[blockIdx.y];
+    const sg_inputs in = X.in;
+    const float *__restrict__ alpha = X.alpha, *__restrict__ bout = X.bout, *__restrict__ logZ = X.logz;
+    float *__restrict__ part = X.tpart;
     const int C = in.C, T = in.T, Q = (C + 3) / 4;
     const long BT = (long)in.B * T;
     SG_FOR(w, n_chunks * C * Q)
@@ -406,11 +430,14 @@ __global__ void sg_det_trans_part(sg_inputs in, unsigned guards, const float *__
 }
 
 /* out[rows][C_PAD] = sum over the n_part partials (stride floats apart) of each real entry (row < real_rows,
- * column < C), zero elsewhere. Block (32, SG_DET_STRANDS): strand j sums partials j, j + S, ... ascending, then
+ * column < C), zero elsewhere; of problem blockIdx.y: its transition partials into g_trans (dur 0) or its duration
+ * partials into g_dur (dur 1). Block (32, SG_DET_STRANDS): strand j sums partials j, j + S, ... ascending, then
  * a fixed pairwise tree over the strands. Any grid. */
-__global__ void sg_det_reduce(const float *__restrict__ part, long n_part, size_t stride, int rows, int real_rows, int C,
-                              float *__restrict__ out)
+__global__ void sg_det_reduce(const sg_prob *P, int dur, long n_part, size_t stride, int rows, int real_rows, int C)
 {
+    const sg_prob &X = P[blockIdx.y];
+    const float *__restrict__ part = dur ? X.dpart : X.tpart;
+    float *__restrict__ out = (float *)(dur ? X.g.dur : X.g.trans);
     __shared__ float sm[SG_DET_STRANDS][32];
     const int x = threadIdx.x, y = threadIdx.y;
     for (long e0 = (long)blockIdx.x * 32; e0 < (long)rows * SG_PAD; e0 += (long)gridDim.x * 32) {
@@ -433,99 +460,40 @@ __global__ void sg_det_reduce(const float *__restrict__ part, long n_part, size_
     }
 }
 
-/* ---- host side ------------------------------------------------------------------------------------- */
+/* ---- host side -------------------------------------------------------------------------------------
+ * A run is a batch of n problems of one shape (one problem: a batch of one). Its memory is three sections: the
+ * inputs (uploaded from a host image in one copy), the outputs (every problem's log Z, then the stray counters,
+ * then per problem its gradient buffers: reset before each accumulation and read back in one copy) and the work
+ * buffers (device only). Sections live in one allocation, the arena; under a memory checker (cfg->exact_alloc)
+ * every buffer is a cudaMalloc of its exact size instead, so that a stray access leaves its allocation. A
+ * stray layout's inputs and gradients sit between guard zones of the seed's neighbour contents either way, each
+ * buffer its own zones. The kernels take every problem's pointers from a device array of sg_prob: one launch per
+ * kernel for the whole batch, each problem computed exactly as alone. */
 
-/* A device allocation with optional guard zones; `p` points at element 0. */
+/* One buffer: element 0 lies `off` bytes into section `sec` (the same offset in the host image and on the device),
+ * `bytes` long, between guard zones of `zone` bytes. p: its device address; own: its own cudaMalloc (exact). */
 struct sg_buf {
-    unsigned char *base = nullptr;
+    int sec = 0;
+    size_t off = 0, bytes = 0, zone = 0;
     void *p = nullptr;
-    size_t bytes = 0, guard_bytes = 0;
-    std::vector<uint32_t> head, tail; /* a guarded gradient buffer: its guard zones as written */
+    void *own = nullptr;
 };
 
-static lab_status sg_alloc(sg_buf *b, size_t bytes, size_t guard_bytes)
-{
-    b->bytes = bytes;
-    b->guard_bytes = guard_bytes;
-    LAB_CUDA_CHECK(cudaMalloc((void **)&b->base, bytes + 2 * guard_bytes + 16));
-    b->p = b->base + guard_bytes;
-    return LAB_OK;
-}
+enum { SG_SEC_IN, SG_SEC_OUT, SG_SEC_WORK, SG_NSEC };
 
-static void sg_free(sg_buf *b)
-{
-    if (b->base) cudaFree(b->base);
-    b->base = nullptr;
-    b->p = nullptr;
-}
-
-/* Uploads an input of n floats; guarded: the zones hold the seed's neighbour contents. */
-static lab_status sg_upload_input(sg_buf *b, const float *x, size_t n, int guarded, uint64_t seed, uint64_t zone)
-{
-    size_t gb = guarded ? SG_GUARD_WORDS * 4 : 0;
-    lab_status st = sg_alloc(b, n * 4, gb);
-    if (st != LAB_OK) return st;
-    if (guarded) {
-        std::vector<float> g(SG_GUARD_WORDS);
-        lab_semicrf_guard_fill(g.data(), SG_GUARD_WORDS, seed, 0x40000000ull * zone);
-        LAB_CUDA_CHECK(cudaMemcpy(b->base, g.data(), gb, cudaMemcpyHostToDevice));
-        lab_semicrf_guard_fill(g.data(), SG_GUARD_WORDS, seed, 0x40000000ull * zone + 0x20000000ull);
-        LAB_CUDA_CHECK(cudaMemcpy((unsigned char *)b->p + n * 4, g.data(), gb, cudaMemcpyHostToDevice));
-    }
-    LAB_CUDA_CHECK(cudaMemcpy(b->p, x, n * 4, cudaMemcpyHostToDevice));
-    return LAB_OK;
-}
-
-/* Gradient buffer of n elements of esz bytes, zeroed. Unguarded: exactly n elements, so an atomic past it
- * is outside its cudaMalloc, where compute-sanitizer memcheck reports it. Guarded: between guard zones of
- * the seed's neighbour contents (as the CPU emulation's arena), kept on the host for sg_guard_breach. */
-static lab_status sg_alloc_grad(sg_buf *b, size_t n, size_t esz, int guarded, uint64_t seed, uint64_t zone)
-{
-    size_t gb = guarded ? SG_GUARD_WORDS * 8 : 0;
-    lab_status st = sg_alloc(b, n * esz, gb);
-    if (st != LAB_OK) return st;
-    LAB_CUDA_CHECK(cudaMemset(b->p, 0, n * esz));
-    if (guarded) {
-        b->head.resize(gb / 4);
-        b->tail.resize(gb / 4);
-        lab_semicrf_guard_fill(b->head.data(), gb / 4, seed, 0x40000000ull * zone);
-        lab_semicrf_guard_fill(b->tail.data(), gb / 4, seed, 0x40000000ull * zone + 0x20000000ull);
-        LAB_CUDA_CHECK(cudaMemcpy(b->base, b->head.data(), gb, cudaMemcpyHostToDevice));
-        LAB_CUDA_CHECK(cudaMemcpy((unsigned char *)b->p + n * esz, b->tail.data(), gb, cudaMemcpyHostToDevice));
-    }
-    return LAB_OK;
-}
-
-/* Words of a guarded gradient buffer's zones changed where no stray may reach: the whole head zone (no
- * index is negative) and the tail zone from SG_STRAY_REACH_BYTES on. 0 for an unguarded buffer. */
-static lab_status sg_guard_breach(const sg_buf *b, size_t *breach)
-{
-    if (b->tail.empty()) return LAB_OK;
-    std::vector<uint32_t> h(b->head.size()), t(b->tail.size());
-    LAB_CUDA_CHECK(cudaMemcpy(h.data(), b->base, h.size() * 4, cudaMemcpyDeviceToHost));
-    LAB_CUDA_CHECK(cudaMemcpy(t.data(), (unsigned char *)b->p + b->bytes, t.size() * 4, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < h.size(); ++i) *breach += h[i] != b->head[i];
-    for (size_t i = SG_STRAY_REACH_BYTES / 4; i < t.size(); ++i) *breach += t[i] != b->tail[i];
-    return LAB_OK;
-}
-
-/* Everything one run needs on the device. */
-struct sg_state {
-    sg_buf cum, trans, dur, ps, pe, len;
-    sg_buf alpha, ain, beta, bout, logz;
-    sg_buf gcum, gtrans, gdur, gps, gpe, wse, wsg, oob, dpart, tpart;
-    ~sg_state()
-    {
-        sg_buf *all[] = {&cum, &trans, &dur, &ps, &pe, &len, &alpha, &ain, &beta, &bout, &logz,
-                         &gcum, &gtrans, &gdur, &gps, &gpe, &wse, &wsg, &oob, &dpart, &tpart};
-        for (sg_buf *b : all) sg_free(b);
-    }
+/* One problem's buffers. */
+struct sg_pbufs {
+    sg_buf cum, trans, dur, ps, pe, len;                   /* inputs */
+    sg_buf logz, oob, gtrans, gcum, gdur, gps, gpe;         /* outputs */
+    sg_buf alpha, ain, beta, bout, wse, wsg, dpart, tpart;  /* work */
+    int maxL = 0;
 };
 
-__global__ void sg_fill(float *x, size_t n, float v)
+__global__ void sg_fill_passes(const sg_prob *P, size_t n)
 {
+    const sg_prob &X = P[blockIdx.y];
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] = v;
+    if (i < n) X.alpha[i] = X.ain[i] = X.beta[i] = X.bout[i] = LAB_SEMICRF_NEG_INF;
 }
 
 static unsigned sg_blocks(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
@@ -534,19 +502,39 @@ static unsigned sg_blocks(size_t n, unsigned threads) { return (unsigned)((n + t
  * were (the bench's "before"), or the production deterministic kernels. */
 enum { SG_ATOMIC = 0, SG_DET_V1 = 1, SG_DET = 2 };
 
-/* One prepared run: inputs on the device, the forward and backward passes done, gradient buffers ready. */
+/* One prepared batch: inputs on the device, the forward and backward passes done, gradient buffers ready. */
 struct sg_ctx {
-    sg_state S;
-    sg_inputs in;
-    sg_grads g;
-    lab_semicrf_config cfg;
-    int mode;
-    long W;
-    size_t esz, ncum, npos, ncum_in, npos_in;
-    int maxL;
-    long n_dchunks, n_tchunks;
-    unsigned det_threads, det_blocks; /* launch configuration of the SG_DET kernels (blocks 0: one item per thread) */
+    size_t n = 0;
+    int mode = SG_ATOMIC, B = 0, T = 0, K = 0, C = 0, use_proj = 0, guarded = 0, exact = 0;
+    lab_semicrf_config cfg;        /* what the batch's configs share (layout, accumulation, guards, exact_alloc) */
+    long W = 0;
+    size_t esz = 0, ncum = 0, npos = 0, ncum_in = 0, npos_in = 0, nrowp = 0;
+    int maxL = 0;                  /* the longest sequence of the batch */
+    long n_dchunks = 0, n_tchunks = 0;
+    unsigned det_threads = 256, det_blocks = 0; /* launch configuration of the SG_DET kernels (blocks 0: one item per thread) */
+    std::vector<sg_pbufs> pb;      /* per problem */
+    sg_buf desc;                   /* the sg_prob array (inputs section) */
+    size_t sec[SG_NSEC] = {0, 0, 0};
+    size_t oob_off = 0, grad_off = 0; /* outputs section: where the counters and where the gradient buffers begin */
+    std::vector<unsigned char> img_in, img_out, back; /* host images: inputs; outputs as reset; outputs read back */
+    unsigned char *arena = nullptr, *base[SG_NSEC] = {nullptr, nullptr, nullptr};
+    std::vector<sg_buf *> bufs;    /* every placed buffer */
+    ~sg_ctx()
+    {
+        if (arena) cudaFree(arena);
+        for (sg_buf *b : bufs)
+            if (b->own) cudaFree(b->own);
+    }
 };
+
+/* Places b (bytes, zones of `zone` bytes each side) at the end of section sec, element 0 256-byte aligned. */
+static void sg_place(sg_ctx &x, int sec, sg_buf &b, size_t bytes, size_t zone)
+{
+    b.sec = sec, b.bytes = bytes, b.zone = zone;
+    b.off = ((x.sec[sec] + zone + 255) / 256) * 256;
+    x.sec[sec] = b.off + bytes + zone;
+    x.bufs.push_back(&b);
+}
 
 /* The launch configuration of the deterministic kernels: LAB_SEMICRF_DET_LAUNCH="THREADS,BLOCKS" (THREADS a
  * multiple of 32 in 32..512, BLOCKS >= 0, 0 = enough for one work item per thread) or the default 256,0. It
@@ -567,181 +555,297 @@ static lab_status sg_det_launch(unsigned *threads, unsigned *blocks)
     return LAB_OK;
 }
 
-static unsigned sg_det_grid(const sg_ctx &x, long n)
+/* Grid of a deterministic kernel over n work items per problem: x blocks per problem, y the problems. */
+static dim3 sg_det_grid(const sg_ctx &x, long n)
 {
-    if (x.det_blocks) return x.det_blocks;
-    long b = (n + x.det_threads - 1) / x.det_threads;
-    return b < 1 ? 1u : b > 0x7fffffffL ? 0x7fffffffu : (unsigned)b;
+    unsigned bx;
+    if (x.det_blocks) bx = x.det_blocks;
+    else {
+        long b = (n + x.det_threads - 1) / x.det_threads;
+        bx = b < 1 ? 1u : b > 0x7fffffffL ? 0x7fffffffu : (unsigned)b;
+    }
+    return dim3(bx, (unsigned)x.n);
 }
 
-/* The forward and backward passes (alpha, log Z, beta) of x's problem. */
+static const sg_prob *sg_dev_probs(const sg_ctx &x) { return (const sg_prob *)x.desc.p; }
+
+/* The forward and backward passes (alpha, log Z, beta) of every problem of x. */
 static lab_status sg_fwd_bwd_launch(sg_ctx &x)
 {
-    sg_fwd_bwd<<<x.in.B, SG_PAD>>>(x.in, x.cfg.guards, (float *)x.S.alpha.p, (float *)x.S.ain.p, (float *)x.S.beta.p,
-                                   (float *)x.S.bout.p, (float *)x.S.logz.p);
+    sg_fwd_bwd<<<dim3((unsigned)x.B, (unsigned)x.n), SG_PAD>>>(sg_dev_probs(x), x.cfg.guards);
     LAB_CUDA_CHECK(cudaGetLastError());
     return LAB_OK;
 }
 
-/* The accumulation stage (zeroing where needed, marginals, reductions), enqueued on the default stream. */
+/* Resets bytes [from, to) of the outputs section: as the host image has them (zeros, and the guard zones' contents
+ * where there are zones) or zeros; one call for the batch except under exact allocations. */
+static lab_status sg_reset_outputs(sg_ctx &x, size_t from, size_t to)
+{
+    if (!x.exact) {
+        if (x.guarded)
+            LAB_CUDA_CHECK(cudaMemcpyAsync(x.base[SG_SEC_OUT] + from, x.img_out.data() + from, to - from, cudaMemcpyHostToDevice));
+        else
+            LAB_CUDA_CHECK(cudaMemsetAsync(x.base[SG_SEC_OUT] + from, 0, to - from));
+        return LAB_OK;
+    }
+    for (sg_buf *b : x.bufs)
+        if (b->sec == SG_SEC_OUT && b->off >= from && b->off < to) LAB_CUDA_CHECK(cudaMemsetAsync(b->p, 0, b->bytes));
+    return LAB_OK;
+}
+
+/* The accumulation stage (resetting what it accumulates into, marginals, reductions), enqueued on the default
+ * stream. */
 static lab_status sg_accumulate(sg_ctx &x)
 {
-    sg_state &S = x.S;
-    const sg_inputs &in = x.in;
-    const sg_grads &g = x.g;
-    LAB_CUDA_CHECK(cudaMemsetAsync(S.oob.p, 0, 2 * sizeof(unsigned long long)));
+    const sg_prob *P = sg_dev_probs(x);
+    const int B = x.B, T = x.T, K = x.K, C = x.C;
     if (x.mode == SG_DET) {
-        /* every entry of every gradient buffer is written: no zeroing */
-        const float *ain = (const float *)S.ain.p, *beta = (const float *)S.beta.p, *logz = (const float *)S.logz.p;
+        /* every entry of every gradient buffer is written: only the counters are reset */
+        lab_status st = sg_reset_outputs(x, x.oob_off, x.grad_off);
+        if (st != LAB_OK) return st;
         unsigned th = x.det_threads;
-        long n1 = x.n_dchunks * in.C, n2 = (long)in.B * (in.T + 1) * in.C, n3 = x.n_tchunks * in.C * ((in.C + 3) / 4);
-        sg_det_starts_dur<<<sg_det_grid(x, n1), th>>>(in, x.cfg.guards, ain, beta, logz, (float *)S.gps.p,
-                                                       (float *)S.dpart.p, x.n_dchunks);
+        long n1 = x.n_dchunks * C, n2 = (long)B * (T + 1) * C, n3 = x.n_tchunks * C * ((C + 3) / 4);
+        sg_det_starts_dur<<<sg_det_grid(x, n1), th>>>(P, x.cfg.guards, x.n_dchunks);
         LAB_CUDA_CHECK(cudaGetLastError());
-        sg_det_ends<<<sg_det_grid(x, n2), th>>>(in, x.cfg.guards, ain, beta, logz, (const float *)S.gps.p, (float *)S.gcum.p,
-                                                 (float *)S.gpe.p);
+        sg_det_ends<<<sg_det_grid(x, n2), th>>>(P, x.cfg.guards);
         LAB_CUDA_CHECK(cudaGetLastError());
-        sg_det_trans_part<<<sg_det_grid(x, n3), th>>>(in, x.cfg.guards, (const float *)S.alpha.p, (const float *)S.bout.p,
-                                                       logz, (float *)S.tpart.p, x.n_tchunks);
+        sg_det_trans_part<<<sg_det_grid(x, n3), th>>>(P, x.cfg.guards, x.n_tchunks);
         LAB_CUDA_CHECK(cudaGetLastError());
         dim3 rb(32, SG_DET_STRANDS);
-        sg_det_reduce<<<SG_PAD * SG_PAD / 32, rb>>>((const float *)S.tpart.p, x.n_tchunks, (size_t)SG_PAD * SG_PAD, SG_PAD,
-                                                    in.C, in.C, (float *)S.gtrans.p);
+        sg_det_reduce<<<dim3(SG_PAD * SG_PAD / 32, (unsigned)x.n), rb>>>(P, 0, x.n_tchunks, (size_t)SG_PAD * SG_PAD, SG_PAD, C, C);
         LAB_CUDA_CHECK(cudaGetLastError());
-        sg_det_reduce<<<(unsigned)in.K * SG_PAD / 32, rb>>>((const float *)S.dpart.p, x.n_dchunks, (size_t)in.K * SG_PAD, in.K,
-                                                            in.K, in.C, (float *)S.gdur.p);
+        sg_det_reduce<<<dim3((unsigned)K * SG_PAD / 32, (unsigned)x.n), rb>>>(P, 1, x.n_dchunks, (size_t)K * SG_PAD, K, K, C);
         LAB_CUDA_CHECK(cudaGetLastError());
         return LAB_OK;
     }
+    lab_status st = sg_reset_outputs(x, x.oob_off, x.sec[SG_SEC_OUT]);
+    if (st != LAB_OK) return st;
     int det = x.mode == SG_DET_V1;
-    size_t esz = x.esz;
-    long W = x.W;
-    LAB_CUDA_CHECK(cudaMemsetAsync(S.gcum.p, 0, x.ncum * esz));
-    LAB_CUDA_CHECK(cudaMemsetAsync(S.gtrans.p, 0, (size_t)W * W * esz));
-    LAB_CUDA_CHECK(cudaMemsetAsync(S.gdur.p, 0, (size_t)in.K * W * esz));
-    LAB_CUDA_CHECK(cudaMemsetAsync(S.gps.p, 0, x.npos * esz));
-    LAB_CUDA_CHECK(cudaMemsetAsync(S.gpe.p, 0, x.npos * esz));
-    size_t nb = (size_t)in.B * (size_t)in.T;
     /* Deterministic (v1): every workspace slot is written by the marginal kernel (zeros where no segment
      * starts or ends), so the workspaces need no clearing. The grid covers s < T for that reason. */
-    dim3 grid((unsigned)(det ? in.T : x.maxL), (unsigned)in.B);
-    sg_marginals<<<grid, SG_THREADS>>>(in, x.cfg.guards, (int)x.cfg.layout, det, (const float *)S.alpha.p,
-                                       (const float *)S.ain.p, (const float *)S.beta.p, (const float *)S.bout.p,
-                                       (const float *)S.logz.p, g);
+    dim3 grid((unsigned)(det ? T : x.maxL), (unsigned)B, (unsigned)x.n);
+    sg_marginals<<<grid, SG_THREADS>>>(P, x.cfg.guards, (int)x.cfg.layout, det);
     LAB_CUDA_CHECK(cudaGetLastError());
-    if (det) {
+    if (det) { /* the bench's "before", one problem (sg_prepare) */
+        const sg_pbufs &q = x.pb[0];
+        float *ws_e = (float *)q.wse.p, *ws_g = (float *)q.wsg.p;
+        size_t nb = (size_t)B * (size_t)T;
         /* per-position sums first (they read ws_e), then the duration-bias tree reduces ws_e in place */
-        size_t total = (size_t)in.B * (size_t)(in.T + 1) * SG_PAD;
-        sg_det_positions<<<sg_blocks(total, 256), 256>>>(g.ws_e, in.B, in.T, in.K, in.use_proj, (float *)S.gcum.p,
-                                                         (float *)S.gps.p, (float *)S.gpe.p);
+        size_t total = (size_t)B * (size_t)(T + 1) * SG_PAD;
+        sg_det_positions<<<sg_blocks(total, 256), 256>>>(ws_e, B, T, K, x.use_proj, (float *)q.gcum.p, (float *)q.gps.p,
+                                                         (float *)q.gpe.p);
         LAB_CUDA_CHECK(cudaGetLastError());
-        size_t we = (size_t)in.K * SG_PAD, wg = (size_t)SG_PAD * SG_PAD;
+        size_t we = (size_t)K * SG_PAD, wg = (size_t)SG_PAD * SG_PAD;
         for (size_t h = 1; h < nb; h <<= 1) {
             size_t pairs = (nb + 2 * h - 1) / (2 * h);
-            sg_tree_level<<<sg_blocks(pairs * we, 256), 256>>>(g.ws_e, nb, we, h);
-            sg_tree_level<<<sg_blocks(pairs * wg, 256), 256>>>(g.ws_g, nb, wg, h);
+            sg_tree_level<<<sg_blocks(pairs * we, 256), 256>>>(ws_e, nb, we, h);
+            sg_tree_level<<<sg_blocks(pairs * wg, 256), 256>>>(ws_g, nb, wg, h);
         }
         LAB_CUDA_CHECK(cudaGetLastError());
-        LAB_CUDA_CHECK(cudaMemcpyAsync(S.gdur.p, g.ws_e, we * 4, cudaMemcpyDeviceToDevice));
-        LAB_CUDA_CHECK(cudaMemcpyAsync(S.gtrans.p, g.ws_g, wg * 4, cudaMemcpyDeviceToDevice));
+        LAB_CUDA_CHECK(cudaMemcpyAsync(q.gdur.p, ws_e, we * 4, cudaMemcpyDeviceToDevice));
+        LAB_CUDA_CHECK(cudaMemcpyAsync(q.gtrans.p, ws_g, wg * 4, cudaMemcpyDeviceToDevice));
     }
     return LAB_OK;
 }
 
-/* Uploads p, allocates everything for cfg and `mode`, and runs the forward and backward passes once (x is
- * ready for sg_accumulate). LAB_ERR_ARG for a bad config, length or launch variable; LAB_ERR_DEVICE. */
-static lab_status sg_prepare(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int mode, sg_ctx &x)
+/* Writes n floats of x and the guard zones around b (zone ids as the CPU emulation's arena numbers them) into
+ * the host image img. */
+static void sg_image_input(std::vector<unsigned char> &img, const sg_buf &b, const float *x, size_t n, uint64_t seed,
+                           uint64_t zone)
 {
-    const int B = p->B, T = p->T, K = p->K, C = p->C;
+    if (b.zone) {
+        lab_semicrf_guard_fill(img.data() + b.off - b.zone, b.zone / 4, seed, 0x40000000ull * zone);
+        lab_semicrf_guard_fill(img.data() + b.off + b.bytes, b.zone / 4, seed, 0x40000000ull * zone + 0x20000000ull);
+    }
+    if (x) memcpy(img.data() + b.off, x, n * 4);
+}
+
+/* Copies a section's host image to the device: one copy (arena), or one per buffer (exact allocations). */
+static lab_status sg_upload(sg_ctx &x, int sec, const std::vector<unsigned char> &img)
+{
+    if (!x.exact) {
+        LAB_CUDA_CHECK(cudaMemcpy(x.base[sec], img.data(), x.sec[sec], cudaMemcpyHostToDevice));
+        return LAB_OK;
+    }
+    for (sg_buf *b : x.bufs)
+        if (b->sec == sec) LAB_CUDA_CHECK(cudaMemcpy(b->p, img.data() + b->off, b->bytes, cudaMemcpyHostToDevice));
+    return LAB_OK;
+}
+
+/* Prepares the batch p[0..n) under cfgs[0..n) (configs alike but for their guard and schedule seeds; problems of
+ * one shape) for `mode`: buffers placed and allocated, inputs uploaded, the forward and backward passes run (x is
+ * ready for sg_accumulate). LAB_ERR_ARG for a bad config, shape, length or launch variable; LAB_ERR_NOMEM;
+ * LAB_ERR_DEVICE. */
+static lab_status sg_prepare(const lab_semicrf_problem *const *p, const lab_semicrf_config *cfgs, size_t n, int mode, sg_ctx &x)
+{
+    if (n < 1 || n > 65535) return lab_err_set(LAB_ERR_ARG, "semicrf cuda: a batch of %zu problems: need 1..65535", n);
+    if (mode == SG_DET_V1 && n != 1) return lab_err_set(LAB_ERR_ARG, "semicrf cuda: the deterministic v1 kernels take one problem");
+    const lab_semicrf_config *cfg = &cfgs[0];
+    const int B = p[0]->B, T = p[0]->T, K = p[0]->K, C = p[0]->C;
     if (cfg->accum == LAB_SEMICRF_ACC_DETERMINISTIC && cfg->layout != LAB_SEMICRF_LAYOUT_PADDED)
         return lab_err_set(LAB_ERR_ARG, "semicrf cuda: config: the deterministic accumulation needs the padded layout");
-    for (int b = 0; b < B; ++b)
-        if (p->len[b] < 1 || p->len[b] > T)
-            return lab_err_set(LAB_ERR_ARG, "semicrf cuda: len[%d] = %d: need 1..T = %d", b, p->len[b], T);
+    for (size_t q = 0; q < n; ++q) {
+        const lab_semicrf_config *c = &cfgs[q];
+        if (p[q]->B != B || p[q]->T != T || p[q]->K != K || p[q]->C != C || p[q]->use_proj != p[0]->use_proj)
+            return lab_err_set(LAB_ERR_ARG, "semicrf cuda: batch problem %zu is B=%d T=%d K=%d C=%d, not the first's B=%d T=%d K=%d C=%d",
+                               q, p[q]->B, p[q]->T, p[q]->K, p[q]->C, B, T, K, C);
+        if (c->layout != cfg->layout || c->accum != cfg->accum || c->guards != cfg->guards || c->exact_alloc != cfg->exact_alloc)
+            return lab_err_set(LAB_ERR_ARG, "semicrf cuda: batch config %zu differs from the first in more than its seeds", q);
+        for (int b = 0; b < B; ++b)
+            if (p[q]->len[b] < 1 || p[q]->len[b] > T)
+                return lab_err_set(LAB_ERR_ARG, "semicrf cuda: len[%d] = %d: need 1..T = %d%s", b, p[q]->len[b], T,
+                                   n > 1 ? " (a batch problem)" : "");
+    }
     lab_status st = sg_det_launch(&x.det_threads, &x.det_blocks);
     if (st != LAB_OK) return st;
-    x.cfg = *cfg;
-    x.mode = mode;
+    x.n = n, x.cfg = *cfg, x.mode = mode, x.B = B, x.T = T, x.K = K, x.C = C, x.use_proj = p[0]->use_proj;
     /* Under a memory checker (the case says so: cfg->exact_alloc) allocations are exact: guard zones would
      * absorb the stray loads the tool is there to see. */
-    int exact = cfg->exact_alloc;
+    x.exact = cfg->exact_alloc;
     int padded = cfg->layout == LAB_SEMICRF_LAYOUT_PADDED;
-    /* Stray layouts: inputs between guard zones of the seed's neighbour contents (what a stray load reads),
-     * unless cfg->exact_alloc asks for exact allocations so memcheck also sees the stray loads and atomics. */
-    int guarded = !padded && !exact;
-    long W = padded ? SG_PAD : C;
-    size_t esz = cfg->accum == LAB_SEMICRF_ACC_F64_ATOMIC ? 8 : 4;
-    size_t ncum_in = (size_t)B * (T + 1) * C, npos_in = (size_t)B * T * C;
-    size_t ncum = (size_t)B * (T + 1) * W, npos = (size_t)B * T * W, nrowp = (size_t)B * (T + 1) * SG_PAD;
-    x.W = W, x.esz = esz, x.ncum = ncum, x.npos = npos, x.ncum_in = ncum_in, x.npos_in = npos_in;
-    x.maxL = 0;
-    for (int b = 0; b < B; ++b) x.maxL = std::max(x.maxL, p->len[b]);
+    /* Stray layouts: inputs and gradients between guard zones of the seed's neighbour contents (what a stray load
+     * reads, where a stray atomic lands), unless exact allocations let memcheck see them. */
+    x.guarded = !padded && !x.exact;
+    x.W = padded ? SG_PAD : C;
+    x.esz = cfg->accum == LAB_SEMICRF_ACC_F64_ATOMIC ? 8 : 4;
+    x.ncum_in = (size_t)B * (T + 1) * C, x.npos_in = (size_t)B * T * C;
+    x.ncum = (size_t)B * (T + 1) * x.W, x.npos = (size_t)B * T * x.W, x.nrowp = (size_t)B * (T + 1) * SG_PAD;
     x.n_dchunks = ((long)B * T + SG_DET_ROWS_D - 1) / SG_DET_ROWS_D;
     x.n_tchunks = ((long)B * T + SG_DET_ROWS_T - 1) / SG_DET_ROWS_T;
-    sg_state &S = x.S;
-    std::vector<float> zeros(std::max<size_t>(npos_in, 1), 0.0f);
-    if ((st = sg_upload_input(&S.cum, p->cum, ncum_in, guarded, cfg->guard_seed, 1)) != LAB_OK) return st;
-    if ((st = sg_upload_input(&S.trans, p->trans, (size_t)C * C, guarded, cfg->guard_seed, 2)) != LAB_OK) return st;
-    if ((st = sg_upload_input(&S.dur, p->dur, (size_t)K * C, guarded, cfg->guard_seed, 3)) != LAB_OK) return st;
-    if ((st = sg_upload_input(&S.ps, p->use_proj ? p->proj_start : zeros.data(), npos_in, guarded, cfg->guard_seed, 4)) != LAB_OK)
-        return st;
-    if ((st = sg_upload_input(&S.pe, p->use_proj ? p->proj_end : zeros.data(), npos_in, guarded, cfg->guard_seed, 5)) != LAB_OK)
-        return st;
-    if ((st = sg_alloc(&S.len, (size_t)B * sizeof(int), 0)) != LAB_OK) return st;
-    LAB_CUDA_CHECK(cudaMemcpy(S.len.p, p->len, (size_t)B * sizeof(int), cudaMemcpyHostToDevice));
-    sg_buf *internal[] = {&S.alpha, &S.ain, &S.beta, &S.bout};
-    for (sg_buf *b : internal) {
-        if ((st = sg_alloc(b, nrowp * 4, 0)) != LAB_OK) return st;
-        sg_fill<<<sg_blocks(nrowp, 256), 256>>>((float *)b->p, nrowp, LAB_SEMICRF_NEG_INF);
-        LAB_CUDA_CHECK(cudaGetLastError());
+    size_t izone = x.guarded ? SG_GUARD_WORDS * 4 : 0, gzone = x.guarded ? SG_GUARD_WORDS * 8 : 0, esz = x.esz;
+    long W = x.W;
+    x.pb.resize(n); /* never resized again: x.bufs points into it */
+    for (size_t q = 0; q < n; ++q) {
+        sg_pbufs &b = x.pb[q];
+        sg_place(x, SG_SEC_IN, b.cum, x.ncum_in * 4, izone);
+        sg_place(x, SG_SEC_IN, b.trans, (size_t)C * C * 4, izone);
+        sg_place(x, SG_SEC_IN, b.dur, (size_t)K * C * 4, izone);
+        sg_place(x, SG_SEC_IN, b.ps, x.npos_in * 4, izone);
+        sg_place(x, SG_SEC_IN, b.pe, x.npos_in * 4, izone);
+        sg_place(x, SG_SEC_IN, b.len, (size_t)B * sizeof(int), 0);
+        sg_place(x, SG_SEC_WORK, b.alpha, x.nrowp * 4, 0);
+        sg_place(x, SG_SEC_WORK, b.ain, x.nrowp * 4, 0);
+        sg_place(x, SG_SEC_WORK, b.beta, x.nrowp * 4, 0);
+        sg_place(x, SG_SEC_WORK, b.bout, x.nrowp * 4, 0);
+        if (mode == SG_DET_V1) {
+            sg_place(x, SG_SEC_WORK, b.wse, (size_t)B * T * K * SG_PAD * 4, 0);
+            sg_place(x, SG_SEC_WORK, b.wsg, (size_t)B * T * SG_PAD * SG_PAD * 4, 0);
+        }
+        if (mode == SG_DET) {
+            sg_place(x, SG_SEC_WORK, b.dpart, (size_t)x.n_dchunks * K * SG_PAD * 4, 0);
+            sg_place(x, SG_SEC_WORK, b.tpart, (size_t)x.n_tchunks * SG_PAD * SG_PAD * 4, 0);
+        }
+        b.maxL = 0;
+        for (int i = 0; i < B; ++i) b.maxL = std::max(b.maxL, p[q]->len[i]);
+        x.maxL = std::max(x.maxL, b.maxL);
     }
-    if ((st = sg_alloc(&S.logz, (size_t)B * 4, 0)) != LAB_OK) return st;
-    /* Gradients of a stray layout sit between guard zones too (zones 6..10): a stray atomic changes the
-     * seed's neighbour contents, as in the CPU emulation, and never memory the case does not own. */
-    uint64_t gs = cfg->guard_seed;
-    if ((st = sg_alloc_grad(&S.gtrans, (size_t)W * W, esz, guarded, gs, 6)) != LAB_OK) return st;
-    if ((st = sg_alloc_grad(&S.gcum, ncum, esz, guarded, gs, 7)) != LAB_OK) return st;
-    if ((st = sg_alloc_grad(&S.gdur, (size_t)K * W, esz, guarded, gs, 8)) != LAB_OK) return st;
-    if ((st = sg_alloc_grad(&S.gps, npos, esz, guarded, gs, 9)) != LAB_OK) return st;
-    if ((st = sg_alloc_grad(&S.gpe, npos, esz, guarded, gs, 10)) != LAB_OK) return st;
-    if ((st = sg_alloc(&S.oob, 2 * sizeof(unsigned long long), 0)) != LAB_OK) return st;
-    if (mode == SG_DET_V1) {
-        if ((st = sg_alloc(&S.wse, (size_t)B * T * K * SG_PAD * 4, 0)) != LAB_OK) return st;
-        if ((st = sg_alloc(&S.wsg, (size_t)B * T * SG_PAD * SG_PAD * 4, 0)) != LAB_OK) return st;
+    sg_place(x, SG_SEC_IN, x.desc, n * sizeof(sg_prob), 0);
+    /* outputs: every log Z, every counter pair, then the gradient buffers (zones 6..10 around a stray layout's) */
+    for (size_t q = 0; q < n; ++q) sg_place(x, SG_SEC_OUT, x.pb[q].logz, (size_t)B * 4, 0);
+    x.oob_off = ((x.sec[SG_SEC_OUT] + 255) / 256) * 256;
+    for (size_t q = 0; q < n; ++q) sg_place(x, SG_SEC_OUT, x.pb[q].oob, 2 * sizeof(unsigned long long), 0);
+    x.grad_off = ((x.sec[SG_SEC_OUT] + 255) / 256) * 256;
+    for (size_t q = 0; q < n; ++q) {
+        sg_pbufs &b = x.pb[q];
+        sg_place(x, SG_SEC_OUT, b.gtrans, (size_t)W * W * esz, gzone);
+        sg_place(x, SG_SEC_OUT, b.gcum, x.ncum * esz, gzone);
+        sg_place(x, SG_SEC_OUT, b.gdur, (size_t)K * W * esz, gzone);
+        sg_place(x, SG_SEC_OUT, b.gps, x.npos * esz, gzone);
+        sg_place(x, SG_SEC_OUT, b.gpe, x.npos * esz, gzone);
     }
-    if (mode == SG_DET) {
-        if ((st = sg_alloc(&S.dpart, (size_t)x.n_dchunks * K * SG_PAD * 4, 0)) != LAB_OK) return st;
-        if ((st = sg_alloc(&S.tpart, (size_t)x.n_tchunks * SG_PAD * SG_PAD * 4, 0)) != LAB_OK) return st;
+    /* memory: one arena, or one exact cudaMalloc per buffer */
+    if (!x.exact) {
+        size_t at[SG_NSEC], total = 0;
+        for (int s = 0; s < SG_NSEC; ++s) at[s] = total, total += ((x.sec[s] + 255) / 256) * 256;
+        LAB_CUDA_CHECK(cudaMalloc((void **)&x.arena, total + 16));
+        for (int s = 0; s < SG_NSEC; ++s) x.base[s] = x.arena + at[s];
+        for (sg_buf *b : x.bufs) b->p = x.base[b->sec] + b->off;
+    } else {
+        for (sg_buf *b : x.bufs) {
+            LAB_CUDA_CHECK(cudaMalloc(&b->own, b->bytes ? b->bytes : 1));
+            b->p = b->own;
+        }
     }
-    x.in = {(const float *)S.cum.p, (const float *)S.trans.p, (const float *)S.dur.p, (const float *)S.ps.p,
-            (const float *)S.pe.p, (const int *)S.len.p, B, T, K, C, p->use_proj,
-            (long)ncum_in, (long)C * C, (long)K * C, (long)npos_in,
-            (unsigned long long *)S.oob.p, !padded};
-    x.g = {S.gcum.p, S.gtrans.p, S.gdur.p, S.gps.p, S.gpe.p, esz == 8, (float *)S.wse.p, (float *)S.wsg.p, W,
-           (long)ncum, (long)W * W, (long)K * W, (long)npos};
+    /* the inputs' image: contents, zones, lengths, the problems' descriptors */
+    try {
+        x.img_in.assign(x.sec[SG_SEC_IN], 0);
+        x.img_out.assign(x.sec[SG_SEC_OUT], 0);
+    } catch (...) {
+        return lab_err_set(LAB_ERR_NOMEM, "semicrf cuda: out of memory for the host images of a batch of %zu", n);
+    }
+    std::vector<sg_prob> dp(n);
+    for (size_t q = 0; q < n; ++q) {
+        const lab_semicrf_problem *pq = p[q];
+        sg_pbufs &b = x.pb[q];
+        uint64_t gs = cfgs[q].guard_seed;
+        sg_image_input(x.img_in, b.cum, pq->cum, x.ncum_in, gs, 1);
+        sg_image_input(x.img_in, b.trans, pq->trans, (size_t)C * C, gs, 2);
+        sg_image_input(x.img_in, b.dur, pq->dur, (size_t)K * C, gs, 3);
+        sg_image_input(x.img_in, b.ps, pq->use_proj ? pq->proj_start : NULL, x.npos_in, gs, 4); /* zeros without proj */
+        sg_image_input(x.img_in, b.pe, pq->use_proj ? pq->proj_end : NULL, x.npos_in, gs, 5);
+        memcpy(x.img_in.data() + b.len.off, pq->len, (size_t)B * sizeof(int));
+        const sg_buf *gz[5] = {&b.gtrans, &b.gcum, &b.gdur, &b.gps, &b.gpe};
+        for (int i = 0; i < 5 && x.guarded; ++i) {
+            const sg_buf &g = *gz[i];
+            lab_semicrf_guard_fill(x.img_out.data() + g.off - g.zone, g.zone / 4, gs, 0x40000000ull * (uint64_t)(6 + i));
+            lab_semicrf_guard_fill(x.img_out.data() + g.off + g.bytes, g.zone / 4, gs, 0x40000000ull * (uint64_t)(6 + i) + 0x20000000ull);
+        }
+        dp[q].in = {(const float *)b.cum.p, (const float *)b.trans.p, (const float *)b.dur.p, (const float *)b.ps.p,
+                    (const float *)b.pe.p, (const int *)b.len.p, B, T, K, C, pq->use_proj,
+                    (long)x.ncum_in, (long)C * C, (long)K * C, (long)x.npos_in,
+                    (unsigned long long *)b.oob.p, !padded};
+        dp[q].g = {b.gcum.p, b.gtrans.p, b.gdur.p, b.gps.p, b.gpe.p, esz == 8, (float *)b.wse.p, (float *)b.wsg.p, W,
+                   (long)x.ncum, (long)W * W, (long)K * W, (long)x.npos};
+        dp[q].alpha = (float *)b.alpha.p, dp[q].ain = (float *)b.ain.p, dp[q].beta = (float *)b.beta.p;
+        dp[q].bout = (float *)b.bout.p, dp[q].logz = (float *)b.logz.p;
+        dp[q].dpart = (float *)b.dpart.p, dp[q].tpart = (float *)b.tpart.p;
+    }
+    memcpy(x.img_in.data() + x.desc.off, dp.data(), n * sizeof(sg_prob));
+    if ((st = sg_upload(x, SG_SEC_IN, x.img_in)) != LAB_OK) return st;
+    sg_fill_passes<<<dim3(sg_blocks(x.nrowp, 256), (unsigned)n), 256>>>(sg_dev_probs(x), x.nrowp);
+    LAB_CUDA_CHECK(cudaGetLastError());
     if ((st = sg_fwd_bwd_launch(x)) != LAB_OK) return st;
     LAB_CUDA_CHECK(cudaDeviceSynchronize());
     return LAB_OK;
 }
 
-/* Copies x's gradients back into o (allocated here), sliced to C. LAB_ERR_NOMEM, LAB_ERR_DEVICE. */
-static lab_status sg_readback(const lab_semicrf_problem *p, sg_ctx &x, lab_semicrf_out *o)
+/* Reads the outputs section back (one copy, or one per buffer under exact allocations) into x.back. */
+static lab_status sg_download(sg_ctx &x)
+{
+    try {
+        x.back.assign(x.sec[SG_SEC_OUT], 0);
+    } catch (...) {
+        return lab_err_set(LAB_ERR_NOMEM, "semicrf cuda: out of memory for the outputs of a batch of %zu", x.n);
+    }
+    if (!x.exact) {
+        LAB_CUDA_CHECK(cudaMemcpy(x.back.data(), x.base[SG_SEC_OUT], x.sec[SG_SEC_OUT], cudaMemcpyDeviceToHost));
+        return LAB_OK;
+    }
+    for (sg_buf *b : x.bufs)
+        if (b->sec == SG_SEC_OUT) LAB_CUDA_CHECK(cudaMemcpy(x.back.data() + b->off, b->p, b->bytes, cudaMemcpyDeviceToHost));
+    return LAB_OK;
+}
+
+/* Words of a guarded gradient buffer's zones changed where no stray may reach: the whole head zone (no index is
+ * negative) and the tail zone from SG_STRAY_REACH_BYTES on. 0 for an unguarded buffer. */
+static size_t sg_guard_breach(const sg_ctx &x, const sg_buf &b)
+{
+    if (!b.zone) return 0;
+    size_t breach = 0;
+    const unsigned char *was = x.img_out.data(), *now = x.back.data();
+    for (size_t i = b.off - b.zone; i < b.off; i += 4) breach += memcmp(was + i, now + i, 4) != 0;
+    for (size_t i = b.off + b.bytes + SG_STRAY_REACH_BYTES; i < b.off + b.bytes + b.zone; i += 4) breach += memcmp(was + i, now + i, 4) != 0;
+    return breach;
+}
+
+/* Problem q's gradients from x.back (sg_download) into o (allocated here), sliced to C. LAB_ERR_NOMEM. */
+static lab_status sg_readback(const lab_semicrf_problem *p, const sg_ctx &x, size_t q, lab_semicrf_out *o)
 {
     const int B = p->B, T = p->T, K = p->K, C = p->C;
-    size_t esz = x.esz, ncum = x.ncum, npos = x.npos, ncum_in = x.ncum_in, npos_in = x.npos_in;
-    long W = x.W;
-    sg_state &S = x.S;
+    const size_t esz = x.esz, ncum_in = x.ncum_in, npos_in = x.npos_in;
+    const long W = x.W;
+    const sg_pbufs &b = x.pb[q];
     memset(o, 0, sizeof *o);
-    unsigned long long oob[2] = {0, 0};
-    LAB_CUDA_CHECK(cudaMemcpy(oob, S.oob.p, sizeof oob, cudaMemcpyDeviceToHost));
-    std::vector<unsigned char> hc(ncum * esz), ht((size_t)W * W * esz), hd((size_t)K * W * esz), hps(npos * esz), hpe(npos * esz);
-    std::vector<float> hz(B);
-    LAB_CUDA_CHECK(cudaMemcpy(hc.data(), S.gcum.p, hc.size(), cudaMemcpyDeviceToHost));
-    LAB_CUDA_CHECK(cudaMemcpy(ht.data(), S.gtrans.p, ht.size(), cudaMemcpyDeviceToHost));
-    LAB_CUDA_CHECK(cudaMemcpy(hd.data(), S.gdur.p, hd.size(), cudaMemcpyDeviceToHost));
-    LAB_CUDA_CHECK(cudaMemcpy(hps.data(), S.gps.p, hps.size(), cudaMemcpyDeviceToHost));
-    LAB_CUDA_CHECK(cudaMemcpy(hpe.data(), S.gpe.p, hpe.size(), cudaMemcpyDeviceToHost));
-    LAB_CUDA_CHECK(cudaMemcpy(hz.data(), S.logz.p, (size_t)B * 4, cudaMemcpyDeviceToHost));
     o->logZ = (float *)malloc((size_t)B * sizeof(float));
     o->g_cum = (float *)malloc(ncum_in * sizeof(float));
     o->g_trans = (float *)malloc((size_t)C * C * sizeof(float));
@@ -758,43 +862,44 @@ static lab_status sg_readback(const lab_semicrf_problem *p, sg_ctx &x, lab_semic
         lab_semicrf_out_free(o);
         return lab_err_set(LAB_ERR_NOMEM, "semicrf cuda: out of memory for the outputs");
     }
-    auto get = [esz](const std::vector<unsigned char> &v, size_t i) -> double {
+    const unsigned char *h = x.back.data();
+    auto get = [esz, h](const sg_buf &g, size_t i) -> double {
         if (esz == 8) {
             double d;
-            memcpy(&d, v.data() + 8 * i, 8);
+            memcpy(&d, h + g.off + 8 * i, 8);
             return d;
         }
         float f;
-        memcpy(&f, v.data() + 4 * i, 4);
+        memcpy(&f, h + g.off + 4 * i, 4);
         return (double)f;
     };
-    memcpy(o->logZ, hz.data(), (size_t)B * sizeof(float));
+    memcpy(o->logZ, h + b.logz.off, (size_t)B * sizeof(float));
     for (size_t r = 0; r < (size_t)B * (T + 1); ++r)
         for (int c = 0; c < C; ++c) {
-            double v = get(hc, r * W + c);
+            double v = get(b.gcum, r * W + c);
             o->g_cum[r * C + c] = (float)v;
             if (o->acc_cum) o->acc_cum[r * C + c] = v;
         }
     for (int i = 0; i < C; ++i)
         for (int j = 0; j < C; ++j) {
-            double v = get(ht, (size_t)i * W + j);
+            double v = get(b.gtrans, (size_t)i * W + j);
             o->g_trans[(size_t)i * C + j] = (float)v;
             if (o->acc_trans) o->acc_trans[(size_t)i * C + j] = v;
         }
     for (int k = 0; k < K; ++k)
         for (int c = 0; c < C; ++c) {
-            double v = get(hd, (size_t)k * W + c);
+            double v = get(b.gdur, (size_t)k * W + c);
             o->g_dur[(size_t)k * C + c] = (float)v;
             if (o->acc_dur) o->acc_dur[(size_t)k * C + c] = v;
         }
     for (size_t r = 0; r < (size_t)B * T; ++r)
         for (int c = 0; c < C; ++c) {
-            o->g_ps[r * C + c] = p->use_proj ? (float)get(hps, r * W + c) : 0.0f;
-            o->g_pe[r * C + c] = p->use_proj ? (float)get(hpe, r * W + c) : 0.0f;
+            o->g_ps[r * C + c] = p->use_proj ? (float)get(b.gps, r * W + c) : 0.0f;
+            o->g_pe[r * C + c] = p->use_proj ? (float)get(b.gpe, r * W + c) : 0.0f;
         }
     if (W > C) { /* padded layout: padding-column values that are not 0 (the slice drops them; NaN counts) */
         size_t nz = 0;
-        const std::vector<unsigned char> *hv[5] = {&hc, &ht, &hd, &hps, &hpe};
+        const sg_buf *hv[5] = {&b.gcum, &b.gtrans, &b.gdur, &b.gps, &b.gpe};
         const size_t rows[5] = {(size_t)B * (T + 1), (size_t)W, (size_t)K, p->use_proj ? (size_t)B * T : 0,
                                 p->use_proj ? (size_t)B * T : 0};
         for (int k = 0; k < 5; ++k)
@@ -803,22 +908,18 @@ static lab_status sg_readback(const lab_semicrf_problem *p, sg_ctx &x, lab_semic
                     if (c >= C || (k == 1 && r >= (size_t)C)) nz += get(*hv[k], r * W + c) != 0.0;
         o->pad_nonzero = nz;
     }
+    unsigned long long oob[2];
+    memcpy(oob, h + b.oob.off, sizeof oob);
     o->oob_reads = (size_t)oob[0]; /* loads and atomics outside their allocation, counted by the kernel */
     o->oob_writes = (size_t)oob[1];
     /* Contained: guard zones around every gradient buffer, and none changed beyond the strays' reach. */
-    const sg_buf *grads[] = {&S.gtrans, &S.gcum, &S.gdur, &S.gps, &S.gpe};
-    size_t breach = 0;
-    for (const sg_buf *b : grads) {
-        lab_status st = sg_guard_breach(b, &breach);
-        if (st != LAB_OK) {
-            lab_semicrf_out_free(o);
-            return st;
-        }
-    }
-    o->guard_breach = breach;
-    o->contained = !S.gtrans.tail.empty() && breach == 0;
+    o->guard_breach = sg_guard_breach(x, b.gtrans) + sg_guard_breach(x, b.gcum) + sg_guard_breach(x, b.gdur) +
+                      sg_guard_breach(x, b.gps) + sg_guard_breach(x, b.gpe);
+    o->contained = x.guarded && o->guard_breach == 0;
     return LAB_OK;
 }
+
+static int sg_mode_of(const lab_semicrf_config *cfg) { return cfg->accum == LAB_SEMICRF_ACC_DETERMINISTIC ? SG_DET : SG_ATOMIC; }
 
 extern "C" lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
                                            lab_semicrf_out *o, double *ms_backward)
@@ -826,7 +927,7 @@ extern "C" lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const l
     if (o) memset(o, 0, sizeof *o);
     if (reps < 1) return lab_err_set(LAB_ERR_ARG, "semicrf cuda: reps = %d: need >= 1", reps);
     sg_ctx x;
-    lab_status st = sg_prepare(p, cfg, cfg->accum == LAB_SEMICRF_ACC_DETERMINISTIC ? SG_DET : SG_ATOMIC, x);
+    lab_status st = sg_prepare(&p, cfg, 1, sg_mode_of(cfg), x);
     if (st != LAB_OK) return st;
     cudaEvent_t e1, e2;
     LAB_CUDA_CHECK(cudaEventCreate(&e1));
@@ -848,7 +949,26 @@ extern "C" lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const l
     LAB_CUDA_CHECK(cudaDeviceSynchronize());
     std::sort(times.begin(), times.end());
     if (ms_backward) *ms_backward = times[times.size() / 2];
-    return o ? sg_readback(p, x, o) : LAB_OK;
+    if (!o) return LAB_OK;
+    if ((st = sg_download(x)) != LAB_OK) return st;
+    return sg_readback(p, x, 0, o);
+}
+
+extern "C" lab_status lab_semicrf_cuda_run_batch(const lab_semicrf_problem *const *p, const lab_semicrf_config *cfgs, size_t n,
+                                                 lab_semicrf_out *outs)
+{
+    for (size_t q = 0; q < n; ++q) memset(&outs[q], 0, sizeof outs[q]);
+    if (n < 1) return lab_err_set(LAB_ERR_ARG, "semicrf cuda: an empty batch");
+    sg_ctx x;
+    lab_status st = sg_prepare(p, cfgs, n, sg_mode_of(&cfgs[0]), x);
+    if (st == LAB_OK) st = sg_accumulate(x);
+    cudaError_t e = st == LAB_OK ? cudaDeviceSynchronize() : cudaSuccess;
+    if (e != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaDeviceSynchronize", cudaGetErrorString(e));
+    if (st == LAB_OK) st = sg_download(x);
+    for (size_t q = 0; q < n && st == LAB_OK; ++q) st = sg_readback(p[q], x, q, &outs[q]);
+    if (st != LAB_OK)
+        for (size_t q = 0; q < n; ++q) lab_semicrf_out_free(&outs[q]);
+    return st;
 }
 
 /* Device-to-device copy bandwidth (GB/s, read + write counted) over `bytes`, median of 10. */
@@ -932,7 +1052,8 @@ extern "C" lab_status lab_semicrf_cuda_bench(void *fv, int B, int T, int K, int 
     for (int i = 0; i < nv && st == LAB_OK; ++i) {
         lab_semicrf_config cfg = {LAB_SEMICRF_LAYOUT_PADDED, acc[i], LAB_SEMICRF_GUARDS_ALL, 1, 0};
         x[i] = new sg_ctx();
-        st = sg_prepare(&p, &cfg, mode[i], *x[i]);
+        const lab_semicrf_problem *pp = &p;
+        st = sg_prepare(&pp, &cfg, 1, mode[i], *x[i]);
     }
     if (st == LAB_OK && (ce = cudaEventCreate(&e0)) == cudaSuccess) ce = cudaEventCreate(&e1);
     if (st == LAB_OK && ce != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEventCreate", cudaGetErrorString(ce));

@@ -210,6 +210,8 @@ lab_status lab_semicrf_sgd_step(lab_semicrf_problem *p, const lab_semicrf_gold *
 
 /* The shape of a case from its seed: B = 2, T = {100, 200, 500}[seed % 3], K = 30, C = 39, with proj. */
 int lab_semicrf_T_of_seed(uint64_t seed);
+/* The seed-batch key of the semi-CRF incidents (lab_incident.batch_key): seeds of one T share a batch. */
+uint64_t lab_semicrf_batch_key(uint64_t seed);
 /* Allocates and fills the problem of a case (lab_semicrf_problem_init + fill). Errors of init. */
 lab_status lab_semicrf_case_problem(lab_semicrf_problem *p, uint64_t seed);
 
@@ -292,6 +294,17 @@ lab_status lab_semicrf_golden_compare(const char *dir, uint64_t seed, const lab_
  * a bad config or length. */
 lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
                                 lab_semicrf_out *o, double *ms_backward);
+/* A seed batch: n problems of one shape (B, T, K, C, use_proj alike) under configs alike but for their guard and
+ * schedule seeds (cfgs[q] for p[q]), run once, every kernel launched once for the whole batch (a problem per grid
+ * row), so that one launch fills the GPU instead of two of its SMs. Every problem keeps buffers of its own: its
+ * own guard zones (contents from its guard seed), counters and gradient buffers, in one allocation for the batch
+ * (under cfg->exact_alloc, exact allocations of their own), and its kernels compute exactly what a run of it alone
+ * computes: outs[q] (allocated here) is lab_semicrf_cuda_run's output for p[q] with reps = 1, bitwise wherever the
+ * accumulation does not depend on the hardware's order (the forward, the deterministic accumulation; atomics add in
+ * whatever order the blocks reach them, in a batch as alone). Errors as lab_semicrf_cuda_run, plus LAB_ERR_ARG for
+ * problems or configs that differ; on error every outs[q] is freed and zeroed. */
+lab_status lab_semicrf_cuda_run_batch(const lab_semicrf_problem *const *p, const lab_semicrf_config *cfgs, size_t n,
+                                      lab_semicrf_out *outs);
 /* Benchmark (f is a FILE *): the accumulation stage of each accumulation at (B, T, K, C) in one process,
  * cudaEvent medians of 21 runs after 2 warm-up runs, the ratios, and the measured D2D copy bandwidth. */
 lab_status lab_semicrf_cuda_bench(void *f, int B, int T, int K, int C);

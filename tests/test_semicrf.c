@@ -276,6 +276,91 @@ Test(semicrf, cuda_deterministic_accumulation_bitwise_over_20_runs, .timeout = 3
     lab_semicrf_out_free(&first);
     lab_semicrf_problem_free(&p);
 }
+
+/* Bits of two outputs equal: log Z and every gradient (and the float64 accumulators where both have them). */
+static size_t sc_bits_differ(const lab_semicrf_problem *p, const lab_semicrf_out *a, const lab_semicrf_out *b)
+{
+    size_t C = (size_t)p->C, ncum = (size_t)p->B * (p->T + 1) * C, npos = (size_t)p->B * p->T * C, d = 0;
+    d += memcmp(a->logZ, b->logZ, (size_t)p->B * 4) != 0;
+    d += memcmp(a->g_cum, b->g_cum, ncum * 4) != 0;
+    d += memcmp(a->g_trans, b->g_trans, C * C * 4) != 0;
+    d += memcmp(a->g_dur, b->g_dur, (size_t)p->K * C * 4) != 0;
+    d += memcmp(a->g_ps, b->g_ps, npos * 4) != 0;
+    d += memcmp(a->g_pe, b->g_pe, npos * 4) != 0;
+    return d;
+}
+
+/* On a GPU: a seed batch computes each problem as alone. Four problems of one T (seeds 2, 5, 8, 11: T = 500) in
+ * one batch against each run alone: the deterministic accumulation bit for bit; the unpadded layout (float32
+ * atomics, so gradient bits may differ) with the same log Z bits, the same stray loads and atomics counted, its
+ * strays in its own guard zones (contained, no breach) and the same guard kind's damage (non-finite count). */
+Test(semicrf, cuda_batch_computes_each_problem_as_alone, .timeout = 300)
+{
+    lab_test_need_gpu();
+    enum { N = 4 };
+    lab_semicrf_problem p[N];
+    const lab_semicrf_problem *pp[N];
+    for (int q = 0; q < N; ++q) {
+        cr_assert_eq(lab_semicrf_case_problem(&p[q], 2 + 3 * (uint64_t)q), LAB_OK);
+        pp[q] = &p[q];
+    }
+    const lab_semicrf_config base[2] = {{LAB_SEMICRF_LAYOUT_PADDED, LAB_SEMICRF_ACC_DETERMINISTIC, LAB_SEMICRF_GUARDS_ALL, 0, 0},
+                                        {LAB_SEMICRF_LAYOUT_UNPADDED, LAB_SEMICRF_ACC_F32_ATOMIC, 0, 0, 0}};
+    for (int k = 0; k < 2; ++k) {
+        lab_semicrf_config cfgs[N];
+        lab_semicrf_out batch[N];
+        for (int q = 0; q < N; ++q) cfgs[q] = base[k], cfgs[q].guard_seed = cfgs[q].schedule_seed = 2 + 3 * (uint64_t)q;
+        cr_assert_eq(lab_semicrf_cuda_run_batch(pp, cfgs, N, batch), LAB_OK, "%s", lab_err_msg());
+        for (int q = 0; q < N; ++q) {
+            lab_semicrf_out alone;
+            cr_assert_eq(lab_semicrf_cuda_run(pp[q], &cfgs[q], 1, &alone, NULL), LAB_OK, "%s", lab_err_msg());
+            if (k == 0) {
+                cr_expect_eq(sc_bits_differ(pp[q], &batch[q], &alone), 0u, "deterministic, problem %d: bits differ", q);
+                cr_expect_eq(batch[q].oob_writes + batch[q].oob_reads + batch[q].pad_nonzero, 0u, "problem %d", q);
+            } else {
+                cr_expect_eq(memcmp(batch[q].logZ, alone.logZ, 2 * sizeof(float)), 0, "unpadded, problem %d: log Z bits", q);
+                cr_expect_gt(batch[q].oob_writes, 0u, "problem %d: the unpadded layout strays", q);
+                cr_expect_eq(batch[q].oob_writes, alone.oob_writes, "problem %d", q);
+                cr_expect_eq(batch[q].oob_reads, alone.oob_reads, "problem %d", q);
+                cr_expect(batch[q].contained && alone.contained, "problem %d: strays in its own guard zones", q);
+                cr_expect_eq(batch[q].guard_breach, 0u, "problem %d", q);
+                lab_semicrf_ref r;
+                cr_assert_eq(lab_semicrf_reference(pp[q], &r), LAB_OK);
+                lab_semicrf_err eb, ea;
+                lab_semicrf_compare(pp[q], &batch[q], &r, &eb);
+                lab_semicrf_compare(pp[q], &alone, &r, &ea);
+                cr_expect_eq(eb.nonfinite, ea.nonfinite, "problem %d: non-finite gradients %zu batched, %zu alone", q,
+                             eb.nonfinite, ea.nonfinite);
+                lab_semicrf_ref_free(&r);
+            }
+            lab_semicrf_out_free(&alone);
+            lab_semicrf_out_free(&batch[q]);
+        }
+    }
+    for (int q = 0; q < N; ++q) lab_semicrf_problem_free(&p[q]);
+}
+
+/* A batch's problems must share their shape and their configs all but their seeds: checked before any CUDA call
+ * (so this runs without a GPU), naming the problem. */
+Test(semicrf, cuda_batch_refuses_mixed_shapes_and_configs)
+{
+    lab_semicrf_problem a, b;
+    cr_assert_eq(lab_semicrf_case_problem(&a, 1), LAB_OK); /* T = 200 */
+    cr_assert_eq(lab_semicrf_case_problem(&b, 2), LAB_OK); /* T = 500 */
+    const lab_semicrf_problem *pp[2] = {&a, &b};
+    lab_semicrf_config cfgs[2] = {{LAB_SEMICRF_LAYOUT_PADDED, LAB_SEMICRF_ACC_F32_ATOMIC, LAB_SEMICRF_GUARDS_ALL, 1, 1},
+                                  {LAB_SEMICRF_LAYOUT_PADDED, LAB_SEMICRF_ACC_F32_ATOMIC, LAB_SEMICRF_GUARDS_ALL, 2, 2}};
+    lab_semicrf_out o[2];
+    cr_expect_eq(lab_semicrf_cuda_run_batch(pp, cfgs, 2, o), LAB_ERR_ARG);
+    cr_expect(strstr(lab_err_msg(), "problem 1 is B=2 T=500") != NULL, "%s", lab_err_msg());
+    pp[1] = &a;
+    cfgs[1].layout = LAB_SEMICRF_LAYOUT_UNPADDED;
+    cr_expect_eq(lab_semicrf_cuda_run_batch(pp, cfgs, 2, o), LAB_ERR_ARG);
+    cr_expect(strstr(lab_err_msg(), "config 1 differs") != NULL, "%s", lab_err_msg());
+    cr_expect_eq(lab_semicrf_cuda_run_batch(pp, cfgs, 0, o), LAB_ERR_ARG);
+    lab_semicrf_problem_free(&a);
+    lab_semicrf_problem_free(&b);
+}
 #endif
 
 /* ---- the defensive guards --------------------------------------------------------------------- */

@@ -3,7 +3,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "lab_par.h"
 
 #ifdef LAB_HAVE_CUDA
 #include "lab_cuda.h"
@@ -153,21 +156,57 @@ static lab_status co_run_cpu(const lab_case *c, lab_case_result *r)
 }
 
 #ifdef LAB_HAVE_CUDA
-static lab_status co_run_cuda(const lab_case *c, lab_case_result *r)
+/* A CUDA output judged: the criterion, and whether its strays stayed in its own memory. */
+static lab_status co_judge_cuda(const lab_case *c, const lab_semicrf_out *o, lab_case_result *r)
 {
     const lab_semicrf_group *g = c->group;
     lab_semicrf_config cfg = co_config(c);
-    lab_semicrf_out o;
-    lab_status st = lab_semicrf_cuda_run(&g->p, &cfg, 1, &o, NULL);
-    if (st == LAB_OK) {
-        st = co_judge(c->seed, &g->p, &o, &g->ref, c->golden_dir, r, NULL);
-        /* The stray layouts' buffers sit between guard zones read back intact past the strays' reach: the
-         * worker may go on (the runner retires it otherwise). */
-        r->memory_contained = o.contained;
-        if (cfg.layout != LAB_SEMICRF_LAYOUT_PADDED && !cfg.exact_alloc)
-            lab_result_metric(r, "guard_breach", (double)o.guard_breach);
-        lab_semicrf_out_free(&o);
-    } else if (st == LAB_ERR_DEVICE && cfg.layout != LAB_SEMICRF_LAYOUT_PADDED) {
+    lab_status st = co_judge(c->seed, &g->p, o, &g->ref, c->golden_dir, r, NULL);
+    /* The stray layouts' buffers sit between guard zones read back intact past the strays' reach: the worker may
+     * go on (the runner retires it otherwise). */
+    r->memory_contained = o->contained;
+    if (cfg.layout != LAB_SEMICRF_LAYOUT_PADDED && !cfg.exact_alloc) lab_result_metric(r, "guard_breach", (double)o->guard_breach);
+    return st;
+}
+
+typedef struct {
+    const lab_case *cases;
+    const lab_semicrf_out *outs;
+    lab_case_result *results;
+} co_judge_job;
+
+static lab_status co_judge_one(void *ctx, size_t i)
+{
+    const co_judge_job *j = ctx;
+    return co_judge_cuda(&j->cases[i], &j->outs[i], &j->results[i]);
+}
+
+/* A seed batch of one variant (lab_incident.run_cuda_batch): every seed's problem in one launch per kernel (the
+ * seeds share their T: lab_semicrf_batch_key), each with its own buffers and guard zones, each case judged alone
+ * (on several threads). */
+static lab_status co_run_cuda_batch(const lab_case *cases, size_t n, lab_case_result *results)
+{
+    const lab_semicrf_problem **pp = calloc(n, sizeof *pp);
+    lab_semicrf_config *cfgs = calloc(n, sizeof *cfgs);
+    lab_semicrf_out *outs = calloc(n, sizeof *outs);
+    lab_status st = pp && cfgs && outs ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, CRF_OOB_ID ": out of memory for a seed batch of %zu", n);
+    for (size_t i = 0; i < n && st == LAB_OK; ++i) {
+        pp[i] = &((const lab_semicrf_group *)cases[i].group)->p;
+        cfgs[i] = co_config(&cases[i]);
+    }
+    if (st == LAB_OK && (st = lab_semicrf_cuda_run_batch(pp, cfgs, n, outs)) == LAB_OK) {
+        co_judge_job job = {cases, outs, results};
+        st = lab_par_for(n, lab_par_threads(), co_judge_one, &job);
+    }
+    for (size_t i = 0; outs && i < n; ++i) lab_semicrf_out_free(&outs[i]);
+    free(pp), free(cfgs), free(outs);
+    return st;
+}
+
+static lab_status co_run_cuda(const lab_case *c, lab_case_result *r)
+{
+    lab_status st = co_run_cuda_batch(c, 1, r);
+    if (st == LAB_ERR_DEVICE && co_config(c).layout != LAB_SEMICRF_LAYOUT_PADDED) {
         /* A layout that strays past its buffers can take the context down: a fault on an unmapped
          * address, or compute-sanitizer memcheck destroying the context at its first finding. That is
          * the bug showing itself, a failed case, not a harness error (and its worker retires). */
@@ -179,8 +218,10 @@ static lab_status co_run_cuda(const lab_case *c, lab_case_result *r)
     return st;
 }
 #define CO_RUN_CUDA co_run_cuda
+#define CO_RUN_CUDA_BATCH co_run_cuda_batch
 #else
 #define CO_RUN_CUDA NULL
+#define CO_RUN_CUDA_BATCH NULL
 #endif
 
 static const lab_variant crf_oob_variants[] = {
@@ -236,6 +277,10 @@ const lab_incident crf_oob_incident = {
     .bench = NULL,
     .metric_specs = co_metric_specs,
     .n_metric_specs = (int)(sizeof co_metric_specs / sizeof co_metric_specs[0]),
+    .run_cuda_batch = CO_RUN_CUDA_BATCH,
+    .batch_max = 256,
+    .batch_key = lab_semicrf_batch_key,
+    .batch_memory_bugs = 1, /* bug-unpadded: its strays land in its own guard zones, checked (co_judge_cuda) */
 };
 
 LAB_INCIDENT_REGISTER(crf_oob_incident);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lab_gnuplot.h"
+#include "lab_par.h"
 #include "lab_rng.h"
 
 #ifdef LAB_HAVE_CUDA
@@ -277,33 +278,70 @@ lab_status crf_drift_figures(const struct lab_figure_ctx *fx)
 /* ---- CUDA ------------------------------------------------------------------------------------------ */
 
 #ifdef LAB_HAVE_CUDA
-static lab_status cd_run_cuda(const lab_case *c, lab_case_result *r)
+/* The configuration of a CUDA case: two real runs on the GPU, the hardware picks the order of the atomics. */
+static lab_semicrf_config cd_cuda_config(const lab_case *c)
+{
+    lab_semicrf_config cfg = {LAB_SEMICRF_LAYOUT_PADDED, (lab_semicrf_accum)c->variant->param, LAB_SEMICRF_GUARDS_ALL,
+                              c->seed, 0, c->exact_alloc};
+    return cfg;
+}
+
+/* A case's two GPU runs judged, and on a sample of seeds the GPU against the CPU emulation of the same variant on
+ * the same inputs (informative: expf, logf and the order differ, so agreement is within the tolerance, not bitwise). */
+static lab_status cd_judge_cuda(const lab_case *c, const lab_semicrf_out *a, const lab_semicrf_out *b, lab_case_result *r)
 {
     const lab_semicrf_group *g = c->group;
-    lab_semicrf_accum accum = (lab_semicrf_accum)c->variant->param;
-    /* Two real runs on the GPU: the hardware picks the order of the atomics. */
-    lab_semicrf_config cfg = {LAB_SEMICRF_LAYOUT_PADDED, accum, LAB_SEMICRF_GUARDS_ALL, c->seed, 0, c->exact_alloc};
-    lab_semicrf_out a, b;
-    lab_status st = lab_semicrf_cuda_run(&g->p, &cfg, 1, &a, NULL);
-    if (st != LAB_OK) return st;
-    if ((st = lab_semicrf_cuda_run(&g->p, &cfg, 1, &b, NULL)) == LAB_OK) {
-        st = cd_judge(c->seed, accum, &g->p, &a, &b, &g->ref, c->golden_dir, r, NULL);
-        lab_semicrf_out_free(&b);
-    }
-    /* The GPU against the CPU emulation of the same variant on the same inputs (informative: expf, logf and
-     * the order differ, so agreement is within the tolerance, not bitwise), on a sample of seeds. */
+    lab_semicrf_config cc = cd_cuda_config(c);
+    lab_status st = cd_judge(c->seed, cc.accum, &g->p, a, b, &g->ref, c->golden_dir, r, NULL);
     lab_semicrf_out cpu;
-    lab_semicrf_config cc = cfg;
     cc.schedule_seed = crf_drift_schedule_seed(c->seed, 0);
     if (st == LAB_OK && lab_case_xcheck(c) && (st = lab_semicrf_emulate(&g->p, &cc, &cpu)) == LAB_OK) {
         lab_semicrf_r2r d;
-        lab_semicrf_run_to_run(&g->p, &a, &cpu, &d);
+        lab_semicrf_run_to_run(&g->p, a, &cpu, &d);
         lab_result_metric(r, "gpu_vs_cpu_max_abs", d.max);
         lab_semicrf_out_free(&cpu);
     }
-    lab_semicrf_out_free(&a);
     return st;
 }
+
+typedef struct {
+    const lab_case *cases;
+    const lab_semicrf_out *a, *b;
+    lab_case_result *results;
+} cd_judge_job;
+
+static lab_status cd_judge_one(void *ctx, size_t i)
+{
+    const cd_judge_job *j = ctx;
+    return cd_judge_cuda(&j->cases[i], &j->a[i], &j->b[i], &j->results[i]);
+}
+
+/* A seed batch of one variant (lab_incident.run_cuda_batch): the batch run twice, each run one launch per kernel
+ * for every seed's problem (the seeds share their T), each case judged alone on several threads. run_cuda is this
+ * with one case. */
+static lab_status cd_run_cuda_batch(const lab_case *cases, size_t n, lab_case_result *results)
+{
+    const lab_semicrf_problem **pp = calloc(n, sizeof *pp);
+    lab_semicrf_config *cfgs = calloc(n, sizeof *cfgs);
+    lab_semicrf_out *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b);
+    lab_status st = pp && cfgs && a && b ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, CRF_DRIFT_ID ": out of memory for a seed batch of %zu", n);
+    for (size_t i = 0; i < n && st == LAB_OK; ++i) {
+        pp[i] = &((const lab_semicrf_group *)cases[i].group)->p;
+        cfgs[i] = cd_cuda_config(&cases[i]);
+    }
+    if (st == LAB_OK) st = lab_semicrf_cuda_run_batch(pp, cfgs, n, a);
+    if (st == LAB_OK) st = lab_semicrf_cuda_run_batch(pp, cfgs, n, b);
+    if (st == LAB_OK) {
+        cd_judge_job job = {cases, a, b, results};
+        st = lab_par_for(n, lab_par_threads(), cd_judge_one, &job);
+    }
+    for (size_t i = 0; i < n && a && b; ++i) lab_semicrf_out_free(&a[i]), lab_semicrf_out_free(&b[i]);
+    free(pp), free(cfgs), free(a), free(b);
+    return st;
+}
+
+static lab_status cd_run_cuda(const lab_case *c, lab_case_result *r) { return cd_run_cuda_batch(c, 1, r); }
+
 static lab_status cd_bench(FILE *out)
 {
     char why[240];
@@ -317,6 +355,7 @@ static lab_status cd_bench(FILE *out)
     return st;
 }
 #define CD_RUN_CUDA cd_run_cuda
+#define CD_RUN_CUDA_BATCH cd_run_cuda_batch
 #define CD_BENCH cd_bench
 #else
 static lab_status cd_bench(FILE *out)
@@ -325,6 +364,7 @@ static lab_status cd_bench(FILE *out)
     return lab_err_set(LAB_ERR_UNSUPPORTED, "0002 bench: this build has no CUDA (nvcc missing or CUDA=0)");
 }
 #define CD_RUN_CUDA NULL
+#define CD_RUN_CUDA_BATCH NULL
 #define CD_BENCH cd_bench
 #endif
 
@@ -378,6 +418,9 @@ const lab_incident crf_drift_incident = {
     .bench = CD_BENCH,
     .metric_specs = cd_metric_specs,
     .n_metric_specs = (int)(sizeof cd_metric_specs / sizeof cd_metric_specs[0]),
+    .run_cuda_batch = CD_RUN_CUDA_BATCH,
+    .batch_max = 256,
+    .batch_key = lab_semicrf_batch_key,
 };
 
 LAB_INCIDENT_REGISTER(crf_drift_incident);

@@ -362,7 +362,7 @@ static lab_status wr_judge_one(void *ctx, size_t i)
 }
 
 /* A seed batch of one variant (lab_incident.run_cuda_batch): every seed's problem in one launch per run (the
- * seeds share their T: wr_batch_key), each case judged alone. run_cuda is this with one case. */
+ * seeds share their T: lab_semicrf_batch_key), each case judged alone. run_cuda is this with one case. */
 static lab_status wr_run_cuda_batch(const lab_case *cases, size_t n, lab_case_result *results)
 {
     const wr_cfg *cfg = &wr_variant_cfgs[cases[0].variant->param];
@@ -413,8 +413,6 @@ static lab_status wr_bench(FILE *out)
 #define WR_RUN_CUDA_BATCH NULL
 #endif
 
-/* Seeds batch by their T (the kernel's grid holds sequences of one T: its checkpoint interval is T's). */
-static uint64_t wr_batch_key(uint64_t seed) { return (uint64_t)lab_semicrf_T_of_seed(seed); }
 
 /* Detection: on the CPU every bug variant is detected on every seed by its census (a structural hazard, as a race
  * detector reports it); on the GPU only when the race fires, which depends on how the GPU schedules the warps. On an
@@ -485,7 +483,7 @@ const lab_incident wr_incident = {
     .n_metric_specs = (int)(sizeof wr_metric_specs / sizeof wr_metric_specs[0]),
     .run_cuda_batch = WR_RUN_CUDA_BATCH,
     .batch_max = 256,
-    .batch_key = wr_batch_key,
+    .batch_key = lab_semicrf_batch_key, /* the kernel's grid holds sequences of one T: its checkpoint interval is T's */
     .batch_memory_bugs = 1, /* bug-smem-buffers: contained by construction (wr_judge_cuda) */
 };
 LAB_INCIDENT_REGISTER(wr_incident);

@@ -272,7 +272,7 @@ static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const
     lab_status st = tmp && tlead && sp && rot ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
     for (size_t i = 0, next = 0; i < np && st == LAB_OK; ++i) {
         const lab_replay_opts *o = ctx->opts;
-        unsigned bmax = lab_seedbatch_size(ctx->recs[parts[i].start].incident, o->backend, o->sanitize != NULL, o->batch_seeds);
+        unsigned bmax = lab_seedbatch_size(ctx->recs[ctx->order[parts[i].start]].incident, o->backend, o->sanitize != NULL, o->batch_seeds);
         if (bmax < 2) continue;
         st = lab_seedbatch_plan_make(ctx->recs, ctx->order, parts[i].start, parts[i].end, bmax, &sp[i]);
         rot[i] = next;
@@ -315,8 +315,36 @@ static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const
     return st;
 }
 
-/* Runs the cases (records are grouped by incident): an incident at a time under its plan, except that
- * consecutive incidents with poolable plans run as one pool; every job under its incident's watchdog. */
+/* Moves the parts with poolable plans ahead of the others (their jobs' positions in ctx->order too, keeping each
+ * part's order), so that they run as one pool whatever lies between them on the command line: an incident that
+ * cannot join (its cases need more GPUs than there are, or GPUs of their own) no longer splits the pool in two,
+ * the second half waiting for the first to finish. parts[i] start/end become positions in ctx->order. */
+static lab_status lab_replay_pool_first(lab_replay_ctx *ctx, lab_replay_part *parts, lab_sched_plan *plans, size_t np)
+{
+    size_t *order = malloc((ctx->n ? ctx->n : 1) * sizeof *order);
+    lab_replay_part *pt = malloc((np ? np : 1) * sizeof *pt);
+    lab_sched_plan *pl = malloc((np ? np : 1) * sizeof *pl);
+    lab_status st = order && pt && pl ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    for (size_t pass = 0, pos = 0, k = 0; pass < 2 && st == LAB_OK; ++pass)
+        for (size_t i = 0; i < np; ++i) {
+            if (lab_replay_poolable(ctx->opts, &plans[i]) != (pass == 0)) continue;
+            size_t len = parts[i].end - parts[i].start;
+            memcpy(order + pos, ctx->order + parts[i].start, len * sizeof *order);
+            pt[k] = parts[i], pt[k].start = pos, pt[k].end = pos + len;
+            pl[k++] = plans[i];
+            pos += len;
+        }
+    if (st == LAB_OK) {
+        memcpy(ctx->order, order, ctx->n * sizeof *order);
+        memcpy(parts, pt, np * sizeof *pt);
+        memcpy(plans, pl, np * sizeof *pl);
+    }
+    free(order), free(pt), free(pl);
+    return st;
+}
+
+/* Runs the cases (records are grouped by incident): an incident at a time under its plan, except that the
+ * incidents with poolable plans run first, as one pool; every job under its incident's watchdog. */
 static lab_status lab_replay_execute(lab_replay_ctx *ctx)
 {
     const lab_replay_opts *opts = ctx->opts;
@@ -346,6 +374,7 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
         if (opts->sanitize) plans[i].batch = 1; /* each case is its own compute-sanitizer process anyway */
         start = end;
     }
+    if ((st = lab_replay_pool_first(ctx, parts, plans, n_inc)) != LAB_OK) goto done;
     int most = 1;
     for (size_t i = 0; i < n_inc; ++i)
         if (plans[i].workers > most) most = plans[i].workers;
@@ -367,7 +396,7 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
                                             lab_replay_done, out + parts[i].start);
         } else {
             st = lab_isolate_run_batched(parts[i].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
-                                         ctx->plan.batch, lab_replay_watchdog(opts, ctx->recs[parts[i].start].incident),
+                                         ctx->plan.batch, lab_replay_watchdog(opts, ctx->recs[ctx->order[parts[i].start]].incident),
                                          lab_replay_done, out + parts[i].start);
         }
         i = j;

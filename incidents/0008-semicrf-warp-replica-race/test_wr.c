@@ -204,7 +204,7 @@ Test(semicrf_wr, the_fix_keeps_half_the_tolerance_on_the_worst_seeds, .timeout =
     }
 }
 
-/* GPU: the barrier fix is bitwise reproducible over 4 launches and within the tolerance (the bug's outcome is logged:
+/* GPU: the barrier fix is bitwise reproducible over its launches and within the tolerance (the bug's outcome is logged:
  * its detection is a rate, judged by the replay over many seeds). */
 Test(semicrf_wr, gpu_fix_reproducible_seed_3, .timeout = 300)
 {

@@ -486,7 +486,6 @@ struct sg_pbufs {
     sg_buf cum, trans, dur, ps, pe, len;                   /* inputs */
     sg_buf logz, oob, gtrans, gcum, gdur, gps, gpe;         /* outputs */
     sg_buf alpha, ain, beta, bout, wse, wsg, dpart, tpart;  /* work */
-    int maxL = 0;
 };
 
 __global__ void sg_fill_passes(const sg_prob *P, size_t n)
@@ -735,9 +734,7 @@ static lab_status sg_prepare(const lab_semicrf_problem *const *p, const lab_semi
             sg_place(x, SG_SEC_WORK, b.dpart, (size_t)x.n_dchunks * K * SG_PAD * 4, 0);
             sg_place(x, SG_SEC_WORK, b.tpart, (size_t)x.n_tchunks * SG_PAD * SG_PAD * 4, 0);
         }
-        b.maxL = 0;
-        for (int i = 0; i < B; ++i) b.maxL = std::max(b.maxL, p[q]->len[i]);
-        x.maxL = std::max(x.maxL, b.maxL);
+        for (int i = 0; i < B; ++i) x.maxL = std::max(x.maxL, p[q]->len[i]);
     }
     sg_place(x, SG_SEC_IN, x.desc, n * sizeof(sg_prob), 0);
     /* outputs: every log Z, every counter pair, then the gradient buffers (zones 6..10 around a stray layout's) */
@@ -969,6 +966,24 @@ extern "C" lab_status lab_semicrf_cuda_run_batch(const lab_semicrf_problem *cons
     if (st != LAB_OK)
         for (size_t q = 0; q < n; ++q) lab_semicrf_out_free(&outs[q]);
     return st;
+}
+
+extern "C" lab_status lab_semicrf_cuda_run_cases(const lab_case *cases, size_t n, lab_semicrf_config (*config)(const lab_case *),
+                                                 lab_semicrf_out *outs)
+{
+    std::vector<const lab_semicrf_problem *> pp;
+    std::vector<lab_semicrf_config> cfgs;
+    try {
+        pp.resize(n);
+        cfgs.resize(n);
+    } catch (...) {
+        return lab_err_set(LAB_ERR_NOMEM, "semicrf cuda: out of memory for a seed batch of %zu", n);
+    }
+    for (size_t i = 0; i < n; ++i) {
+        pp[i] = &((const lab_semicrf_group *)cases[i].group)->p;
+        cfgs[i] = config(&cases[i]);
+    }
+    return lab_semicrf_cuda_run_batch(pp.data(), cfgs.data(), n, outs);
 }
 
 /* Device-to-device copy bandwidth (GB/s, read + write counted) over `bytes`, median of 10. */

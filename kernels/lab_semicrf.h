@@ -305,6 +305,10 @@ lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_
  * problems or configs that differ; on error every outs[q] is freed and zeroed. */
 lab_status lab_semicrf_cuda_run_batch(const lab_semicrf_problem *const *p, const lab_semicrf_config *cfgs, size_t n,
                                       lab_semicrf_out *outs);
+/* The seed batch of cases[0..n) whose groups are lab_semicrf_group (0001's and 0002's run_cuda_batch): each case's
+ * problem under config(case), through lab_semicrf_cuda_run_batch into outs. Its errors; LAB_ERR_NOMEM. */
+lab_status lab_semicrf_cuda_run_cases(const lab_case *cases, size_t n, lab_semicrf_config (*config)(const lab_case *),
+                                      lab_semicrf_out *outs);
 /* Benchmark (f is a FILE *): the accumulation stage of each accumulation at (B, T, K, C) in one process,
  * cudaEvent medians of 21 runs after 2 warm-up runs, the ratios, and the measured D2D copy bandwidth. */
 lab_status lab_semicrf_cuda_bench(void *f, int B, int T, int K, int C);

@@ -186,20 +186,15 @@ static lab_status co_judge_one(void *ctx, size_t i)
  * (on several threads). */
 static lab_status co_run_cuda_batch(const lab_case *cases, size_t n, lab_case_result *results)
 {
-    const lab_semicrf_problem **pp = calloc(n, sizeof *pp);
-    lab_semicrf_config *cfgs = calloc(n, sizeof *cfgs);
     lab_semicrf_out *outs = calloc(n, sizeof *outs);
-    lab_status st = pp && cfgs && outs ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, CRF_OOB_ID ": out of memory for a seed batch of %zu", n);
-    for (size_t i = 0; i < n && st == LAB_OK; ++i) {
-        pp[i] = &((const lab_semicrf_group *)cases[i].group)->p;
-        cfgs[i] = co_config(&cases[i]);
-    }
-    if (st == LAB_OK && (st = lab_semicrf_cuda_run_batch(pp, cfgs, n, outs)) == LAB_OK) {
+    if (!outs) return lab_err_set(LAB_ERR_NOMEM, CRF_OOB_ID ": out of memory for a seed batch of %zu", n);
+    lab_status st = lab_semicrf_cuda_run_cases(cases, n, co_config, outs);
+    if (st == LAB_OK) {
         co_judge_job job = {cases, outs, results};
         st = lab_par_for(n, lab_par_threads(), co_judge_one, &job);
     }
-    for (size_t i = 0; outs && i < n; ++i) lab_semicrf_out_free(&outs[i]);
-    free(pp), free(cfgs), free(outs);
+    for (size_t i = 0; i < n; ++i) lab_semicrf_out_free(&outs[i]);
+    free(outs);
     return st;
 }
 

@@ -321,22 +321,16 @@ static lab_status cd_judge_one(void *ctx, size_t i)
  * with one case. */
 static lab_status cd_run_cuda_batch(const lab_case *cases, size_t n, lab_case_result *results)
 {
-    const lab_semicrf_problem **pp = calloc(n, sizeof *pp);
-    lab_semicrf_config *cfgs = calloc(n, sizeof *cfgs);
     lab_semicrf_out *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b);
-    lab_status st = pp && cfgs && a && b ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, CRF_DRIFT_ID ": out of memory for a seed batch of %zu", n);
-    for (size_t i = 0; i < n && st == LAB_OK; ++i) {
-        pp[i] = &((const lab_semicrf_group *)cases[i].group)->p;
-        cfgs[i] = cd_cuda_config(&cases[i]);
-    }
-    if (st == LAB_OK) st = lab_semicrf_cuda_run_batch(pp, cfgs, n, a);
-    if (st == LAB_OK) st = lab_semicrf_cuda_run_batch(pp, cfgs, n, b);
+    lab_status st = a && b ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, CRF_DRIFT_ID ": out of memory for a seed batch of %zu", n);
+    if (st == LAB_OK) st = lab_semicrf_cuda_run_cases(cases, n, cd_cuda_config, a);
+    if (st == LAB_OK) st = lab_semicrf_cuda_run_cases(cases, n, cd_cuda_config, b);
     if (st == LAB_OK) {
         cd_judge_job job = {cases, a, b, results};
         st = lab_par_for(n, lab_par_threads(), cd_judge_one, &job);
     }
     for (size_t i = 0; i < n && a && b; ++i) lab_semicrf_out_free(&a[i]), lab_semicrf_out_free(&b[i]);
-    free(pp), free(cfgs), free(a), free(b);
+    free(a), free(b);
     return st;
 }
 

@@ -221,19 +221,10 @@ static lab_status nv_remap_launch(const uint8_t *src, size_t rows, size_t k_sf, 
     return LAB_OK;
 }
 
-extern "C" lab_status lab_nvfp4_cuda_sf_remap(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
-                                              lab_nvfp4_remap_kind kind)
-{
-    lab_status st = nv_remap_launch(src, rows, k_sf, dst, kind, 0, 0);
-    if (st != LAB_OK) return st;
-    LAB_CUDA_CHECK(cudaDeviceSynchronize());
-    return LAB_OK;
-}
-
 extern "C" lab_status lab_nvfp4_cuda_sf_remap_async(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
-                                                    void *stream)
+                                                    lab_nvfp4_remap_kind kind, void *stream)
 {
-    return nv_remap_launch(src, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, (cudaStream_t)stream, 0);
+    return nv_remap_launch(src, rows, k_sf, dst, kind, (cudaStream_t)stream, 0);
 }
 
 /* The fixed remap as it was before nv_remap_tiles (one 32-bit word per thread), on `stream`, not synchronized: the
@@ -244,8 +235,9 @@ extern "C" lab_status lab_nvfp4_cuda_sf_remap_words_async(const uint8_t *src, si
     return nv_remap_launch(src, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, (cudaStream_t)stream, 1);
 }
 
-extern "C" lab_status lab_nvfp4_cuda_gemm(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb,
-                                          const uint8_t *sfb_layout, size_t m, size_t n, size_t k, float alpha, float *out)
+extern "C" lab_status lab_nvfp4_cuda_gemm_async(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb,
+                                                const uint8_t *sfb_layout, size_t m, size_t n, size_t k, float alpha,
+                                                float *out, void *stream)
 {
     if (!qa || !sfa_layout || !qb || !sfb_layout || !out)
         return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_gemm: NULL buffer");
@@ -253,9 +245,8 @@ extern "C" lab_status lab_nvfp4_cuda_gemm(const uint8_t *qa, const uint8_t *sfa_
         return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_gemm: shape (%zu, %zu, %zu) not supported", m, n, k);
     dim3 block(32, 8);
     dim3 grid((unsigned)((n + 31) / 32), (unsigned)((m + 7) / 8));
-    nv_gemm<<<grid, block>>>(qa, sfa_layout, qb, sfb_layout, m, n, k, alpha, out);
+    nv_gemm<<<grid, block, 0, (cudaStream_t)stream>>>(qa, sfa_layout, qb, sfb_layout, m, n, k, alpha, out);
     LAB_CUDA_CHECK(cudaGetLastError());
-    LAB_CUDA_CHECK(cudaDeviceSynchronize());
     return LAB_OK;
 }
 

@@ -147,12 +147,11 @@ lab_status lab_nvfp4_name_fault(const lab_nvfp4_problem *p, const float *observe
 /* CUDA (lab_nvfp4.cu). Device pointers unless named host_. Every CUDA call is checked: LAB_ERR_DEVICE with
  * "file:line: cudaXxx: <error>"; kernel launch and execution errors alike. */
 
-/* The remap on the device: same kinds and semantics as lab_nvfp4_sf_remap (dst bytes a kind does not write
- * are left untouched). Synchronous. */
-lab_status lab_nvfp4_cuda_sf_remap(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
-                                   lab_nvfp4_remap_kind kind);
-/* Launches the fixed remap on `stream` without synchronizing (for timing); LAB_ERR_DEVICE on a launch error. */
-lab_status lab_nvfp4_cuda_sf_remap_async(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst, void *stream);
+/* The remap on the device, launched on `stream` (a cudaStream_t; NULL: the default stream) without waiting: same
+ * kinds and semantics as lab_nvfp4_sf_remap (dst bytes a kind does not write are left untouched). LAB_ERR_ARG for
+ * a bad shape or kind, LAB_ERR_DEVICE on a launch error; execution errors surface at the stream's next wait. */
+lab_status lab_nvfp4_cuda_sf_remap_async(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
+                                         lab_nvfp4_remap_kind kind, void *stream);
 /* The fixed remap as it was before the tiled kernel (one 32-bit word per thread), on `stream`, not
  * synchronized: the bench's reference for bit identity and its "before" timing. */
 lab_status lab_nvfp4_cuda_sf_remap_words_async(const uint8_t *src, size_t rows, size_t k_sf, uint8_t *dst,
@@ -162,9 +161,11 @@ lab_status lab_nvfp4_cuda_sf_remap_words_async(const uint8_t *src, size_t rows, 
  * host_dst. LAB_ERR_ARG for a bad shape, LAB_ERR_DEVICE. Synchronous. */
 lab_status lab_nvfp4_cuda_sf_remap_host(const uint8_t *host_src, size_t rows, size_t k_sf, size_t src_offset,
                                         uint8_t *host_dst, int words_only);
-/* The block-scaled GEMM on CUDA cores, one thread per output, bit-identical to lab_nvfp4_gemm. Synchronous. */
-lab_status lab_nvfp4_cuda_gemm(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb,
-                               const uint8_t *sfb_layout, size_t m, size_t n, size_t k, float alpha, float *out);
+/* The block-scaled GEMM on CUDA cores, one thread per output, bit-identical to lab_nvfp4_gemm; launched on `stream`
+ * without waiting (as lab_nvfp4_cuda_sf_remap_async). */
+lab_status lab_nvfp4_cuda_gemm_async(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb,
+                                     const uint8_t *sfb_layout, size_t m, size_t n, size_t k, float alpha, float *out,
+                                     void *stream);
 #endif
 
 #ifdef __cplusplus

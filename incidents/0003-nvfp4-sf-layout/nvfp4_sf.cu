@@ -9,80 +9,93 @@
 
 int nvfp4_sf_cuda_stale_reused = 0, nvfp4_sf_cuda_stale_buffers = 0;
 
+/* A GPU run of a workload keeps its buffers on one stream: allocated (cudaMallocAsync), filled, used and freed
+ * (cudaFreeAsync) in stream order, so the run waits once, for its output. On a GPU that other processes' contexts
+ * share, every wait costs a time slice: a case made of one wait per call (allocations, copies, launches, frees;
+ * about a hundred per case) spent most of a loaded replay waiting (issue 12). */
+static lab_status nv_dev_upload(uint8_t **dst, const void *host, size_t len, cudaStream_t s)
+{
+    LAB_CUDA_CHECK(cudaMallocAsync((void **)dst, len, s));
+    LAB_CUDA_CHECK(cudaMemcpyAsync(*dst, host, len, cudaMemcpyHostToDevice, s)); /* pageable: staged before return */
+    return LAB_OK;
+}
+
+extern "C" lab_status nvfp4_sf_cuda_operands(const nvfp4_sf_work *w, void *stream, nvfp4_sf_cuda_ops *o)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    size_t m = w->shape.m, n = w->shape.n, k = w->shape.k;
+    lab_status st = nv_dev_upload(&o->qa, w->qa, m * k / 2, s);
+    if (st == LAB_OK) st = nv_dev_upload(&o->qb, w->qb, n * k / 2, s);
+    if (st == LAB_OK) st = nv_dev_upload(&o->sfa, w->sfa, m * w->k_sf, s);
+    if (st == LAB_OK) st = nv_dev_upload(&o->sfb, w->sfb, n * w->k_sf, s);
+    return st;
+}
+
+extern "C" lab_status nvfp4_sf_cuda_finish(lab_status st, void *stream, const float *dout, float *out, size_t n,
+                                           void *const *bufs, size_t nbufs)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (st == LAB_OK) {
+        /* to pageable memory: returns when the copy is done, the run's one wait (and where its errors surface) */
+        cudaError_t e = cudaMemcpyAsync(out, dout, n * sizeof(float), cudaMemcpyDeviceToHost, s);
+        if (e != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaMemcpyAsync", cudaGetErrorString(e));
+    }
+    for (size_t i = 0; i < nbufs; ++i) {
+        if (!bufs[i]) continue;
+        cudaError_t e = cudaFreeAsync(bufs[i], s);
+        if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaFreeAsync", cudaGetErrorString(e));
+    }
+    if (s) {
+        cudaError_t e = cudaStreamDestroy(s); /* the frees complete in stream order after it returns */
+        if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaStreamDestroy", cudaGetErrorString(e));
+    }
+    return st;
+}
+
 /* A layout buffer whose contents are the stale bytes without this allocation ever being written: a block of a
  * stream-ordered pool is filled with the stale bytes, freed, and allocated again on the same stream, so the new
  * allocation gets the freed block back with its bytes (as a caching allocator hands a tensor the memory of a
  * dead one), while compute-sanitizer initcheck sees a fresh, unwritten allocation. If the pool hands out a
- * different block, the stale bytes are copied in (then initcheck cannot see the fault) and reused stays 0. */
+ * different block, the stale bytes are copied in (then initcheck cannot see the fault) and reused stays 0. The
+ * addresses are known when the calls return: nothing waits for the GPU. */
 static lab_status nv_stale_alloc(const uint8_t *host_stale, size_t len, cudaStream_t s, uint8_t **out, int *reused)
 {
-    uint8_t *prev = NULL, *buf = NULL;
-    *out = NULL;
+    uint8_t *prev = NULL;
     *reused = 0;
-    LAB_CUDA_CHECK(cudaMallocAsync((void **)&prev, len, s));
-    LAB_CUDA_CHECK(cudaMemcpyAsync(prev, host_stale, len, cudaMemcpyHostToDevice, s));
+    lab_status st = nv_dev_upload(&prev, host_stale, len, s);
+    if (st != LAB_OK) return st;
     LAB_CUDA_CHECK(cudaFreeAsync(prev, s));
-    LAB_CUDA_CHECK(cudaMallocAsync((void **)&buf, len, s));
-    LAB_CUDA_CHECK(cudaStreamSynchronize(s));
-    *out = buf;
-    if (buf == prev) {
-        *reused = 1;
-    } else {
-        LAB_CUDA_CHECK(cudaMemcpy(buf, host_stale, len, cudaMemcpyHostToDevice));
-    }
+    LAB_CUDA_CHECK(cudaMallocAsync((void **)out, len, s));
+    if (*out == prev) *reused = 1;
+    else LAB_CUDA_CHECK(cudaMemcpyAsync(*out, host_stale, len, cudaMemcpyHostToDevice, s));
     return LAB_OK;
 }
 
 extern "C" lab_status nvfp4_sf_run_cuda(const nvfp4_sf_work *w, lab_nvfp4_remap_kind kind, float *out)
 {
-    lab_status st = LAB_OK;
     size_t m = w->shape.m, n = w->shape.n, k = w->shape.k;
-    uint8_t *qa = NULL, *qb = NULL, *sfa = NULL, *sfb = NULL, *la = NULL, *lb = NULL;
+    nvfp4_sf_cuda_ops o = {NULL, NULL, NULL, NULL};
+    uint8_t *la = NULL, *lb = NULL;
     float *dout = NULL;
     cudaStream_t s = NULL;
     int ra = 0, rb = 0;
+    lab_status st = LAB_OK;
     LAB_CUDA_CHECK_GOTO(st, cudaStreamCreate(&s), done);
     /* The layouts first, so that their stale blocks are the pool's most recently freed. */
     if ((st = nv_stale_alloc(w->stale_a, w->cosize_a, s, &la, &ra)) != LAB_OK) goto done;
     if ((st = nv_stale_alloc(w->stale_b, w->cosize_b, s, &lb, &rb)) != LAB_OK) goto done;
     nvfp4_sf_cuda_stale_reused += ra + rb;
     nvfp4_sf_cuda_stale_buffers += 2;
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&qa, m * k / 2), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&qb, n * k / 2), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&sfa, m * w->k_sf), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&sfb, n * w->k_sf), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dout, m * n * sizeof(float)), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(qa, w->qa, m * k / 2, cudaMemcpyHostToDevice), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(qb, w->qb, n * k / 2, cudaMemcpyHostToDevice), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(sfa, w->sfa, m * w->k_sf, cudaMemcpyHostToDevice), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(sfb, w->sfb, n * w->k_sf, cudaMemcpyHostToDevice), done);
-    if ((st = lab_nvfp4_cuda_sf_remap(sfa, m, w->k_sf, la, kind)) != LAB_OK) goto done;
-    if ((st = lab_nvfp4_cuda_sf_remap(sfb, n, w->k_sf, lb, kind)) != LAB_OK) goto done;
-    if ((st = lab_nvfp4_cuda_gemm(qa, la, qb, lb, m, n, k, lab_nvfp4_alpha(w->global_a, w->global_b), dout)) != LAB_OK)
-        goto done;
-    LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(out, dout, m * n * sizeof(float), cudaMemcpyDeviceToHost), done);
+    if ((st = nvfp4_sf_cuda_operands(w, s, &o)) != LAB_OK) goto done;
+    LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync((void **)&dout, m * n * sizeof(float), s), done);
+    if ((st = lab_nvfp4_cuda_sf_remap_async(o.sfa, m, w->k_sf, la, kind, s)) != LAB_OK) goto done;
+    if ((st = lab_nvfp4_cuda_sf_remap_async(o.sfb, n, w->k_sf, lb, kind, s)) != LAB_OK) goto done;
+    st = lab_nvfp4_cuda_gemm_async(o.qa, la, o.qb, lb, m, n, k, lab_nvfp4_alpha(w->global_a, w->global_b), dout, s);
 done:
     {
-        void *bufs[] = {qa, qb, sfa, sfb, dout};
-        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) {
-            if (!bufs[i]) continue;
-            cudaError_t e = cudaFree(bufs[i]);
-            if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaFree", cudaGetErrorString(e));
-        }
-        void *pooled[] = {la, lb};
-        for (size_t i = 0; i < 2; ++i) {
-            if (!pooled[i]) continue;
-            cudaError_t e = cudaFreeAsync(pooled[i], s);
-            if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaFreeAsync", cudaGetErrorString(e));
-        }
-        if (s) {
-            cudaError_t e = cudaStreamSynchronize(s);
-            if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaStreamSynchronize", cudaGetErrorString(e));
-            e = cudaStreamDestroy(s);
-            if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaStreamDestroy", cudaGetErrorString(e));
-        }
+        void *bufs[] = {o.qa, o.qb, o.sfa, o.sfb, dout, la, lb};
+        return nvfp4_sf_cuda_finish(st, s, dout, out, m * n, bufs, sizeof bufs / sizeof bufs[0]);
     }
-    return st;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -156,7 +169,7 @@ static lab_status nv_bench_shape(FILE *fout, const lab_cuda_info *info, size_t r
     LAB_CUDA_CHECK_GOTO(st, cudaMemset(ref, 0x5A, cosize), done);
     for (int rep = 0; rep < NV_BENCH_WARMUP + NV_BENCH_REPS; ++rep) {
         float a = 0, b = 0, c = 0;
-        NV_TIME(st, e0, e1, s, a, if ((st = lab_nvfp4_cuda_sf_remap_async(src, rows, k_sf, dst, s)) != LAB_OK) goto done, done);
+        NV_TIME(st, e0, e1, s, a, if ((st = lab_nvfp4_cuda_sf_remap_async(src, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, s)) != LAB_OK) goto done, done);
         NV_TIME(st, e0, e1, s, b, if ((st = lab_nvfp4_cuda_sf_remap_words_async(src, rows, k_sf, ref, s)) != LAB_OK) goto done, done);
         NV_TIME(st, e0, e1, s, c, LAB_CUDA_CHECK_GOTO(st, cudaMemcpyAsync(copy, dst, cosize, cudaMemcpyDeviceToDevice, s), done), done);
         if (rep < NV_BENCH_WARMUP) continue;

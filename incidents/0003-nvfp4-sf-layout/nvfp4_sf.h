@@ -144,6 +144,18 @@ extern const lab_incident nvfp4_sf_incident;
  * as memory freed by a previous owner (the stale block of a stream-ordered pool; see the README), the CUDA
  * remap of `kind`, the CUDA GEMM, output downloaded. LAB_ERR_DEVICE with the CUDA error. */
 lab_status nvfp4_sf_run_cuda(const nvfp4_sf_work *w, lab_nvfp4_remap_kind kind, float *out);
+/* A workload's operands on the device for one GPU run (nvfp4_sf.cu): codes and block scales of A and B in
+ * stream-ordered allocations on `stream` (a cudaStream_t), uploaded without waiting. On an error the ones made are
+ * set, the others NULL: nvfp4_sf_cuda_finish frees them. */
+typedef struct {
+    uint8_t *qa, *qb, *sfa, *sfb;
+} nvfp4_sf_cuda_ops;
+lab_status nvfp4_sf_cuda_operands(const nvfp4_sf_work *w, void *stream, nvfp4_sf_cuda_ops *o);
+/* Ends a GPU run on `stream`: when st is LAB_OK, copies the n floats of dout into out (the run's one wait, where
+ * its execution errors surface); then frees the non-NULL bufs in stream order and destroys the stream (NULL: none).
+ * Returns st, or the first error after it. */
+lab_status nvfp4_sf_cuda_finish(lab_status st, void *stream, const float *dout, float *out, size_t n,
+                                void *const *bufs, size_t nbufs);
 /* Count of layout buffers whose stale bytes were really left behind by a freed block (not copied in). */
 extern int nvfp4_sf_cuda_stale_reused, nvfp4_sf_cuda_stale_buffers;
 /* The benchmark: the fixed remap on a large scale tensor against device-to-device cudaMemcpy. */

@@ -256,3 +256,53 @@ Test(semicrf_wr, shapes_only_forward_gives_the_census_and_no_arithmetic)
         wr_t_free(&x);
     }
 }
+
+/* The census a case records is kept per program shape (wr_incident.c: wr_census): that is exact only if a census is
+ * the sum of its programs' and a program's does not depend on the values. Both checked here over three T and six
+ * ownerships, and the incident's recorded hazards (kept census, asked twice) against the walk over the whole batch. */
+Test(semicrf_wr, census_is_the_sum_of_its_programs, .timeout = 120)
+{
+    static const wr_cfg cfgs[6] = {{4, 1, 0, WR_INDEX_RAW, 0, 0}, {8, 1, 0, WR_INDEX_RAW, 0, 0}, {4, 1, 0, WR_INDEX_CLAMP, 0, 0},
+                                   {4, 1, 0, WR_INDEX_PAD, 1, 1}, {2, 0, 0, WR_INDEX_RAW, 0, 0}, {4, 1, 1, WR_INDEX_RAW, 0, 0}};
+    for (uint64_t seed = 3; seed <= 5; ++seed) {
+        wr_t_case x, y;
+        wr_t_make(&x, seed);
+        wr_t_make(&y, seed + 3); /* same T, other values */
+        for (int k = 0; k < 6; ++k) {
+            wr_out all, one, sum, other;
+            wr_t_run(&x, &cfgs[k], NULL, 1, 1, &all);
+            memset(&sum, 0, sizeof sum);
+            for (int b = 0; b < x.p.B; ++b) {
+                memset(&one, 0, sizeof one);
+                cr_assert_eq(wr_census_program(&x.p, &x.f, &cfgs[k], b, &one), LAB_OK, "%s", lab_err_msg());
+                sum.raw_cross_warp += one.raw_cross_warp, sum.raw_intra_warp += one.raw_intra_warp;
+                sum.war_hazards += one.war_hazards, sum.replicated_loads += one.replicated_loads;
+                sum.barriers += one.barriers, sum.masked_stray_addrs += one.masked_stray_addrs;
+                sum.masked_oob_addrs += one.masked_oob_addrs;
+                if (b == 0) { /* len[0] = T for every seed: the same program shape, other values */
+                    memset(&other, 0, sizeof other);
+                    cr_assert_eq(wr_census_program(&y.p, &y.f, &cfgs[k], 0, &other), LAB_OK, "%s", lab_err_msg());
+                    cr_expect(memcmp(&one.raw_cross_warp, &other.raw_cross_warp, 7 * sizeof(size_t)) == 0,
+                              "seed %llu cfg %d: program 0's census depends on the values", (unsigned long long)seed, k);
+                }
+            }
+            cr_expect(all.raw_cross_warp == sum.raw_cross_warp && all.raw_intra_warp == sum.raw_intra_warp &&
+                          all.war_hazards == sum.war_hazards && all.replicated_loads == sum.replicated_loads &&
+                          all.barriers == sum.barriers && all.masked_stray_addrs == sum.masked_stray_addrs &&
+                          all.masked_oob_addrs == sum.masked_oob_addrs,
+                      "seed %llu cfg %d: census %zu/%zu/%zu, sum of programs %zu/%zu/%zu", (unsigned long long)seed, k,
+                      all.raw_cross_warp, all.raw_intra_warp, all.war_hazards, sum.raw_cross_warp, sum.raw_intra_warp,
+                      sum.war_hazards);
+            if (k == 0)
+                for (int twice = 0; twice < 2; ++twice) {
+                    lab_case_result r = lab_test_run(&wr_incident, "bug-num-warps-4", seed, ".");
+                    cr_expect_eq(lab_result_get(&r, "hazards"), (double)(all.raw_cross_warp + all.raw_intra_warp + all.war_hazards),
+                                 "seed %llu: recorded hazards %g", (unsigned long long)seed, lab_result_get(&r, "hazards"));
+                    cr_expect_eq(lab_result_get(&r, "masked_oob_addrs"), (double)all.masked_oob_addrs);
+                }
+            wr_out_free(&all);
+        }
+        wr_t_free(&x);
+        wr_t_free(&y);
+    }
+}

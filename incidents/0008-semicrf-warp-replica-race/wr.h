@@ -114,6 +114,10 @@ void wr_out_free(wr_out *o);
  * LAB_ERR_ARG for a bad config; LAB_ERR_NOMEM. */
 lab_status wr_model(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg *cfg, const int *order, int census,
                     int census_only, wr_out *o);
+/* The census of program b alone (wr_model with census_only, counts only): it depends on the configuration, the
+ * shapes (B, T, K, C and f's checkpointing), b and len[b], never on the values, and the census of wr_model is the
+ * sum of its programs' (test semicrf_wr::census_is_the_sum_of_its_programs). LAB_ERR_ARG for b outside 0..B-1. */
+lab_status wr_census_program(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg *cfg, int b, wr_out *o);
 
 /* Tolerance of the float32 backward against the float64 reference, relative to each tensor's largest value:
  * WR_TOL_ULPS(K) * 2^-24 * max_b |log Z_b|. A marginal is exp(alpha + edge + beta - log Z); upstream's recurrences

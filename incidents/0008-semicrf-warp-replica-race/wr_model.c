@@ -407,8 +407,10 @@ static void wr_mask_2d(size_t *stray, size_t *oob, size_t sl, int W, size_t slic
 
 /* ---- the backward, program by program ---------------------------------------------------------------------- */
 
-lab_status wr_model(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg *cfg, const int *order, int census,
-                    int census_only, wr_out *o)
+/* wr_model over the nb programs order[0..nb) (NULL: 0..nb-1): wr_model is nb = B; wr_census_program one program's
+ * census (the census state starts afresh with every program, so a census is the sum of its programs'). */
+static lab_status wr_model_programs(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg *cfg, const int *order,
+                                    int nb, int census, int census_only, wr_out *o)
 {
     int B = p->B, T = p->T, K = p->K, C = p->C;
     if (!(cfg->num_warps == 1 || cfg->num_warps == 2 || cfg->num_warps == 4 || cfg->num_warps == 8) ||
@@ -448,7 +450,7 @@ lab_status wr_model(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg 
     float ap[WR_C_PAD], al[WR_C_PAD], bn[WR_C_PAD], sg[WR_C_PAD];
     double atd[WR_C_PAD], nbd[WR_C_PAD];
     float atf[WR_C_PAD], nbf[WR_C_PAD];
-    for (int bi = 0; bi < B; ++bi) {
+    for (int bi = 0; bi < nb; ++bi) {
         int b = order ? order[bi] : bi;
         int L = p->len[b];
         float logZ = f->logZ[b];
@@ -638,6 +640,18 @@ lab_status wr_model(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg 
     }
     free(abuf), free(ring), free(v), free(sh), free(acc), free(accf);
     return LAB_OK;
+}
+
+lab_status wr_model(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg *cfg, const int *order, int census,
+                    int census_only, wr_out *o)
+{
+    return wr_model_programs(p, f, cfg, order, p->B, census, census_only, o);
+}
+
+lab_status wr_census_program(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg *cfg, int b, wr_out *o)
+{
+    if (b < 0 || b >= p->B) return lab_err_set(LAB_ERR_ARG, WR_ID ": census: program %d of %d", b, p->B);
+    return wr_model_programs(p, f, cfg, &b, 1, 1, 1, o);
 }
 
 /* ---- comparisons ----------------------------------------------------------------------------------------- */

@@ -212,6 +212,9 @@ lab_status lab_semicrf_sgd_step(lab_semicrf_problem *p, const lab_semicrf_gold *
 int lab_semicrf_T_of_seed(uint64_t seed);
 /* The seed-batch key of the semi-CRF incidents (lab_incident.batch_key): seeds of one T share a batch. */
 uint64_t lab_semicrf_batch_key(uint64_t seed);
+/* The scheduler's rough cost of one case of a semi-CRF incident (lab_incident.seed_cost): 0.005 s + 0.1 ms per
+ * position of T, from the loaded 1000-seed H100 replays of 0001, 0002 and 0008 (0.014-0.068 s per case, T = 100..500). */
+double lab_semicrf_seed_cost(uint64_t seed);
 /* Allocates and fills the problem of a case (lab_semicrf_problem_init + fill). Errors of init. */
 lab_status lab_semicrf_case_problem(lab_semicrf_problem *p, uint64_t seed);
 

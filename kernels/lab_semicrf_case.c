@@ -49,6 +49,8 @@ int lab_semicrf_T_of_seed(uint64_t seed)
 
 uint64_t lab_semicrf_batch_key(uint64_t seed) { return (uint64_t)lab_semicrf_T_of_seed(seed); }
 
+double lab_semicrf_seed_cost(uint64_t seed) { return 0.005 + 1e-4 * lab_semicrf_T_of_seed(seed); }
+
 lab_status lab_semicrf_case_problem(lab_semicrf_problem *p, uint64_t seed)
 {
     lab_status st = lab_semicrf_problem_init(p, 2, lab_semicrf_T_of_seed(seed), LAB_SEMICRF_K_MAX, LAB_SEMICRF_C, 1);

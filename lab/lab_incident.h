@@ -186,6 +186,11 @@ typedef struct lab_incident {
      * a fresh worker. 0: they always run alone. */
     int batch_memory_bugs;
     /* ---- end of seed batches ---- */
+    /* Optional: the rough wall seconds one case of this seed takes in a loaded CUDA replay (its share of a seed
+     * batch where it batches), the scheduler's cost model (lab_sched_case_cost): the runner starts the costliest
+     * runs first and cuts no seed batch chunk costlier than a worker's fair share. Only the ratios between
+     * incidents and seeds matter; a wrong guess costs balance, never a verdict. NULL: LAB_SCHED_CASE_COST. */
+    double (*seed_cost)(uint64_t seed);
 } lab_incident;
 
 /* One case of a replay as read back from results.jsonl (outcome, verdict, detail, metrics). */

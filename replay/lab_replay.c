@@ -255,48 +255,68 @@ typedef struct {
     size_t start, end, group_size, n_groups;
 } lab_replay_part;
 
-/* Lays the parts' jobs out worker by worker into ctx->order[base ..] and ctx->lead[base ..]: worker k's range
- * holds the k-th share of every part's groups, so one child runs its share of every incident in one CUDA context.
- * A part whose incident batches seeds (lab_seedbatch_size > 1) is shared out chunk by chunk instead (its seed
- * batches, lab_seedbatch_plan), round robin across workers, continuing where the previous batched part stopped, and
- * ahead of the worker's equal shares (a batch is a long job: it starts first). bounds gets workers + 1 entries
- * (relative to base). */
-static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_replay_part *parts, size_t np,
-                                         int workers, size_t *bounds)
+/* The rough cost of the records recs[jobs[0..n)] (lab_sched_case_cost). */
+static double lab_replay_cost(const lab_replay_ctx *ctx, const size_t *jobs, size_t n)
 {
-    size_t total = parts[np - 1].end - base, k = 0;
+    double c = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+        const lab_case_record *r = &ctx->recs[jobs[i]];
+        c += lab_sched_case_cost(r->incident, r->backend, r->seed);
+    }
+    return c;
+}
+
+/* Lays the parts' jobs out as worker runs into ctx->order[base ..] and ctx->lead[base ..], and their bounds into
+ * *bounds_out (malloc'd, *nranges + 1 entries, relative to base). A part whose incident batches seeds
+ * (lab_seedbatch_size > 1) gives one run per chunk of its seed batches (lab_seedbatch_plan), its chunks cut no
+ * costlier than one worker's fair share of the pool (the pool's cost over `workers`, lab_sched_chunk_seeds) so that
+ * no chunk is the replay's long pole; the other parts' groups are dealt into LAB_SCHED_SHARES_PER_WORKER x workers runs, run k holding the k-th slice of every
+ * such part, so one process runs its slice of every incident in one CUDA context. The runs are laid out costliest
+ * first (lab_sched_order_runs on lab_sched_case_cost summed, the incidents' declared seed_cost):
+ * lab_isolate_run_ranges hands them to workers as they free up, so the long runs start first and the short ones fill in behind (longest processing time
+ * first) instead of each worker owning a fixed share whatever the others have left. */
+static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_replay_part *parts, size_t np,
+                                         int workers, size_t **bounds_out, size_t *nranges)
+{
+    size_t total = parts[np - 1].end - base, k = 0, nr = 0;
+    size_t shares = LAB_SCHED_SHARES_PER_WORKER * (size_t)(workers > 0 ? workers : 1);
+    size_t cap_r = total + shares + 1; /* every run holds at least one job, but the shares may be empty */
     size_t *tmp = malloc((total ? total : 1) * sizeof *tmp);
     unsigned *tlead = malloc((total ? total : 1) * sizeof *tlead);
     lab_seedbatch_plan *sp = calloc(np, sizeof *sp);
-    size_t *rot = calloc(np, sizeof *rot); /* the worker of a batched part's chunk 0 */
-    lab_status st = tmp && tlead && sp && rot ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
-    for (size_t i = 0, next = 0; i < np && st == LAB_OK; ++i) {
+    size_t *rs = malloc(cap_r * sizeof *rs), *rl = malloc(cap_r * sizeof *rl), *ri = malloc(cap_r * sizeof *ri);
+    double *rc = malloc(cap_r * sizeof *rc); /* run r: tmp[rs[r] .. + rl[r]), cost rc[r] */
+    size_t *bounds = malloc((cap_r + 1) * sizeof *bounds);
+    lab_status st = tmp && tlead && sp && rs && rl && ri && rc && bounds ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    double fair = st == LAB_OK ? lab_replay_cost(ctx, ctx->order + base, total) / (workers > 0 ? workers : 1) : 0.0;
+    for (size_t i = 0; i < np && st == LAB_OK; ++i) {
         const lab_replay_opts *o = ctx->opts;
-        unsigned bmax = lab_seedbatch_size(ctx->recs[ctx->order[parts[i].start]].incident, o->backend, o->sanitize != NULL, o->batch_seeds);
+        const lab_replay_part *pt = &parts[i];
+        unsigned bmax = lab_seedbatch_size(ctx->recs[ctx->order[pt->start]].incident, o->backend, o->sanitize != NULL, o->batch_seeds);
         if (bmax < 2) continue;
-        st = lab_seedbatch_plan_make(ctx->recs, ctx->order, parts[i].start, parts[i].end, bmax, &sp[i]);
-        rot[i] = next;
-        next = (next + sp[i].n_chunks) % (size_t)workers;
+        /* a chunk of bmax seeds costs at most bmax of the part's costliest group: no more than `fair` */
+        double group = 0.0;
+        for (size_t g = pt->start; g < pt->end; g += pt->group_size) {
+            double c = lab_replay_cost(ctx, ctx->order + g, g + pt->group_size <= pt->end ? pt->group_size : pt->end - g);
+            group = c > group ? c : group;
+        }
+        st = lab_seedbatch_plan_make(ctx->recs, ctx->order, pt->start, pt->end, lab_sched_chunk_seeds(bmax, group, fair), &sp[i]);
+        for (size_t c = 0; c < sp[i].n_chunks && st == LAB_OK; ++c) {
+            size_t a = sp[i].chunk_start[c], e = sp[i].chunk_start[c + 1];
+            rs[nr] = k, rl[nr] = e - a, rc[nr++] = lab_replay_cost(ctx, sp[i].jobs + a, e - a);
+            for (size_t j = a; j < e; ++j) {
+                tlead[k] = sp[i].lead[j];
+                tmp[k++] = sp[i].jobs[j];
+            }
+        }
     }
-    for (int w = 0; w < workers && st == LAB_OK; ++w) {
-        bounds[w] = k;
-        /* batched chunks first: the longest jobs start first, the short shares fill in behind them */
-        for (int pass = 0; pass < 2; ++pass)
+    for (size_t w = 0; w < shares && st == LAB_OK; ++w) {
+        size_t from = k;
         for (size_t i = 0; i < np; ++i) {
             const lab_replay_part *pt = &parts[i];
-            if ((sp[i].jobs != NULL) != (pass == 0)) continue;
-            if (sp[i].jobs) {
-                for (size_t c = 0; c < sp[i].n_chunks; ++c) {
-                    if ((c + rot[i]) % (size_t)workers != (size_t)w) continue;
-                    for (size_t j = sp[i].chunk_start[c]; j < sp[i].chunk_start[c + 1]; ++j) {
-                        tlead[k] = sp[i].lead[j];
-                        tmp[k++] = sp[i].jobs[j];
-                    }
-                }
-                continue;
-            }
-            size_t per = (pt->n_groups + (size_t)workers - 1) / (size_t)workers * pt->group_size;
-            size_t a = pt->start + (size_t)w * per, e = a + per;
+            if (sp[i].jobs) continue;
+            size_t per = (pt->n_groups + shares - 1) / shares * pt->group_size;
+            size_t a = pt->start + w * per, e = a + per;
             if (a > pt->end) a = pt->end;
             if (e > pt->end) e = pt->end;
             for (size_t j = a; j < e; ++j) {
@@ -304,14 +324,23 @@ static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const
                 tmp[k++] = ctx->order[j];
             }
         }
+        if (k > from) rs[nr] = from, rl[nr] = k - from, rc[nr++] = lab_replay_cost(ctx, tmp + from, k - from);
     }
     if (st == LAB_OK) {
-        bounds[workers] = k;
-        memcpy(ctx->order + base, tmp, total * sizeof *tmp);
-        memcpy(ctx->lead + base, tlead, total * sizeof *tlead);
+        lab_sched_order_runs(rc, nr, ri);
+        size_t at = 0;
+        for (size_t r = 0; r < nr; ++r) {
+            bounds[r] = at;
+            memcpy(ctx->order + base + at, tmp + rs[ri[r]], rl[ri[r]] * sizeof *tmp);
+            memcpy(ctx->lead + base + at, tlead + rs[ri[r]], rl[ri[r]] * sizeof *tlead);
+            at += rl[ri[r]];
+        }
+        bounds[nr] = at;
+        *bounds_out = bounds, *nranges = nr;
+        bounds = NULL;
     }
     for (size_t i = 0; sp && i < np; ++i) lab_seedbatch_plan_free(&sp[i]);
-    free(tmp), free(tlead), free(sp), free(rot);
+    free(tmp), free(tlead), free(sp), free(rs), free(rl), free(ri), free(rc), free(bounds);
     return st;
 }
 
@@ -375,13 +404,6 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
         start = end;
     }
     if ((st = lab_replay_pool_first(ctx, parts, plans, n_inc)) != LAB_OK) goto done;
-    int most = 1;
-    for (size_t i = 0; i < n_inc; ++i)
-        if (plans[i].workers > most) most = plans[i].workers;
-    if (!(bounds = calloc((size_t)most + 1, sizeof *bounds))) {
-        st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
-        goto done;
-    }
     for (size_t i = 0; i < n_inc && st == LAB_OK;) {
         size_t j = i + 1;
         ctx->plan = plans[i];
@@ -389,11 +411,12 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
         if (lab_replay_poolable(opts, &plans[i])) {
             for (; j < n_inc && lab_replay_poolable(opts, &plans[j]); ++j)
                 if (plans[j].workers > ctx->plan.workers) ctx->plan.workers = plans[j].workers;
-            st = lab_replay_pool_layout(ctx, parts[i].start, parts + i, j - i, ctx->plan.workers, bounds);
+            size_t nr = 0;
+            free(bounds), bounds = NULL;
+            st = lab_replay_pool_layout(ctx, parts[i].start, parts + i, j - i, ctx->plan.workers, &bounds, &nr);
             if (st == LAB_OK)
                 st = lab_isolate_run_ranges(parts[j - 1].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
-                                            bounds, (size_t)ctx->plan.workers, 0, lab_replay_job_timeout,
-                                            lab_replay_done, out + parts[i].start);
+                                            bounds, nr, 0, lab_replay_job_timeout, lab_replay_done, out + parts[i].start);
         } else {
             st = lab_isolate_run_batched(parts[i].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
                                          ctx->plan.batch, lab_replay_watchdog(opts, ctx->recs[ctx->order[parts[i].start]].incident),

@@ -2,6 +2,7 @@
 #include "lab_sched.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,39 @@ lab_sched_plan lab_sched_plan_incident(const lab_sched_machine *m, const lab_inc
     snprintf(p.why, sizeof p.why, "cuda: %d workers over %d GPU%s, %zu cases per worker run", p.workers, m->ngpu,
              m->ngpu == 1 ? "" : "s", p.batch);
     return p;
+}
+
+double lab_sched_case_cost(const lab_incident *inc, lab_backend b, uint64_t seed)
+{
+    if (b == LAB_BACKEND_CUDA && !inc->run_cuda) return 0.0;
+    double c = inc->seed_cost ? inc->seed_cost(seed) : LAB_SCHED_CASE_COST;
+    return isfinite(c) && c >= 0.0 ? c : LAB_SCHED_CASE_COST;
+}
+
+unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair)
+{
+    if (bmax < 2 || !(group_cost > 0.0) || !(fair > 0.0) || (double)bmax * group_cost <= fair) return bmax;
+    double k = fair / group_cost, floor = bmax / 2 > 2 ? (double)(bmax / 2) : 2.0;
+    return k >= floor ? (unsigned)k : (unsigned)floor;
+}
+
+/* qsort has no context: the costs of the runs being ordered (lab_sched_order_runs is not reentrant). */
+static const double *lab_sched_costs;
+
+static int lab_sched_run_cmp(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    double cx = lab_sched_costs[x], cy = lab_sched_costs[y];
+    if (cx != cy) return cx > cy ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+void lab_sched_order_runs(const double *cost, size_t n, size_t *idx)
+{
+    for (size_t i = 0; i < n; ++i) idx[i] = i;
+    lab_sched_costs = cost;
+    qsort(idx, n, sizeof *idx, lab_sched_run_cmp);
+    lab_sched_costs = NULL;
 }
 
 void lab_sched_bind(const lab_sched_machine *m, const lab_sched_plan *p, int slot)

@@ -51,6 +51,30 @@ typedef struct {
 lab_sched_plan lab_sched_plan_incident(const lab_sched_machine *m, const lab_incident *inc, lab_backend b,
                                        size_t n_groups, size_t group_size, int jobs_cap);
 
+/* Rough wall seconds of one case of an incident that declares none (lab_incident.seed_cost). */
+#define LAB_SCHED_CASE_COST 0.05
+
+/* The rough cost of one case of inc at seed on backend b: inc->seed_cost(seed), or LAB_SCHED_CASE_COST without one; a
+ * negative or non-finite declaration counts as LAB_SCHED_CASE_COST; 0 for a CUDA case of an incident without a CUDA
+ * version (it skips). */
+double lab_sched_case_cost(const lab_incident *inc, lab_backend b, uint64_t seed);
+
+/* How a pool of workers shares its runs (lab_replay's pool): the groups of the incidents that do not batch seeds are
+ * dealt into this many runs per worker, so a run is short enough to fill in behind the long ones. */
+#define LAB_SCHED_SHARES_PER_WORKER 2
+
+/* The most seeds one seed-batch chunk may hold: bmax, cut so that a chunk of the incident's costliest seed group
+ * (group_cost, lab_sched_case_cost summed over its cases) costs no more than `fair` (one worker's share of the pool),
+ * but never below half of bmax (and 2): a batch is there to fill the GPU, and contexts are time-sliced, so a launch
+ * of a few blocks holds the whole GPU for its latency (0008 at T = 500 on an H100: 1.5 ms of GPU a block in a
+ * 334-block launch, 2.1 ms in a 132-block one; cut to a 16th of a 1000-seed replay of 0008 alone, its chunks took
+ * 139.8 s where 6 chunks took 60.2 s). */
+unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair);
+
+/* Orders n runs costliest first (ties keep their order): idx[0..n) gets the run indices. Workers take runs in that
+ * order as they free up, the longest processing time first. */
+void lab_sched_order_runs(const double *cost, size_t n, size_t *idx);
+
 /* In a worker process, before any CUDA call: makes the worker's GPUs the only visible ones
  * (CUDA_VISIBLE_DEVICES), worker `slot` of the plan (lab_isolate_worker_slot()). Does nothing on the CPU
  * backend or when the plan binds no GPU. */

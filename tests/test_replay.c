@@ -13,6 +13,7 @@
 #include "lab_gnuplot.h"
 #include "lab_plot.h"
 #include "lab_replay.h"
+#include "lab_sched.h"
 #include "lab_results.h"
 #ifdef LAB_HAVE_CUDA
 #include "lab_cuda.h"
@@ -537,10 +538,10 @@ Test(replay, batched_cases_equal_one_process_each, .timeout = 900)
     free(one);
 }
 
-/* Single-GPU CUDA incidents run as one pool: a worker runs its share of every incident in one process (one
- * CUDA context). Two synthetic incidents, 6 seeds each, 2 workers, one GPU listed: on a GPU at most two
- * worker processes ran all 12 cases; without one every case is SKIP needs-gpu through the same pool
- * (each exactly once). */
+/* Single-GPU CUDA incidents run as one pool: a worker process runs its slice of every incident (one CUDA context).
+ * Two synthetic incidents, 6 seeds each, 2 workers, one GPU listed: on a GPU at most LAB_SCHED_SHARES_PER_WORKER x 2
+ * worker processes ran all 12 cases, and each of them ran cases of both incidents; without one every case is SKIP
+ * needs-gpu through the same pool (each exactly once). */
 static const lab_variant pool_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid"}};
 static const lab_incident pool_a = {.id = "9007-pool-a", .title = "pool a", .summary = "synthetic",
                                     .variants = pool_variants, .n_variants = 1, .run_cpu = run_pid,
@@ -563,6 +564,7 @@ Test(replay, single_gpu_incidents_share_one_pool, .init = mkout, .fini = rmout)
     fclose(devnull);
     cr_assert_eq(n, 12);
     double pids[12];
+    int both[12];
     size_t distinct = 0, ran = 0;
     for (size_t i = 0; i < n; ++i) {
         cr_expect_eq(recs[i].incident, i < 6 ? &pool_a : &pool_b, "canonical order");
@@ -576,9 +578,11 @@ Test(replay, single_gpu_incidents_share_one_pool, .init = mkout, .fini = rmout)
         double p = lab_result_get(&recs[i].o.r, "pid");
         size_t k = 0;
         while (k < distinct && pids[k] != p) ++k;
-        if (k == distinct) pids[distinct++] = p;
+        if (k == distinct) pids[distinct] = p, both[distinct++] = 0;
+        both[k] |= recs[i].incident == &pool_a ? 1 : 2;
         ran++;
     }
-    if (ran) cr_expect_leq(distinct, 2, "%zu worker processes for 12 cases of two incidents at -j 2", distinct);
+    if (ran) cr_expect_leq(distinct, LAB_SCHED_SHARES_PER_WORKER * 2, "%zu worker processes for 12 cases of two incidents at -j 2", distinct);
+    for (size_t k = 0; k < distinct; ++k) cr_expect_eq(both[k], 3, "process %g ran cases of one incident only", pids[k]);
     free(recs);
 }

@@ -275,6 +275,7 @@ const lab_incident crf_oob_incident = {
     .run_cuda_batch = CO_RUN_CUDA_BATCH,
     .batch_max = 256,
     .batch_key = lab_semicrf_batch_key,
+    .seed_cost = lab_semicrf_seed_cost,
     .batch_memory_bugs = 1, /* bug-unpadded: its strays land in its own guard zones, checked (co_judge_cuda) */
 };
 

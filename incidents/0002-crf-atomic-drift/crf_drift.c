@@ -415,6 +415,7 @@ const lab_incident crf_drift_incident = {
     .run_cuda_batch = CD_RUN_CUDA_BATCH,
     .batch_max = 256,
     .batch_key = lab_semicrf_batch_key,
+    .seed_cost = lab_semicrf_seed_cost,
 };
 
 LAB_INCIDENT_REGISTER(crf_drift_incident);

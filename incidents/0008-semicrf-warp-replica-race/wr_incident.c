@@ -557,6 +557,7 @@ const lab_incident wr_incident = {
     .run_cuda_batch = WR_RUN_CUDA_BATCH,
     .batch_max = 256,
     .batch_key = lab_semicrf_batch_key, /* the kernel's grid holds sequences of one T: its checkpoint interval is T's */
+    .seed_cost = lab_semicrf_seed_cost,
     .batch_memory_bugs = 1, /* bug-smem-buffers: contained by construction (wr_judge_cuda) */
 };
 LAB_INCIDENT_REGISTER(wr_incident);

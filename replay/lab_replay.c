@@ -269,12 +269,13 @@ static double lab_replay_cost(const lab_replay_ctx *ctx, const size_t *jobs, siz
 /* Lays the parts' jobs out as worker runs into ctx->order[base ..] and ctx->lead[base ..], and their bounds into
  * *bounds_out (malloc'd, *nranges + 1 entries, relative to base). A part whose incident batches seeds
  * (lab_seedbatch_size > 1) gives one run per chunk of its seed batches (lab_seedbatch_plan), its chunks cut no
- * costlier than one worker's fair share of the pool (the pool's cost over `workers`, lab_sched_chunk_seeds) so that
- * no chunk is the replay's long pole; the other parts' groups are dealt into LAB_SCHED_SHARES_PER_WORKER x workers runs, run k holding the k-th slice of every
- * such part, so one process runs its slice of every incident in one CUDA context. The runs are laid out costliest
- * first (lab_sched_order_runs on lab_sched_case_cost summed, the incidents' declared seed_cost):
- * lab_isolate_run_ranges hands them to workers as they free up, so the long runs start first and the short ones fill in behind (longest processing time
- * first) instead of each worker owning a fixed share whatever the others have left. */
+ * costlier than one worker's fair share of the pool (the pool's cost over `workers`, lab_sched_chunk_seeds) so
+ * that no chunk is the replay's long pole; the other parts' groups are dealt into LAB_SCHED_SHARES_PER_WORKER x
+ * workers runs, run k holding the k-th slice of every such part, so one process runs its slice of every incident
+ * in one CUDA context. The runs are laid out costliest first (lab_sched_order_runs on the incidents' declared
+ * costs, lab_sched_case_cost): lab_isolate_run_ranges hands them to workers as they free up, so the long runs
+ * start first and the short ones fill in behind, instead of each worker owning a fixed share whatever the others
+ * have left. */
 static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_replay_part *parts, size_t np,
                                          int workers, size_t **bounds_out, size_t *nranges)
 {

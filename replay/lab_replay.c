@@ -279,8 +279,8 @@ static double lab_replay_cost(const lab_replay_ctx *ctx, const size_t *jobs, siz
 static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_replay_part *parts, size_t np,
                                          int workers, size_t **bounds_out, size_t *nranges)
 {
-    size_t total = parts[np - 1].end - base, k = 0, nr = 0;
-    size_t shares = LAB_SCHED_SHARES_PER_WORKER * (size_t)(workers > 0 ? workers : 1);
+    if (workers < 1) workers = 1;
+    size_t total = parts[np - 1].end - base, k = 0, nr = 0, shares = LAB_SCHED_SHARES_PER_WORKER * (size_t)workers;
     size_t cap_r = total + shares + 1; /* every run holds at least one job, but the shares may be empty */
     size_t *tmp = malloc((total ? total : 1) * sizeof *tmp);
     unsigned *tlead = malloc((total ? total : 1) * sizeof *tlead);
@@ -289,7 +289,7 @@ static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const
     double *rc = malloc(cap_r * sizeof *rc); /* run r: tmp[rs[r] .. + rl[r]), cost rc[r] */
     size_t *bounds = malloc((cap_r + 1) * sizeof *bounds);
     lab_status st = tmp && tlead && sp && rs && rl && ri && rc && bounds ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
-    double fair = st == LAB_OK ? lab_replay_cost(ctx, ctx->order + base, total) / (workers > 0 ? workers : 1) : 0.0;
+    double fair = st == LAB_OK ? lab_replay_cost(ctx, ctx->order + base, total) / workers : 0.0;
     for (size_t i = 0; i < np && st == LAB_OK; ++i) {
         const lab_replay_opts *o = ctx->opts;
         const lab_replay_part *pt = &parts[i];
@@ -327,8 +327,8 @@ static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const
         }
         if (k > from) rs[nr] = from, rl[nr] = k - from, rc[nr++] = lab_replay_cost(ctx, tmp + from, k - from);
     }
+    if (st == LAB_OK) st = lab_sched_order_runs(rc, nr, ri);
     if (st == LAB_OK) {
-        lab_sched_order_runs(rc, nr, ri);
         size_t at = 0;
         for (size_t r = 0; r < nr; ++r) {
             bounds[r] = at;

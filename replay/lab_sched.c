@@ -161,23 +161,28 @@ unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair)
     return k >= floor ? (unsigned)k : (unsigned)floor;
 }
 
-/* qsort has no context: the costs of the runs being ordered (lab_sched_order_runs is not reentrant). */
-static const double *lab_sched_costs;
+/* A run's cost and index, sorted together (qsort takes no context). */
+typedef struct {
+    double cost;
+    size_t idx;
+} lab_sched_run;
 
 static int lab_sched_run_cmp(const void *a, const void *b)
 {
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    double cx = lab_sched_costs[x], cy = lab_sched_costs[y];
-    if (cx != cy) return cx > cy ? -1 : 1;
-    return x < y ? -1 : x > y;
+    const lab_sched_run *x = a, *y = b;
+    if (x->cost != y->cost) return x->cost > y->cost ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-void lab_sched_order_runs(const double *cost, size_t n, size_t *idx)
+lab_status lab_sched_order_runs(const double *cost, size_t n, size_t *idx)
 {
-    for (size_t i = 0; i < n; ++i) idx[i] = i;
-    lab_sched_costs = cost;
-    qsort(idx, n, sizeof *idx, lab_sched_run_cmp);
-    lab_sched_costs = NULL;
+    lab_sched_run *r = malloc((n ? n : 1) * sizeof *r);
+    if (!r) return lab_err_set(LAB_ERR_NOMEM, "scheduler: out of memory ordering %zu runs", n);
+    for (size_t i = 0; i < n; ++i) r[i] = (lab_sched_run){cost[i], i};
+    qsort(r, n, sizeof *r, lab_sched_run_cmp);
+    for (size_t i = 0; i < n; ++i) idx[i] = r[i].idx;
+    free(r);
+    return LAB_OK;
 }
 
 void lab_sched_bind(const lab_sched_machine *m, const lab_sched_plan *p, int slot)

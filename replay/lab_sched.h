@@ -73,8 +73,8 @@ double lab_sched_case_cost(const lab_incident *inc, lab_backend b, uint64_t seed
 unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair);
 
 /* Orders n runs costliest first (ties keep their order): idx[0..n) gets the run indices. Workers take runs in that
- * order as they free up, the longest processing time first. */
-void lab_sched_order_runs(const double *cost, size_t n, size_t *idx);
+ * order as they free up, the longest processing time first. LAB_ERR_NOMEM (idx unset). */
+lab_status lab_sched_order_runs(const double *cost, size_t n, size_t *idx);
 
 /* In a worker process, before any CUDA call: makes the worker's GPUs the only visible ones
  * (CUDA_VISIBLE_DEVICES), worker `slot` of the plan (lab_isolate_worker_slot()). Does nothing on the CPU

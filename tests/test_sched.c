@@ -38,7 +38,7 @@ Test(sched, runs_are_ordered_costliest_first)
 {
     double cost[6] = {1.0, 5.0, 0.5, 5.0, 2.0, 0.0};
     size_t idx[6];
-    lab_sched_order_runs(cost, 6, idx);
+    cr_assert_eq(lab_sched_order_runs(cost, 6, idx), LAB_OK);
     size_t want[6] = {1, 3, 4, 0, 2, 5};
     for (int i = 0; i < 6; ++i) cr_expect_eq(idx[i], want[i], "position %d: run %zu, want %zu", i, idx[i], want[i]);
 }

@@ -2,9 +2,12 @@
 #include "lab_cuda.h"
 
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 extern "C" lab_status lab_cuda_fail(const char *file, int line, const char *call, const char *err)
 {
@@ -19,14 +22,25 @@ static void lab_cuda_why(char *why, size_t len)
     if (why && len) snprintf(why, len, "%s", lab_err_msg());
 }
 
-/* How this process's host threads wait for the GPU (lab_cuda.h, lab_cuda_ready): blocking on an interrupt unless
- * LAB_CUDA_SYNC=auto asks for the driver's heuristic. Set before the context exists; if one already does (a test
- * that made it earlier), the flag may not take and the wait stays as it was: a matter of CPU time, never of results. */
-static void lab_cuda_sync_mode(void)
+/* 1 unless LAB_CUDA_SYNC=auto asks for the driver's heuristic (lab_cuda.h, lab_cuda_ready). */
+static int lab_cuda_blocking(void)
 {
     const char *m = getenv("LAB_CUDA_SYNC");
-    if (m && !strcmp(m, "auto")) return;
+    return !(m && !strcmp(m, "auto"));
+}
+
+/* How this process's host threads wait for the GPU (lab_cuda.h, lab_cuda_ready): blocking on an interrupt unless
+ * LAB_CUDA_SYNC=auto. Set before the context exists; if one already does (a test that made it earlier), the flag
+ * may not take and the wait stays as it was: a matter of CPU time, never of results. */
+static void lab_cuda_sync_mode(void)
+{
+    if (!lab_cuda_blocking()) return;
     if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) (void)cudaGetLastError();
+}
+
+cudaError_t lab_cuda_event_create(cudaEvent_t *e)
+{
+    return cudaEventCreateWithFlags(e, lab_cuda_blocking() ? cudaEventBlockingSync : cudaEventDefault);
 }
 
 extern "C" lab_status lab_cuda_ready(char *why, size_t len)
@@ -87,4 +101,50 @@ extern "C" lab_status lab_cuda_device_info(int device, lab_cuda_info *info)
     if (e != cudaSuccess) return lab_cuda_fail(__FILE__, __LINE__, "cudaMemGetInfo", cudaGetErrorString(e));
     info->free_mem = free_b; /* this one changes: asked every time */
     return LAB_OK;
+}
+
+/* Spins one thread until `cycles` SM clock cycles have passed. */
+__global__ void lab_cuda_spin(long long cycles)
+{
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) {
+    }
+}
+
+static double lab_cuda_cpu_now(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
+static double lab_cuda_wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+extern "C" lab_status lab_cuda_wait_probe(double kernel_ms, double *cpu_frac, double *wait_ms)
+{
+    if (!(kernel_ms >= 1 && kernel_ms <= 10000)) return lab_err_set(LAB_ERR_ARG, "lab_cuda_wait_probe: kernel_ms %g outside 1..10000", kernel_ms);
+    int dev = 0, khz = 0;
+    LAB_CUDA_CHECK(cudaGetDevice(&dev));
+    LAB_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev));
+    cudaEvent_t done = NULL;
+    LAB_CUDA_CHECK(lab_cuda_event_create(&done));
+    lab_status st = LAB_OK;
+    lab_cuda_spin<<<1, 1>>>((long long)(kernel_ms * (double)khz));
+    cudaError_t e = cudaEventRecord(done);
+    double c0 = lab_cuda_cpu_now(), w0 = lab_cuda_wall_now();
+    if (e == cudaSuccess) e = cudaEventSynchronize(done);
+    double c1 = lab_cuda_cpu_now(), w1 = lab_cuda_wall_now();
+    if (e != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEventSynchronize", cudaGetErrorString(e));
+    cudaEventDestroy(done);
+    if (st == LAB_OK) {
+        *cpu_frac = w1 > w0 ? (c1 - c0) / (w1 - w0) : NAN;
+        if (wait_ms) *wait_ms = 1e3 * (w1 - w0);
+    }
+    return st;
 }

@@ -40,6 +40,13 @@ lab_status lab_cuda_ready(char *why, size_t len);
  * if a query fails; info is then partly filled. */
 lab_status lab_cuda_device_info(int device, lab_cuda_info *info);
 
+/* How a host thread waits for a timed kernel here: launches one kernel that spins on the SM clock for about
+ * kernel_ms, waits for it on an event made by lab_cuda_event_create, and gives the CPU seconds this process spent
+ * during the wait over the wait's wall seconds (*cpu_frac: near 0 when the wait sleeps, near 1 when it spins) and the
+ * wait's wall milliseconds (*wait_ms, may be NULL). Call after lab_cuda_ready. LAB_ERR_ARG for kernel_ms outside
+ * 1..10000; LAB_ERR_DEVICE. */
+lab_status lab_cuda_wait_probe(double kernel_ms, double *cpu_frac, double *wait_ms);
+
 /* Records a failed CUDA call as the lab error "file:line: cudaXxx: <err>", where cudaXxx is `call` up to
  * its first '(', and returns LAB_ERR_DEVICE. Used by LAB_CUDA_CHECK. */
 lab_status lab_cuda_fail(const char *file, int line, const char *call, const char *err);
@@ -57,6 +64,12 @@ lab_status lab_cuda_fail(const char *file, int line, const char *call, const cha
         if (lab_cuda_e_ != cudaSuccess)                                                            \
             return lab_cuda_fail(__FILE__, __LINE__, #call, cudaGetErrorString(lab_cuda_e_));      \
     } while (0)
+
+/* Creates an event (timing kept) that a host thread waits on the way lab_cuda_ready's mode says. Without
+ * cudaEventBlockingSync a thread in cudaEventSynchronize busy-waits whatever the device's schedule flag is (CUDA
+ * runtime API, cudaEventSynchronize), so every timed kernel of a worker held a core for the kernel's length: 0008's
+ * 1000-seed replay spent about half of its CPU seconds so. LAB_CUDA_SYNC=auto keeps the default (spinning) event. */
+cudaError_t lab_cuda_event_create(cudaEvent_t *e);
 
 /* The same, for functions that must release resources: stores the status in st and jumps to label. */
 #define LAB_CUDA_CHECK_GOTO(st, call, label)                                                       \

@@ -927,8 +927,8 @@ extern "C" lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const l
     lab_status st = sg_prepare(&p, cfg, 1, sg_mode_of(cfg), x);
     if (st != LAB_OK) return st;
     cudaEvent_t e1, e2;
-    LAB_CUDA_CHECK(cudaEventCreate(&e1));
-    LAB_CUDA_CHECK(cudaEventCreate(&e2));
+    LAB_CUDA_CHECK(lab_cuda_event_create(&e1));
+    LAB_CUDA_CHECK(lab_cuda_event_create(&e2));
     std::vector<float> times;
     for (int r = 0; r < reps && st == LAB_OK; ++r) {
         if (r > 0 && (st = sg_fwd_bwd_launch(x)) != LAB_OK) break;
@@ -997,8 +997,8 @@ static lab_status sg_d2d_bandwidth(size_t bytes, double *gbs)
         return lab_cuda_fail(__FILE__, __LINE__, "cudaMalloc", cudaGetErrorString(e));
     }
     cudaEvent_t e0, e1;
-    LAB_CUDA_CHECK(cudaEventCreate(&e0));
-    LAB_CUDA_CHECK(cudaEventCreate(&e1));
+    LAB_CUDA_CHECK(lab_cuda_event_create(&e0));
+    LAB_CUDA_CHECK(lab_cuda_event_create(&e1));
     std::vector<float> t;
     for (int i = 0; i < 12; ++i) {
         LAB_CUDA_CHECK(cudaEventRecord(e0));
@@ -1070,7 +1070,7 @@ extern "C" lab_status lab_semicrf_cuda_bench(void *fv, int B, int T, int K, int 
         const lab_semicrf_problem *pp = &p;
         st = sg_prepare(&pp, &cfg, 1, mode[i], *x[i]);
     }
-    if (st == LAB_OK && (ce = cudaEventCreate(&e0)) == cudaSuccess) ce = cudaEventCreate(&e1);
+    if (st == LAB_OK && (ce = lab_cuda_event_create(&e0)) == cudaSuccess) ce = lab_cuda_event_create(&e1);
     if (st == LAB_OK && ce != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEventCreate", cudaGetErrorString(ce));
     for (int r = 0; r < SG_BENCH_WARMUP + SG_BENCH_REPS && st == LAB_OK; ++r) {
         for (int i = -1; i < nv && st == LAB_OK; ++i) {

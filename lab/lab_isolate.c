@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,6 +97,7 @@ int lab_isolate_interrupted(void) { return (int)lab_isolate_sig; }
 typedef struct {
     size_t job;
     int status;                /* lab_status of the job function */
+    double cpu_s;              /* the child's CPU seconds since its previous report (lab_job_outcome.cpu_s) */
     char error[240];           /* lab_err_msg() when status != LAB_OK */
     lab_case_result r;
 } lab_isolate_msg;
@@ -168,6 +171,15 @@ static void lab_isolate_send(int fd, const lab_isolate_msg *msg)
     }
 }
 
+/* User + system CPU seconds of this process, every thread (getrusage RUSAGE_SELF). */
+static double lab_isolate_cpu_self(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return NAN;
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
 /* The job a child is running, for an AddressSanitizer report in the middle of it. */
 typedef struct {
     int fd;
@@ -213,12 +225,16 @@ static void lab_isolate_child(int fd, lab_job_fn fn, void *ctx, size_t first, si
     lab_isolate_msg msg;
     lab_isolate_asan_ctx asan = {fd, &msg};
     lab_asan_on_report(lab_isolate_asan_report, &asan); /* a no-op outside an AddressSanitizer build */
+    double cpu0 = 0.0; /* since the fork: a fresh child's counters start at 0 */
     for (size_t job = first; job < end; ++job) {
         memset(&msg, 0, sizeof msg);
         msg.job = job;
         lab_err_clear();
         lab_status st = fn(ctx, job, &msg.r);
         msg.status = (int)st;
+        double cpu = lab_isolate_cpu_self();
+        msg.cpu_s = cpu - cpu0;
+        cpu0 = cpu;
         if (st != LAB_OK)
             snprintf(msg.error, sizeof msg.error, "%s: %s", lab_status_name(st),
                      lab_err_msg()[0] ? lab_err_msg() : "(no message)");
@@ -237,6 +253,7 @@ static void lab_isolate_outcome(const lab_isolate_msg *m, double wall_s, lab_job
 {
     memset(o, 0, sizeof *o);
     o->wall_s = wall_s;
+    o->cpu_s = m->cpu_s;
     o->r = m->r;
     if (m->status != LAB_OK) {
         o->outcome = LAB_OUT_ERROR;
@@ -256,6 +273,7 @@ static void lab_isolate_died(int wstatus, int hung, double timeout_s, double wal
 {
     memset(o, 0, sizeof *o);
     o->wall_s = wall_s;
+    o->cpu_s = NAN;
     if (hung) {
         o->outcome = LAB_OUT_HANG;
         snprintf(o->error, sizeof o->error, "no result in %.1f s (not counting time spent waiting for a CPU): killed by the watchdog", timeout_s);

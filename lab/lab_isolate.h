@@ -23,6 +23,10 @@ typedef struct {
     lab_outcome outcome;
     int signal;                 /* CRASH: the signal that ended the child */
     double wall_s;              /* child wall time */
+    double cpu_s;               /* CPU seconds (user + sys, every thread) the child spent on this job: its
+                                   getrusage(RUSAGE_SELF) since its previous report, so a worker's start-up
+                                   (fork, a CUDA context) counts to its first job and a seed batch's to the job
+                                   that ran it; NaN when the child died before reporting */
     char error[240];            /* ERROR / CRASH / HANG: what happened */
     int not_run;                /* 1: the run was interrupted (SIGINT/SIGTERM) before this job finished:
                                    not a result (outcome ERROR), to be left out of a result set */

@@ -71,6 +71,7 @@ static cJSON *lab_results_case_json(const lab_case_record *c, const char *lab_bi
     if (c->o.outcome == LAB_OUT_SKIP)
         cJSON_AddStringToObject(o, "skip_class", lab_skip_class_name((lab_skip_class)c->o.r.skip_class));
     cJSON_AddNumberToObject(o, "wall_s", c->o.wall_s);
+    if (isfinite(c->o.cpu_s)) cJSON_AddNumberToObject(o, "cpu_s", c->o.cpu_s);
     cJSON_AddStringToObject(o, "detail", c->o.r.detail);
     if (c->o.error[0]) cJSON_AddStringToObject(o, "error", c->o.error);
     cJSON *m = cJSON_AddObjectToObject(o, "metrics");
@@ -164,6 +165,8 @@ lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *
         cJSON_AddStringToObject(v, "name", t[k].variant->name);
         cJSON_AddStringToObject(v, "role", lab_role_name(t[k].variant->role));
         cJSON_AddNumberToObject(v, "seeds", (double)t[k].seeds);
+        cJSON_AddNumberToObject(v, "case_wall_s", t[k].wall_s);
+        cJSON_AddNumberToObject(v, "cpu_s", t[k].cpu_s);
         cJSON *cnt = cJSON_AddObjectToObject(v, "counts");
         for (int o = 0; o < LAB_OUT_COUNT; ++o)
             cJSON_AddNumberToObject(cnt, lab_outcome_name((lab_outcome)o), (double)t[k].counts[o]);

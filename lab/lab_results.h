@@ -22,13 +22,13 @@ void lab_results_wilson(size_t k, size_t n, double *lo, double *hi);
 void lab_results_replay_cmd(const lab_case_record *c, const char *lab_bin, char *buf, size_t len);
 
 /* Writes one JSON object per case (incident, variant, role, seed, backend, outcome, ok, signal,
- * wall_s, detail, error, metrics{}, replay) to path, atomically. Non-finite metrics are written as null
+ * wall_s, cpu_s (when known), detail, error, metrics{}, replay) to path, atomically. Non-finite metrics are written as null
  * with their names listed under "nonfinite_metrics". */
 lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs, size_t n, const char *lab_bin);
 
 /* Writes summary.json atomically: {"ok", "verdict", "exit_status", "backend", "cases", "wall_s",
  * "cases_per_s", "rate_test": {"alpha", "power", "drop_rate"}, "incidents": [{"id", "title", "variants":
- * [{"name", "role", "seeds", "counts"{}, "ok", "verdict", "verdict_kind", and for a bug "detected",
+ * [{"name", "role", "seeds", "case_wall_s", "cpu_s" (the tally's sums), "counts"{}, "ok", "verdict", "verdict_kind", and for a bug "detected",
  * "judged", "detect_rate", "detect_ci95", "min_detect_rate" (1: every seed), and for a stated rate below 1
  * "p_value", "power", "seeds_needed" (refused only)}]}]}. "ok" and every variant's "ok" are the verdict's
  * (lab_verdict.h), written as they are. */

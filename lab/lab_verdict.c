@@ -147,6 +147,8 @@ lab_status lab_verdict_tally_records(const lab_case_record *recs, size_t n, lab_
         if (cr < t[k].stated_rate) t[k].stated_rate = cr;
         t[k].seeds++;
         t[k].counts[o]++;
+        if (isfinite(recs[i].o.wall_s)) t[k].wall_s += recs[i].o.wall_s;
+        if (isfinite(recs[i].o.cpu_s)) t[k].cpu_s += recs[i].o.cpu_s;
         if (recs[i].variant->role == LAB_ROLE_BUG) {
             if (lab_verdict_detected(recs[i].variant, o)) t[k].detected++;
             else if (o == LAB_OUT_FAIL || o == LAB_OUT_CRASH || o == LAB_OUT_HANG) t[k].inconclusive++;

@@ -74,6 +74,8 @@ typedef struct {
     const lab_incident *incident;
     const lab_variant *variant;
     size_t seeds;                     /* cases */
+    double wall_s;                    /* the cases' wall seconds, summed (a seed batch's on the case that ran it) */
+    double cpu_s;                     /* their CPU seconds (lab_job_outcome.cpu_s), summed where known */
     size_t counts[LAB_OUT_COUNT];
     size_t detected;                  /* bug: cases its own stated failure detected */
     size_t inconclusive;              /* bug: FAIL/CRASH/HANG that is not its stated failure */

@@ -62,7 +62,7 @@ double lab_sched_case_cost(const lab_incident *inc, lab_backend b, uint64_t seed
 
 /* How a pool of workers shares its runs (lab_replay's pool): the groups of the incidents that do not batch seeds are
  * dealt into this many runs per worker, so a run is short enough to fill in behind the long ones. */
-#define LAB_SCHED_SHARES_PER_WORKER 2
+#define LAB_SCHED_SHARES_PER_WORKER 4
 
 /* The most seeds one seed-batch chunk may hold: bmax, cut so that a chunk of the incident's costliest seed group
  * (group_cost, lab_sched_case_cost summed over its cases) costs no more than `fair` (one worker's share of the pool),

@@ -150,8 +150,8 @@ static lab_status nv_bench_shape(FILE *fout, const lab_cuda_info *info, size_t r
     float t_new[NV_BENCH_REPS], t_old[NV_BENCH_REPS], t_copy[NV_BENCH_REPS], r_new[NV_BENCH_REPS];
     size_t bad = 0, differ = 0;
     LAB_CUDA_CHECK_GOTO(st, cudaStreamCreate(&s), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaEventCreate(&e0), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaEventCreate(&e1), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_cuda_event_create(&e0), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_cuda_event_create(&e1), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&src, src_bytes), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dst, cosize), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&ref, cosize), done);

@@ -377,8 +377,8 @@ extern "C" lab_status bfcrf_bench(FILE *out)
     if (!emis) return lab_err_set(LAB_ERR_NOMEM, "crf bench: out of memory");
     bfcrf_probe_inputs(1, B, BFCRF_PROBE_SCALE, &P, emis);
     if ((st = bfcrf_dev_upload(&d, &P, emis, B, 0)) != LAB_OK) goto done;
-    LAB_CUDA_CHECK_GOTO(st, cudaEventCreate(&e0), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaEventCreate(&e1), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_cuda_event_create(&e0), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_cuda_event_create(&e1), done);
     /* warm-up of both kernels, then each timed over BFCRF_BENCH_REPS launches, alternating blocks of reps */
     bfcrf_fwd_bf16<false><<<B, BFCRF_THREADS>>>(d.trans, d.start, d.end, d.emis, BFCRF_TMAX, NULL, d.logz);
     BFCRF_LAUNCHED(st, done);

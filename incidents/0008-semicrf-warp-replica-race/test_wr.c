@@ -103,7 +103,7 @@ Test(semicrf_wr, census_of_the_bug_and_of_each_fix_seed_3, .timeout = 60)
 }
 
 /* On the CPU every load sees the latest store, so the warp count, the barrier and the index version cannot change
- * a bit of the float32 arithmetic: what lets wr_setup compute it once per seed. */
+ * a bit of the float32 arithmetic: what lets wr_group_cpu compute it once per seed. */
 Test(semicrf_wr, cpu_arithmetic_is_the_same_for_every_float32_variant, .timeout = 120)
 {
     wr_t_case x;

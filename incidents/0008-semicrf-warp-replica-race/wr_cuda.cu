@@ -759,8 +759,8 @@ static lab_status wr_run_kernel(const lab_semicrf_problem *const *pp, const wr_f
     float *ms = (float *)calloc((size_t)runs, sizeof(float));
     wr_out **o = (wr_out **)calloc((size_t)nq, sizeof *o);
     lab_status st = ms && o ? wr_dev_init(&d, pp, f, nq, cfg) : lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory");
-    if (st == LAB_OK && cudaEventCreate(&e0) != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEventCreate", "event");
-    if (st == LAB_OK && cudaEventCreate(&e1) != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEventCreate", "event");
+    if (st == LAB_OK && lab_cuda_event_create(&e0) != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEventCreate", "event");
+    if (st == LAB_OK && lab_cuda_event_create(&e1) != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEventCreate", "event");
     for (int i = 0; i < runs && st == LAB_OK; ++i) {
         for (int q = 0; q < nq && st == LAB_OK; ++q) {
             o[q] = &outs[q * runs + i];

@@ -18,8 +18,11 @@
 /* GPU launches per CUDA case: a bug is caught when a launch is wrong or the two differ; a fix must be right and give
  * the same bits in both. Two, not the four of the first replays: in reports/h100-1000-par every one of the 24000
  * launches of the 6000 bug cases (1000 seeds per bug variant, 4 launches each) was wrong on its own, so the third
- * and fourth launch never decided a case, and they cost half of 0008's GPU time in a 1000-seed replay. A GPU where
- * the race fires less often shows it in runs_wrong (recorded per case), and a missed seed is an XPASS. */
+ * and fourth launch never decided a case, and they cost half of 0008's GPU time in a 1000-seed replay. A bug case's
+ * second launch runs only when its first was right (the race did not fire): a wrong launch has already decided it,
+ * and on an H100 that is every bug case (6000 of 6000 at 1000 seeds, both launches wrong, 2026-11-24), so the bugs
+ * cost one launch each; a GPU where the race fires less often gets its second chance as before. A GPU where the race
+ * fires less often shows it in runs_wrong (recorded per case), and a missed seed is an XPASS. */
 #define WR_CUDA_RUNS 2
 /* The GPU/CPU cross-check of a fix: both are within tol of the reference, so within 2 tol of each other. */
 #define WR_XCHECK_TOL 2.0
@@ -46,13 +49,23 @@ static const wr_cfg wr_variant_cfgs[WR_V_N] = {
 };
 
 /* The seed's group: the case problem (lab_semicrf_case_problem: B = 2, T from the seed, K = 30, C = 39, boundary
- * projections), the forward's log Z and checkpoints, the float64 reference. */
+ * projections), the forward's shapes, the float64 reference; and, made on first use (wr_group_cpu), the float32 CPU
+ * forward and kernel. */
 typedef struct {
     lab_semicrf_problem p;
-    wr_fwd f;
+    wr_fwd f;     /* the forward's shapes only (wr_forward_shapes): what the census and the CUDA launches need (the
+                     GPU runs its own forward) */
     lab_semicrf_ref ref;
-    wr_out cpu;   /* the float32 kernel on the CPU (the same for every float32 variant, see wr_setup): the CPU
-                     backend's result; on CUDA, made at the cross-check seeds only, what every fix is compared with */
+    /* Made once, by the first case that needs them, under `lock` (the group stays read-only to its cases: these are
+     * a memo of what setup could have made, kept out of setup so that a CUDA seed batch reaches the GPU without
+     * waiting for CPU work most of its cases never use): */
+    pthread_mutex_t lock;
+    int cpu_tried;
+    lab_status cpu_st;
+    wr_fwd fwd;   /* the float32 CPU forward (log Z, checkpoints) */
+    wr_out cpu;   /* the float32 kernel on the CPU, the same for every float32 variant (test
+                     semicrf_wr::cpu_arithmetic_is_the_same_for_every_float32_variant): the CPU backend's result, and on
+                     CUDA what every fix is compared with at the cross-check seeds */
 } wr_group;
 
 static void wr_teardown(void *vg)
@@ -62,29 +75,46 @@ static void wr_teardown(void *vg)
     lab_semicrf_problem_free(&g->p);
     wr_fwd_free(&g->f);
     lab_semicrf_ref_free(&g->ref);
+    wr_fwd_free(&g->fwd);
     wr_out_free(&g->cpu);
+    pthread_mutex_destroy(&g->lock);
     free(g);
+}
+
+/* The group's CPU forward and float32 kernel, made on the first call (every later call gets the same, or the same
+ * error). On the CPU every load sees the latest store, so the float32 arithmetic does not depend on the warp count,
+ * the barrier or the index variant (masked lanes never reach memory): once per seed serves every float32 variant;
+ * each variant adds its census. */
+static lab_status wr_group_cpu(const wr_group *cg, const wr_fwd **fwd, const wr_out **cpu)
+{
+    wr_group *g = (wr_group *)cg; /* the memo only (see wr_group) */
+    pthread_mutex_lock(&g->lock);
+    int first = !g->cpu_tried;
+    if (first) {
+        static const wr_cfg any_f32 = {4, 1, 1, WR_INDEX_RAW, 0, 0};
+        g->cpu_tried = 1;
+        g->cpu_st = wr_forward(&g->p, &g->fwd);
+        if (g->cpu_st == LAB_OK) g->cpu_st = wr_out_alloc(&g->cpu, g->p.B, g->p.T, g->p.K, g->p.C);
+        if (g->cpu_st == LAB_OK) g->cpu_st = wr_model(&g->p, &g->fwd, &any_f32, NULL, 0, 0, &g->cpu);
+    }
+    lab_status st = g->cpu_st;
+    pthread_mutex_unlock(&g->lock);
+    if (st != LAB_OK)
+        return first ? st : lab_err_set(st, WR_ID ": the CPU forward and kernel of this seed failed in an earlier case of this worker");
+    *fwd = &g->fwd, *cpu = &g->cpu;
+    return LAB_OK;
 }
 
 static lab_status wr_setup(const lab_case *c, void **out)
 {
     wr_group *g = calloc(1, sizeof *g);
     if (!g) return lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for seed %llu", (unsigned long long)c->seed);
+    pthread_mutex_init(&g->lock, NULL);
     lab_status st = lab_semicrf_case_problem(&g->p, c->seed);
-    /* The CUDA backward runs its own forward on the GPU and the census needs only the shapes: the CPU forward is
-     * made where the CPU arithmetic runs (the CPU backend, and the CUDA cross-check seeds below). */
-    int cpu_arith = c->backend == LAB_BACKEND_CPU || lab_case_xcheck(c);
-    if (st == LAB_OK) st = cpu_arith ? wr_forward(&g->p, &g->f) : wr_forward_shapes(&g->p, &g->f);
+    /* the CPU forward and kernel are made on first use (wr_group_cpu): on CUDA only the fixes' cross-check seeds use
+     * them, after the GPU has run */
+    if (st == LAB_OK) st = wr_forward_shapes(&g->p, &g->f);
     if (st == LAB_OK) st = wr_reference(&g->p, &g->ref);
-    /* On the CPU every load sees the latest store, so the float32 arithmetic does not depend on the warp count,
-     * the barrier or the index variant (masked lanes never reach memory): it is computed once per seed here
-     * (test semicrf_wr::cpu_arithmetic_is_the_same_for_every_float32_variant); each variant adds its census. On
-     * CUDA the fixes (all float32) are cross-checked against it at the cross-check seeds: made once for the three. */
-    if (st == LAB_OK && cpu_arith) {
-        static const wr_cfg any_f32 = {4, 1, 1, WR_INDEX_RAW, 0, 0};
-        st = wr_out_alloc(&g->cpu, g->p.B, g->p.T, g->p.K, g->p.C);
-        if (st == LAB_OK) st = wr_model(&g->p, &g->f, &any_f32, NULL, 0, 0, &g->cpu);
-    }
     if (st != LAB_OK) {
         wr_teardown(g);
         return st;
@@ -319,13 +349,15 @@ static lab_status wr_run_cpu(const lab_case *c, lab_case_result *r)
     wr_out o, cen;
     memset(&cen, 0, sizeof cen);
     /* the census of this variant's ownership; the arithmetic: the group's, or its own for float64 */
+    const wr_fwd *fwd;
+    const wr_out *num;
     lab_status st = wr_census(g, cfg, &cen);
+    if (st == LAB_OK) st = wr_group_cpu(g, &fwd, &num);
     if (st != LAB_OK) return st;
-    const wr_out *num = &g->cpu;
     memset(&o, 0, sizeof o);
     if (cfg->f64) {
         if ((st = wr_out_alloc(&o, g->p.B, g->p.T, g->p.K, g->p.C)) != LAB_OK) return st;
-        if ((st = wr_model(&g->p, &g->f, cfg, NULL, 0, 0, &o)) != LAB_OK) {
+        if ((st = wr_model(&g->p, fwd, cfg, NULL, 0, 0, &o)) != LAB_OK) {
             wr_out_free(&o);
             return st;
         }
@@ -377,13 +409,15 @@ static lab_status wr_judge_cuda(const lab_case *c, const wr_out *outs, int runs,
     }
     if (st == LAB_OK && c->variant->role == LAB_ROLE_FIX && lab_case_xcheck(c)) {
         /* the fix on the GPU against the same kernel on the CPU (the bug's CPU result is race-free: no test): the
-         * group's float32 result (wr_setup), or a float64 variant's own */
+         * group's float32 result (wr_group_cpu), or a float64 variant's own */
         wr_out own;
         memset(&own, 0, sizeof own);
-        const wr_out *cpu = &g->cpu;
-        if (cfg->f64 || !g->cpu.g_trans) {
+        const wr_fwd *fwd;
+        const wr_out *cpu;
+        st = wr_group_cpu(g, &fwd, &cpu);
+        if (st == LAB_OK && cfg->f64) {
             st = wr_out_alloc(&own, g->p.B, g->p.T, g->p.K, g->p.C);
-            if (st == LAB_OK) st = wr_model(&g->p, &g->f, cfg, NULL, 0, 0, &own);
+            if (st == LAB_OK) st = wr_model(&g->p, fwd, cfg, NULL, 0, 0, &own);
             cpu = &own;
         }
         if (st == LAB_OK) {
@@ -422,41 +456,72 @@ static lab_status wr_judge_cuda(const lab_case *c, const wr_out *outs, int runs,
 
 typedef struct {
     const lab_case *cases;
-    const wr_out *outs;
-    int runs;
-    double ms;
+    const wr_out *outs;   /* case i's runs at outs[i * WR_CUDA_RUNS ..] */
+    const int *runs;      /* launches case i had */
+    const double *ms;     /* the median backward time of the launches case i had */
     lab_case_result *results;
 } wr_judge_job;
 
 static lab_status wr_judge_one(void *ctx, size_t i)
 {
     wr_judge_job *j = ctx;
-    return wr_judge_cuda(&j->cases[i], j->outs + i * (size_t)j->runs, j->runs, j->ms, &j->results[i]);
+    return wr_judge_cuda(&j->cases[i], j->outs + i * WR_CUDA_RUNS, j->runs[i], j->ms[i], &j->results[i]);
+}
+
+/* Launch `run` of the seed batch cases[idx[0..m)]: problem idx[k]'s output into outs[idx[k] * WR_CUDA_RUNS + run],
+ * *ms the backward's time. */
+static lab_status wr_launch(const lab_case *cases, const size_t *idx, size_t m, const wr_cfg *cfg, int run, wr_out *outs,
+                            double *ms)
+{
+    const lab_semicrf_problem **pp = calloc(m, sizeof *pp);
+    wr_out *o = calloc(m, sizeof *o);
+    lab_status st = pp && o ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for a seed batch of %zu", m);
+    for (size_t k = 0; k < m && st == LAB_OK; ++k) pp[k] = &((const wr_group *)cases[idx[k]].group)->p;
+    if (st == LAB_OK) st = wr_cuda_run(pp, &((const wr_group *)cases[idx[0]].group)->f, (int)m, cfg, 1, o, ms);
+    for (size_t k = 0; k < m && st == LAB_OK; ++k) outs[idx[k] * WR_CUDA_RUNS + (size_t)run] = o[k];
+    free(pp), free(o);
+    return st;
 }
 
 /* A seed batch of one variant (lab_incident.run_cuda_batch): every seed's problem in one launch per run (the
- * seeds share their T: lab_semicrf_batch_key), each case judged alone. run_cuda is this with one case. */
+ * seeds share their T: lab_semicrf_batch_key), each case judged alone. A fix's cases all get WR_CUDA_RUNS launches;
+ * a bug's get a second launch only where the first was right (WR_CUDA_RUNS says why). run_cuda is this with one
+ * case. */
 static lab_status wr_run_cuda_batch(const lab_case *cases, size_t n, lab_case_result *results)
 {
     const wr_cfg *cfg = &wr_variant_cfgs[cases[0].variant->param];
     /* under compute-sanitizer one launch is enough for the tool (and ten to a hundred times slower) */
     const int runs = cases[0].sanitizer ? 1 : WR_CUDA_RUNS;
-    const lab_semicrf_problem **pp = calloc(n, sizeof *pp);
-    wr_out *outs = calloc(n * (size_t)runs, sizeof *outs);
-    double ms = NAN;
-    lab_status st = pp && outs ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for a seed batch of %zu", n);
-    for (size_t i = 0; i < n && st == LAB_OK; ++i) pp[i] = &((const wr_group *)cases[i].group)->p;
-    if (st == LAB_OK) st = wr_cuda_run(pp, &((const wr_group *)cases[0].group)->f, (int)n, cfg, runs, outs, &ms);
-    if (st != LAB_OK) {
-        free(pp), free(outs);
-        return st;
+    const int bug = cases[0].variant->role == LAB_ROLE_BUG;
+    wr_out *outs = calloc(n * WR_CUDA_RUNS, sizeof *outs);
+    size_t *idx = calloc(n, sizeof *idx);
+    int *nr = calloc(n, sizeof *nr);
+    double *ms = calloc(n, sizeof *ms), t[WR_CUDA_RUNS];
+    lab_status st = outs && idx && nr && ms ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for a seed batch of %zu", n);
+    size_t m = n;
+    for (size_t i = 0; i < n; ++i) idx[i] = i;
+    for (int run = 0; run < runs && m > 0 && st == LAB_OK; ++run) {
+        if ((st = wr_launch(cases, idx, m, cfg, run, outs, &t[run])) != LAB_OK) break;
+        size_t keep = 0;
+        for (size_t k = 0; k < m; ++k) {
+            size_t i = idx[k], nf = 0;
+            nr[i] = run + 1;
+            /* the upper median of the launches this case had (the judge's ms_backward) */
+            ms[i] = run == 0 || t[0] > t[run] ? t[0] : t[run];
+            const wr_group *g = cases[i].group;
+            double e = bug ? wr_err_of(g, &outs[i * WR_CUDA_RUNS + (size_t)run], &nf) : 0.0;
+            if (!bug || (nf == 0 && e <= wr_tolerance(&g->ref, g->p.B, g->p.K))) idx[keep++] = i;
+        }
+        m = keep;
     }
-    /* each case judged alone, the batch's cases on several threads (wr_judge_cuda reads its own group and outputs and
-     * writes its own result) */
-    wr_judge_job job = {cases, outs, runs, ms, results};
-    st = lab_par_for(n, lab_par_threads(), wr_judge_one, &job);
-    for (size_t i = 0; i < n * (size_t)runs; ++i) wr_out_free(&outs[i]);
-    free(pp), free(outs);
+    if (st == LAB_OK) {
+        /* each case judged alone, the batch's cases on several threads (wr_judge_cuda reads its own group and outputs
+         * and writes its own result) */
+        wr_judge_job job = {cases, outs, nr, ms, results};
+        st = lab_par_for(n, lab_par_threads(), wr_judge_one, &job);
+    }
+    for (size_t i = 0; outs && i < n * WR_CUDA_RUNS; ++i) wr_out_free(&outs[i]);
+    free(outs), free(idx), free(nr), free(ms);
     return st;
 }
 

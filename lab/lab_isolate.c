@@ -158,6 +158,16 @@ static double lab_isolate_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* When this process started its first run of jobs (lab_job_outcome.done_s counts from it); 0 before. */
+static double lab_isolate_epoch;
+
+/* Stamps a finished job's outcome with its end and its slot. */
+static void lab_isolate_stamp(lab_job_outcome *o, const lab_isolate_slot *s, double now)
+{
+    o->done_s = now - lab_isolate_epoch;
+    o->worker = lab_isolate_cur_slots ? (int)(s - lab_isolate_cur_slots) : -1;
+}
+
 static void lab_isolate_send(int fd, const lab_isolate_msg *msg)
 {
     const char *p = (const char *)msg;
@@ -309,6 +319,7 @@ static void lab_isolate_drain(lab_isolate_slot *s, void *ctx, lab_job_done_fn do
             s->ended = 1;
         } else if (s->msg.job == s->first && s->first < s->end) {
             lab_isolate_outcome(&s->msg, now - s->start, &out[s->first]);
+            lab_isolate_stamp(&out[s->first], s, now);
             if (done) done(ctx, s->first, &out[s->first]);
             s->first++;
         }
@@ -401,6 +412,7 @@ lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, 
     lab_status result = LAB_OK;
     size_t running = 0;
     pid_t self = getpid();
+    if (lab_isolate_epoch == 0) lab_isolate_epoch = lab_isolate_now();
     lab_isolate_slot *outer_slots = lab_isolate_cur_slots;
     int outer_jobs = lab_isolate_cur_jobs;
     lab_isolate_cur_slots = slots;
@@ -476,6 +488,7 @@ lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, 
             if (s->first < s->end && !(s->ended && !hung && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
                 /* The job in progress died with its process; the rest of the batch goes back. */
                 lab_isolate_died(wstatus, hung, job_timeout, lab_isolate_now() - s->start, &out[s->first]);
+                lab_isolate_stamp(&out[s->first], s, lab_isolate_now());
                 if (done) done(ctx, s->first, &out[s->first]);
                 s->first++;
             }

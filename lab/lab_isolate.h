@@ -27,6 +27,9 @@ typedef struct {
                                    getrusage(RUSAGE_SELF) since its previous report, so a worker's start-up
                                    (fork, a CUDA context) counts to its first job and a seed batch's to the job
                                    that ran it; NaN when the child died before reporting */
+    double done_s;              /* when the job ended, in seconds since this process started its first job run
+                                   (the runner's clock): with wall_s and worker, the replay's timeline */
+    int worker;                 /* the slot (0 .. jobs-1) whose child ran it */
     char error[240];            /* ERROR / CRASH / HANG: what happened */
     int not_run;                /* 1: the run was interrupted (SIGINT/SIGTERM) before this job finished:
                                    not a result (outcome ERROR), to be left out of a result set */

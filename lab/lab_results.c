@@ -72,6 +72,7 @@ static cJSON *lab_results_case_json(const lab_case_record *c, const char *lab_bi
         cJSON_AddStringToObject(o, "skip_class", lab_skip_class_name((lab_skip_class)c->o.r.skip_class));
     cJSON_AddNumberToObject(o, "wall_s", c->o.wall_s);
     if (isfinite(c->o.cpu_s)) cJSON_AddNumberToObject(o, "cpu_s", c->o.cpu_s);
+    if (c->o.done_s > 0) cJSON_AddNumberToObject(o, "done_s", c->o.done_s), cJSON_AddNumberToObject(o, "worker", c->o.worker);
     cJSON_AddStringToObject(o, "detail", c->o.r.detail);
     if (c->o.error[0]) cJSON_AddStringToObject(o, "error", c->o.error);
     cJSON *m = cJSON_AddObjectToObject(o, "metrics");

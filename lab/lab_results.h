@@ -22,7 +22,7 @@ void lab_results_wilson(size_t k, size_t n, double *lo, double *hi);
 void lab_results_replay_cmd(const lab_case_record *c, const char *lab_bin, char *buf, size_t len);
 
 /* Writes one JSON object per case (incident, variant, role, seed, backend, outcome, ok, signal,
- * wall_s, cpu_s (when known), detail, error, metrics{}, replay) to path, atomically. Non-finite metrics are written as null
+ * wall_s, cpu_s (when known), done_s and worker (when run by a worker), detail, error, metrics{}, replay) to path, atomically. Non-finite metrics are written as null
  * with their names listed under "nonfinite_metrics". */
 lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs, size_t n, const char *lab_bin);
 

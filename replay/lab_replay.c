@@ -418,6 +418,18 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
             if (st == LAB_OK)
                 st = lab_isolate_run_ranges(parts[j - 1].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
                                             bounds, nr, 0, lab_replay_job_timeout, lab_replay_done, out + parts[i].start);
+        } else if (ctx->plan.gpus_missing) {
+            /* nothing to run: every case SKIPs here, in the runner (a worker per case spent 3 s on 0006's 3000 cases of
+             * a 1000-seed replay on one GPU, after the pool) */
+            for (size_t k = 0; k < parts[i].end - parts[i].start; ++k) {
+                lab_job_outcome o;
+                memset(&o, 0, sizeof o);
+                o.outcome = LAB_OUT_SKIP;
+                o.worker = -1;
+                lab_result_skip_as(&o.r, LAB_SKIP_NEEDS_GPUS, "%s", ctx->plan.why);
+                out[parts[i].start + k] = o;
+                lab_replay_done(ctx, k, &o);
+            }
         } else {
             st = lab_isolate_run_batched(parts[i].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
                                          ctx->plan.batch, lab_replay_watchdog(opts, ctx->recs[ctx->order[parts[i].start]].incident),

@@ -114,7 +114,7 @@ lab_sched_plan lab_sched_plan_incident(const lab_sched_machine *m, const lab_inc
     }
     int need = lab_sched_gpus_needed(inc);
     if (m->ngpu > 0 && need > m->ngpu) {
-        /* Run anyway, one at a time: the cases themselves SKIP as needs-gpus with the count. */
+        /* Nothing runs: the runner gives every case SKIP needs-gpus with the count, without a worker. */
         p.gpus_missing = 1;
         p.workers = 1;
         p.batch = group_size;

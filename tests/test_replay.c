@@ -586,3 +586,33 @@ Test(replay, single_gpu_incidents_share_one_pool, .init = mkout, .fini = rmout)
     for (size_t k = 0; k < distinct; ++k) cr_expect_eq(both[k], 3, "process %g ran cases of one incident only", pids[k]);
     free(recs);
 }
+
+/* Cases that need more GPUs than the host has SKIP needs-gpus in the runner: no worker process runs them (run_pid would
+ * record one), and the SKIP names the count. */
+static const lab_variant two_gpu_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid", .gpus = 2}};
+static const lab_incident two_gpus = {.id = "9009-two-gpus", .title = "two gpus", .summary = "synthetic",
+                                      .variants = two_gpu_variants, .n_variants = 1, .run_cpu = run_pid,
+                                      .run_cuda = run_pid, .plot_metric = "pid"};
+Test(replay, cases_needing_more_gpus_skip_without_a_worker, .init = mkout, .fini = rmout)
+{
+    setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+    const lab_incident *incs[] = {&two_gpus};
+    uint64_t seeds[4] = {1, 2, 3, 4};
+    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 4, .backend = LAB_BACKEND_CUDA,
+                         .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    FILE *devnull = fopen("/dev/null", "w");
+    lab_verdict v;
+    lab_case_record *recs;
+    size_t n;
+    cr_assert_eq(lab_replay_run(&o, devnull, &v, &recs, &n), LAB_OK);
+    fclose(devnull);
+    cr_assert_eq(n, 4);
+    for (size_t i = 0; i < n; ++i) {
+        cr_expect_eq(recs[i].o.outcome, LAB_OUT_SKIP, "seed %llu: %s", (unsigned long long)recs[i].seed, lab_outcome_name(recs[i].o.outcome));
+        cr_expect_eq(recs[i].o.r.skip_class, LAB_SKIP_NEEDS_GPUS, "%s", recs[i].o.r.detail);
+        cr_expect(strstr(recs[i].o.r.detail, "need 2 GPUs") != NULL, "%s", recs[i].o.r.detail);
+        cr_expect(isnan(lab_result_get(&recs[i].o.r, "pid")), "seed %llu ran its case", (unsigned long long)recs[i].seed);
+        cr_expect_eq(recs[i].o.worker, -1, "seed %llu went to worker %d", (unsigned long long)recs[i].seed, recs[i].o.worker);
+    }
+    free(recs);
+}

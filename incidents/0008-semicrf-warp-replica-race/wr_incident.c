@@ -21,8 +21,8 @@
  * and fourth launch never decided a case, and they cost half of 0008's GPU time in a 1000-seed replay. A bug case's
  * second launch runs only when its first was right (the race did not fire): a wrong launch has already decided it,
  * and on an H100 that is every bug case (6000 of 6000 at 1000 seeds, both launches wrong, 2026-11-24), so the bugs
- * cost one launch each; a GPU where the race fires less often gets its second chance as before. A GPU where the race
- * fires less often shows it in runs_wrong (recorded per case), and a missed seed is an XPASS. */
+ * cost one launch each; a GPU where the race fires less often gets its second chance as before, shows it in
+ * runs_wrong (recorded per case), and a seed missed by both launches is an XPASS. */
 #define WR_CUDA_RUNS 2
 /* The GPU/CPU cross-check of a fix: both are within tol of the reference, so within 2 tol of each other. */
 #define WR_XCHECK_TOL 2.0

@@ -1,12 +1,12 @@
 /* lab_cuda: is a CUDA device usable, what is it, and CUDA errors as lab statuses; plain C may include it. */
 #include "lab_cuda.h"
+#include "lab_isolate.h"
 
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 extern "C" lab_status lab_cuda_fail(const char *file, int line, const char *call, const char *err)
@@ -111,14 +111,6 @@ __global__ void lab_cuda_spin(long long cycles)
     }
 }
 
-static double lab_cuda_cpu_now(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-           1e-6 * (double)ru.ru_stime.tv_usec;
-}
-
 static double lab_cuda_wall_now(void)
 {
     struct timespec ts;
@@ -137,9 +129,9 @@ extern "C" lab_status lab_cuda_wait_probe(double kernel_ms, double *cpu_frac, do
     lab_status st = LAB_OK;
     lab_cuda_spin<<<1, 1>>>((long long)(kernel_ms * (double)khz));
     cudaError_t e = cudaEventRecord(done);
-    double c0 = lab_cuda_cpu_now(), w0 = lab_cuda_wall_now();
+    double c0 = lab_isolate_cpu_seconds(), w0 = lab_cuda_wall_now();
     if (e == cudaSuccess) e = cudaEventSynchronize(done);
-    double c1 = lab_cuda_cpu_now(), w1 = lab_cuda_wall_now();
+    double c1 = lab_isolate_cpu_seconds(), w1 = lab_cuda_wall_now();
     if (e != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEventSynchronize", cudaGetErrorString(e));
     cudaEventDestroy(done);
     if (st == LAB_OK) {

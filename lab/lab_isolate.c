@@ -181,8 +181,7 @@ static void lab_isolate_send(int fd, const lab_isolate_msg *msg)
     }
 }
 
-/* User + system CPU seconds of this process, every thread (getrusage RUSAGE_SELF). */
-static double lab_isolate_cpu_self(void)
+double lab_isolate_cpu_seconds(void)
 {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return NAN;
@@ -242,7 +241,7 @@ static void lab_isolate_child(int fd, lab_job_fn fn, void *ctx, size_t first, si
         lab_err_clear();
         lab_status st = fn(ctx, job, &msg.r);
         msg.status = (int)st;
-        double cpu = lab_isolate_cpu_self();
+        double cpu = lab_isolate_cpu_seconds();
         msg.cpu_s = cpu - cpu0;
         cpu0 = cpu;
         if (st != LAB_OK)

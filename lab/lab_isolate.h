@@ -36,6 +36,10 @@ typedef struct {
     lab_case_result r;          /* what the child reported (zeroed if it reported nothing) */
 } lab_job_outcome;
 
+/* User + system CPU seconds this process has spent so far, every thread (getrusage RUSAGE_SELF); NaN if it fails.
+ * The clock of lab_job_outcome.cpu_s. */
+double lab_isolate_cpu_seconds(void);
+
 /* Runs in the child: fill r; return LAB_OK, or a status that becomes ERROR with lab_err_msg(). */
 typedef lab_status (*lab_job_fn)(void *ctx, size_t job, lab_case_result *r);
 /* Called in the parent as each job finishes (in completion order). */

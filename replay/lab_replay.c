@@ -116,10 +116,6 @@ static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
         lab_sched_bind(&ctx->machine, &ctx->plan, lab_isolate_worker_slot());
         ctx->bound = 1;
     }
-    if (ctx->plan.gpus_missing) {
-        lab_result_skip_as(r, LAB_SKIP_NEEDS_GPUS, "%s", ctx->plan.why);
-        return LAB_OK;
-    }
     lab_case c;
     char gdir[4096];
     lab_case_init(&c, rec->incident, rec->variant, rec->seed, rec->backend, ctx->opts->root, gdir, sizeof gdir);

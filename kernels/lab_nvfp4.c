@@ -233,6 +233,21 @@ lab_status lab_nvfp4_gemm_ref(const uint8_t *qa, const uint8_t *sfa, float globa
     return LAB_OK;
 }
 
+double lab_nvfp4_ref_disagreement(const double *ref, const double *abs, const double *ref2, const double *abs2, size_t mn,
+                                  size_t k)
+{
+    double u = ldexp(1.0, -53), g = 2.0 * (double)(k + 2) * u / (1.0 - (double)(k + 2) * u), worst = 0.0;
+    for (size_t i = 0; i < mn; ++i) {
+        double d = fmax(fabs(ref2[i] - ref[i]), fabs(abs2[i] - abs[i])), x;
+        if (!isfinite(ref[i]) || !isfinite(ref2[i]) || !isfinite(abs[i]) || !isfinite(abs2[i])) return NAN;
+        if (d == 0.0) continue;
+        if (abs[i] == 0.0) return NAN;
+        x = d / (g * abs[i]);
+        worst = x > worst ? x : worst;
+    }
+    return worst;
+}
+
 double lab_nvfp4_gemm_gamma(size_t k)
 {
     double nu = (double)(k / LAB_NVFP4_BLOCK + 4) * (1.0 / 16777216.0);

@@ -99,6 +99,15 @@ lab_status lab_nvfp4_gemm_ref(const uint8_t *qa, const uint8_t *sfa, float globa
  * final product, and one for the double reference). */
 double lab_nvfp4_gemm_gamma(size_t k);
 
+/* How far a second float64 reference (ref2, abs2; the device's, lab_nvfp4_gemm_ref_cuda) is from the first (ref,
+ * abs; lab_nvfp4_gemm_ref) over m*n outputs, as a fraction of what two correct ones may differ by: each sums k
+ * products of exactly decoded values (one rounding each) in its own order, so each is within gamma_{k+2} sum|a b|
+ * of the exact value (u = 2^-53), and the two within twice that. Returns the largest |ref2 - ref| and |abs2 - abs|
+ * over 2 gamma_{k+2} abs (NaN if any value is non-finite or an abs is 0 where they differ): at most 1 when both are
+ * right. */
+double lab_nvfp4_ref_disagreement(const double *ref, const double *abs, const double *ref2, const double *abs2, size_t mn,
+                                  size_t k);
+
 /* One block-scaled GEMM problem with its operands, for the fault namer. */
 typedef struct {
     size_t m, n, k;
@@ -166,6 +175,22 @@ lab_status lab_nvfp4_cuda_sf_remap_host(const uint8_t *host_src, size_t rows, si
 lab_status lab_nvfp4_cuda_gemm_async(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb,
                                      const uint8_t *sfb_layout, size_t m, size_t n, size_t k, float alpha, float *out,
                                      void *stream);
+
+/* One float64 reference GEMM for lab_nvfp4_gemm_ref_cuda: host operands in lab_nvfp4_gemm_ref's form, host outputs. */
+typedef struct {
+    const uint8_t *qa, *sfa, *qb, *sfb; /* packed E2M1 (m*k/2, n*k/2 bytes), row-major scales (m*k/16, n*k/16) */
+    float global_a, global_b;
+    size_t m, n, k;
+    double *ref, *abs;                  /* m*n each (abs may be NULL) */
+} lab_nvfp4_ref_job;
+
+/* lab_nvfp4_gemm_ref on the device for n jobs (kernels/lab_nvfp4_ref.cu): the same decoding (lab_format.h's codecs)
+ * and sums in float64, one warp per output striding over k, its lanes' partial sums added in a fixed tree, so the
+ * result is deterministic; written apart from the kernels under test, as plainly as the CPU reference. Uploads,
+ * computes and downloads on one stream, one wait for all jobs. Differs from the CPU reference by rounding only:
+ * lab_nvfp4_ref_disagreement <= 1 (test nvfp4::device_reference_agrees_with_the_cpu_reference). LAB_ERR_ARG for a
+ * bad shape, LAB_ERR_DEVICE. */
+lab_status lab_nvfp4_gemm_ref_cuda(const lab_nvfp4_ref_job *jobs, size_t n);
 #endif
 
 #ifdef __cplusplus

@@ -78,6 +78,15 @@ typedef struct {
  * 1..T (naming b). On error *r is freed and zeroed. */
 lab_status lab_semicrf_reference(const lab_semicrf_problem *p, lab_semicrf_ref *r);
 void lab_semicrf_ref_free(lab_semicrf_ref *r);
+/* Which recurrence a reference follows: incidents 0001/0002's (the first segment takes no transition, abs_cum made)
+ * or 0008's upstream one (alpha[0] = 0 and the first segment also takes a transition, from a uniform start, counted
+ * in g_trans; abs_cum NULL; 0008's wr_reference). */
+typedef enum { LAB_SEMICRF_REF_FIRST_FREE = 0, LAB_SEMICRF_REF_UNIFORM_START = 1 } lab_semicrf_ref_convention;
+/* How far reference b (the device's) is from reference a (the CPU's) over every tensor, as a fraction of what two
+ * float64 computations of the recurrences may differ by: per tensor max|b - a| / max|a| (log Z: the relative error of
+ * each), over 2 (K + 4) 2^-53 max|log Z| (the float32 tolerance's account, lab_semicrf_tolerance, at float64's unit
+ * roundoff, for each of the two). At most 1 when both are right; NaN when a value is non-finite. */
+double lab_semicrf_ref_disagreement(const lab_semicrf_problem *p, const lab_semicrf_ref *a, const lab_semicrf_ref *b);
 /* log Z of batch element b alone in float64 (the forward only), for finite differences. NaN on bad b. */
 double lab_semicrf_logz(const lab_semicrf_problem *p, int b);
 
@@ -222,10 +231,19 @@ lab_status lab_semicrf_case_problem(lab_semicrf_problem *p, uint64_t seed);
  * float64 reference, made once and shared read-only by every variant of the seed. */
 typedef struct {
     lab_semicrf_problem p;
-    lab_semicrf_ref ref;
+    lab_semicrf_ref ref;      /* on CUDA the device's (lab_semicrf_reference_cuda), else the CPU's */
+    double ref_check;         /* CUDA, at lab_case_xcheck seeds: lab_semicrf_ref_disagreement of the device's reference
+                                 with the CPU's (beyond 1 the setup fails: the device reference is wrong); else NaN */
 } lab_semicrf_group;
-/* lab_setup_fn: *group receives a malloc'ed lab_semicrf_group for c->seed. LAB_ERR_NOMEM / the
- * problem's or reference's error. */
+/* A case group's float64 reference of p: cpu_ref's (lab_semicrf_reference or 0008's wr_reference, following conv) on
+ * the CPU backend; on CUDA the device's (lab_semicrf_reference_cuda), and at lab_case_xcheck seeds also cpu_ref's, with
+ * *check (else NaN) their lab_semicrf_ref_disagreement: beyond 1 it is LAB_ERR_MISMATCH naming the seed (the device
+ * reference is wrong; the CPU's stays the authority, and the goldens its). Errors of either reference. */
+lab_status lab_semicrf_case_reference(const lab_case *c, const lab_semicrf_problem *p, lab_semicrf_ref_convention conv,
+                                      lab_status (*cpu_ref)(const lab_semicrf_problem *, lab_semicrf_ref *),
+                                      lab_semicrf_ref *r, double *check);
+/* lab_setup_fn: *group receives a malloc'ed lab_semicrf_group for c->seed (its reference by
+ * lab_semicrf_case_reference). LAB_ERR_NOMEM / the problem's or reference's error. */
 lab_status lab_semicrf_group_setup(const lab_case *c, void **group);
 /* lab_teardown_fn: frees a group made by lab_semicrf_group_setup (NULL is ignored). */
 void lab_semicrf_group_teardown(void *group);
@@ -295,6 +313,13 @@ lab_status lab_semicrf_golden_compare(const char *dir, uint64_t seed, const lab_
  * runs (1 for a case); *ms_backward (may be NULL) gets the median time of the accumulation stage (marginal
  * kernel, atomics or workspaces and reductions). LAB_ERR_DEVICE with the CUDA error text; LAB_ERR_ARG for
  * a bad config or length. */
+/* The float64 reference on the device (lab_semicrf_ref.cu): the CPU reference's loops (lab_semicrf_reference, or
+ * 0008's convention) in float64, one block per sequence, thread d owning class d, the batch sums over b on the host in
+ * b order; written apart from the kernels under test. Differs from the CPU's by the rounding of the device's exp and
+ * log and the order of the batch sums only (lab_semicrf_ref_disagreement <= 1, test
+ * semicrf::device_reference_agrees_with_the_cpu_reference). One wait. Errors as lab_semicrf_reference, and
+ * LAB_ERR_DEVICE. */
+lab_status lab_semicrf_reference_cuda(const lab_semicrf_problem *p, lab_semicrf_ref_convention conv, lab_semicrf_ref *r);
 lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
                                 lab_semicrf_out *o, double *ms_backward);
 /* A seed batch: n problems of one shape (B, T, K, C, use_proj alike) under configs alike but for their guard and

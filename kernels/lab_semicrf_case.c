@@ -10,6 +10,34 @@
 #include "lab_golden.h"
 #include "lab_tensor.h"
 
+lab_status lab_semicrf_case_reference(const lab_case *c, const lab_semicrf_problem *p, lab_semicrf_ref_convention conv,
+                                      lab_status (*cpu_ref)(const lab_semicrf_problem *, lab_semicrf_ref *),
+                                      lab_semicrf_ref *r, double *check)
+{
+    *check = NAN;
+    if (c->backend != LAB_BACKEND_CUDA) return cpu_ref(p, r);
+#ifdef LAB_HAVE_CUDA
+    lab_status st = lab_semicrf_reference_cuda(p, conv, r);
+    if (st != LAB_OK || !lab_case_xcheck(c)) return st;
+    lab_semicrf_ref cpu;
+    if ((st = cpu_ref(p, &cpu)) != LAB_OK) {
+        lab_semicrf_ref_free(r);
+        return st;
+    }
+    *check = lab_semicrf_ref_disagreement(p, &cpu, r);
+    lab_semicrf_ref_free(&cpu);
+    if (!(*check <= 1.0)) {
+        lab_semicrf_ref_free(r);
+        return lab_err_set(LAB_ERR_MISMATCH, "%s seed %llu: the device's float64 reference is %.3g of the rounding bound "
+                           "away from the CPU's", c->incident->id, (unsigned long long)c->seed, *check);
+    }
+    return LAB_OK;
+#else
+    (void)conv;
+    return lab_err_set(LAB_ERR_UNSUPPORTED, "%s: this build has no CUDA", c->incident->id);
+#endif
+}
+
 lab_status lab_semicrf_group_setup(const lab_case *c, void **group)
 {
     lab_semicrf_group *g = calloc(1, sizeof *g);
@@ -20,7 +48,7 @@ lab_status lab_semicrf_group_setup(const lab_case *c, void **group)
         free(g);
         return st;
     }
-    if ((st = lab_semicrf_reference(&g->p, &g->ref)) != LAB_OK) {
+    if ((st = lab_semicrf_case_reference(c, &g->p, LAB_SEMICRF_REF_FIRST_FREE, lab_semicrf_reference, &g->ref, &g->ref_check)) != LAB_OK) {
         lab_semicrf_problem_free(&g->p);
         free(g);
         return st;

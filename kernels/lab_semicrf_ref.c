@@ -145,3 +145,32 @@ lab_status lab_semicrf_reference(const lab_semicrf_problem *p, lab_semicrf_ref *
     free(work);
     return LAB_OK;
 }
+
+/* max|b - a| / max|a| over n values (NaN when any is non-finite). */
+static double sr_rel(const double *a, const double *b, size_t n)
+{
+    double m = 0.0, sc = 0.0;
+    if (!a || !b) return a == b ? 0.0 : NAN;
+    for (size_t i = 0; i < n; ++i) {
+        if (!isfinite(a[i]) || !isfinite(b[i])) return NAN;
+        m = fmax(m, fabs(b[i] - a[i]));
+        sc = fmax(sc, fabs(a[i]));
+    }
+    return sc > 0.0 ? m / sc : m;
+}
+
+double lab_semicrf_ref_disagreement(const lab_semicrf_problem *p, const lab_semicrf_ref *a, const lab_semicrf_ref *b)
+{
+    size_t C = (size_t)p->C, nrow = (size_t)p->B * (size_t)(p->T + 1) * C, npos = (size_t)p->B * (size_t)p->T * C;
+    double e = sr_rel(a->g_cum, b->g_cum, nrow), zmax = 0.0;
+    e = lab_semicrf_max_nan(e, sr_rel(a->abs_cum, b->abs_cum, nrow));
+    e = lab_semicrf_max_nan(e, sr_rel(a->g_trans, b->g_trans, C * C));
+    e = lab_semicrf_max_nan(e, sr_rel(a->g_dur, b->g_dur, (size_t)p->K * C));
+    e = lab_semicrf_max_nan(e, sr_rel(a->g_ps, b->g_ps, npos));
+    e = lab_semicrf_max_nan(e, sr_rel(a->g_pe, b->g_pe, npos));
+    for (int i = 0; i < p->B; ++i) {
+        e = lab_semicrf_max_nan(e, isfinite(a->logZ[i]) && isfinite(b->logZ[i]) ? fabs(b->logZ[i] - a->logZ[i]) / fabs(a->logZ[i]) : NAN);
+        zmax = fmax(zmax, fabs(a->logZ[i]));
+    }
+    return e / (2.0 * ((double)p->K + 4.0) * ldexp(1.0, -53) * zmax);
+}

@@ -19,7 +19,7 @@ const char *lab_role_name(lab_role r);       /* "fix" / "bug" */
 const char *lab_backend_name(lab_backend b); /* "cpu" / "cuda" */
 lab_status lab_backend_parse(const char *s, lab_backend *out); /* LAB_ERR_ARG naming s */
 
-#define LAB_MAX_METRICS 16
+#define LAB_MAX_METRICS 20
 #define LAB_METRIC_NAME 32
 
 /* Why a case was skipped. The first three are expected where the machine lacks them; LAB_SKIP_MISSING

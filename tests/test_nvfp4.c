@@ -388,3 +388,73 @@ Test(nvfp4_gemm_padding, k_padding_scale_nan_poisons_the_row)
     free(fix), free(size);
     nv_work_free(&w);
 }
+
+/* ---- the float64 reference on the device ------------------------------------------------------------ */
+
+/* The check the CUDA replay applies at its cross-check seeds: equal references agree exactly, a difference within
+ * rounding passes, one of twice the bound does not, and a non-finite value is never agreement. */
+Test(nvfp4_ref, disagreement_is_measured_against_the_rounding_bound)
+{
+    double ref[3] = {1.0, -2.0, 0.5}, abs[3] = {3.0, 4.0, 0.5}, ref2[3], abs2[3];
+    memcpy(ref2, ref, sizeof ref), memcpy(abs2, abs, sizeof abs);
+    cr_expect_eq(lab_nvfp4_ref_disagreement(ref, abs, ref2, abs2, 3, 592), 0.0);
+    double u = ldexp(1.0, -53), bound = 2.0 * 594.0 * u / (1.0 - 594.0 * u) * abs[1];
+    ref2[1] = ref[1] + 0.5 * bound;
+    double x = lab_nvfp4_ref_disagreement(ref, abs, ref2, abs2, 3, 592);
+    cr_expect(x > 0.4 && x < 0.6, "half the bound read as %.3g", x);
+    ref2[1] = ref[1] + 2.0 * bound;
+    cr_expect_gt(lab_nvfp4_ref_disagreement(ref, abs, ref2, abs2, 3, 592), 1.0);
+    ref2[1] = ref[1], abs2[2] = abs[2] * (1.0 + 1e-9); /* the abs sums are checked too */
+    cr_expect_gt(lab_nvfp4_ref_disagreement(ref, abs, ref2, abs2, 3, 592), 1.0);
+    abs2[2] = abs[2], ref2[0] = NAN;
+    cr_expect(isnan(lab_nvfp4_ref_disagreement(ref, abs, ref2, abs2, 3, 592)));
+}
+
+#ifdef LAB_HAVE_CUDA
+#include "lab_cuda.h"
+/* The device reference (what the CUDA replay judges 0003 against) agrees with the CPU reference within rounding on
+ * the tests' own workloads (ragged, k = 7168 and one row), and gives the same bits twice. */
+Test(nvfp4_ref, device_reference_agrees_with_the_cpu_reference, .timeout = 60)
+{
+    char why[240];
+    lab_status st = lab_cuda_ready(why, sizeof why);
+    if (st == LAB_ERR_UNSUPPORTED) cr_skip_test("needs a CUDA GPU: %s", why);
+    cr_assert_eq(st, LAB_OK, "%s", why);
+    static const size_t shapes[3][3] = {{200, 96, 592}, {128, 64, 7168}, {1, 32, 32}};
+    nv_work w[3];
+    lab_nvfp4_ref_job jobs[3];
+    double *cref[3], *cabs[3], *again[3];
+    for (int i = 0; i < 3; ++i) {
+        nv_work_init(&w[i], shapes[i][0], shapes[i][1], shapes[i][2], 11 + (uint64_t)i, 0);
+        size_t mn = w[i].m * w[i].n;
+        cref[i] = malloc(mn * sizeof(double)), cabs[i] = malloc(mn * sizeof(double)), again[i] = malloc(mn * sizeof(double));
+        jobs[i] = (lab_nvfp4_ref_job){w[i].qa, w[i].sfa, w[i].qb, w[i].sfb, w[i].global_a, w[i].global_b, w[i].m, w[i].n,
+                                      w[i].k, malloc(mn * sizeof(double)), malloc(mn * sizeof(double))};
+        cr_assert(cref[i] && cabs[i] && again[i] && jobs[i].ref && jobs[i].abs);
+        cr_assert_eq(lab_nvfp4_gemm_ref(w[i].qa, w[i].sfa, w[i].global_a, w[i].qb, w[i].sfb, w[i].global_b, w[i].m, w[i].n,
+                                        w[i].k, cref[i], cabs[i]), LAB_OK, "%s", lab_err_msg());
+    }
+    cr_assert_eq(lab_nvfp4_gemm_ref_cuda(jobs, 3), LAB_OK, "%s", lab_err_msg());
+    for (int i = 0; i < 3; ++i) {
+        size_t mn = w[i].m * w[i].n;
+        double x = lab_nvfp4_ref_disagreement(cref[i], cabs[i], jobs[i].ref, jobs[i].abs, mn, w[i].k);
+        cr_expect_leq(x, 1.0, "shape %zu x %zu x %zu: device reference %.3g of the rounding bound from the CPU's", w[i].m,
+                      w[i].n, w[i].k, x);
+        memcpy(again[i], jobs[i].ref, mn * sizeof(double));
+    }
+    cr_assert_eq(lab_nvfp4_gemm_ref_cuda(jobs, 3), LAB_OK, "%s", lab_err_msg());
+    for (int i = 0; i < 3; ++i) {
+        cr_expect_eq(memcmp(again[i], jobs[i].ref, w[i].m * w[i].n * sizeof(double)), 0, "shape %d: bits differ between runs", i);
+        free(cref[i]), free(cabs[i]), free(again[i]), free(jobs[i].ref), free(jobs[i].abs);
+        nv_work_free(&w[i]);
+    }
+    lab_nvfp4_ref_job bad = jobs[0];
+    bad.k = 600; /* not a multiple of 16 */
+    cr_expect_eq(lab_nvfp4_gemm_ref_cuda(&bad, 1), LAB_ERR_ARG);
+}
+#else
+Test(nvfp4_ref, device_reference_agrees_with_the_cpu_reference)
+{
+    cr_skip_test("this build has no CUDA (nvcc missing or CUDA=0)");
+}
+#endif

@@ -254,7 +254,51 @@ Test(semicrf, golden_compare_passes_then_rejects_a_corrupted_golden_by_name)
     lab_semicrf_problem_free(&p);
 }
 
+/* The check a CUDA replay applies to its device reference: equal references agree exactly; a gradient off by half the
+ * float64 account reads about 0.5, by twice it beyond 1; log Z and abs_cum are checked too; NaN is never agreement. */
+Test(semicrf, reference_disagreement_is_measured_against_the_float64_account)
+{
+    lab_semicrf_problem p;
+    lab_semicrf_ref a, b;
+    cr_assert_eq(lab_semicrf_case_problem(&p, 1), LAB_OK);
+    cr_assert_eq(lab_semicrf_reference(&p, &a), LAB_OK);
+    cr_assert_eq(lab_semicrf_reference(&p, &b), LAB_OK);
+    cr_expect_eq(lab_semicrf_ref_disagreement(&p, &a, &b), 0.0);
+    double zmax = fmax(fabs(a.logZ[0]), fabs(a.logZ[1])), acc = 2.0 * (p.K + 4) * ldexp(1.0, -53) * zmax, sc = 0.0;
+    for (int i = 0; i < p.C * p.C; ++i) sc = fmax(sc, fabs(a.g_trans[i]));
+    b.g_trans[7] += 0.5 * acc * sc;
+    double x = lab_semicrf_ref_disagreement(&p, &a, &b);
+    cr_expect(x > 0.4 && x < 0.6, "half the account read as %.3g", x);
+    b.g_trans[7] = a.g_trans[7] + 2.0 * acc * sc;
+    cr_expect_gt(lab_semicrf_ref_disagreement(&p, &a, &b), 1.0);
+    b.g_trans[7] = a.g_trans[7], b.logZ[1] = a.logZ[1] * (1.0 + 4.0 * acc);
+    cr_expect_gt(lab_semicrf_ref_disagreement(&p, &a, &b), 1.0);
+    b.logZ[1] = a.logZ[1], b.abs_cum[3] = NAN;
+    cr_expect(isnan(lab_semicrf_ref_disagreement(&p, &a, &b)));
+    lab_semicrf_ref_free(&a), lab_semicrf_ref_free(&b), lab_semicrf_problem_free(&p);
+}
+
 #ifdef LAB_HAVE_CUDA
+/* On a GPU: the device's float64 reference (what 0001 and 0002 are judged against on CUDA) agrees with the CPU's
+ * within the float64 account at T = 100, 200 and 500, and gives the same bits twice. */
+Test(semicrf, device_reference_agrees_with_the_cpu_reference, .timeout = 120)
+{
+    lab_test_need_gpu();
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+        lab_semicrf_problem p;
+        lab_semicrf_ref cpu, dev, again;
+        cr_assert_eq(lab_semicrf_case_problem(&p, seed), LAB_OK);
+        cr_assert_eq(lab_semicrf_reference(&p, &cpu), LAB_OK);
+        cr_assert_eq(lab_semicrf_reference_cuda(&p, LAB_SEMICRF_REF_FIRST_FREE, &dev), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(lab_semicrf_reference_cuda(&p, LAB_SEMICRF_REF_FIRST_FREE, &again), LAB_OK, "%s", lab_err_msg());
+        double x = lab_semicrf_ref_disagreement(&p, &cpu, &dev);
+        cr_expect_leq(x, 1.0, "T = %d: device reference %.3g of the float64 account from the CPU's", p.T, x);
+        cr_expect_eq(lab_semicrf_ref_disagreement(&p, &dev, &again), 0.0, "T = %d: two device runs differ", p.T);
+        lab_semicrf_ref_free(&cpu), lab_semicrf_ref_free(&dev), lab_semicrf_ref_free(&again);
+        lab_semicrf_problem_free(&p);
+    }
+}
+
 /* On a GPU: the deterministic accumulation gives the same bits over 20 runs (real atomics elsewhere, a real
  * scheduler). Skips without a GPU, saying why. */
 Test(semicrf, cuda_deterministic_accumulation_bitwise_over_20_runs, .timeout = 300)

@@ -166,6 +166,7 @@ static lab_status co_judge_cuda(const lab_case *c, const lab_semicrf_out *o, lab
      * go on (the runner retires it otherwise). */
     r->memory_contained = o->contained;
     if (cfg.layout != LAB_SEMICRF_LAYOUT_PADDED && !cfg.exact_alloc) lab_result_metric(r, "guard_breach", (double)o->guard_breach);
+    if (!isnan(g->ref_check)) lab_result_metric(r, "ref_device_vs_cpu", g->ref_check);
     return st;
 }
 

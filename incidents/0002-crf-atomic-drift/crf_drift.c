@@ -301,6 +301,7 @@ static lab_status cd_judge_cuda(const lab_case *c, const lab_semicrf_out *a, con
         lab_result_metric(r, "gpu_vs_cpu_max_abs", d.max);
         lab_semicrf_out_free(&cpu);
     }
+    if (st == LAB_OK && !isnan(g->ref_check)) lab_result_metric(r, "ref_device_vs_cpu", g->ref_check);
     return st;
 }
 

@@ -259,11 +259,13 @@ static const struct { int shape; nvfp4_sf_data data; } nv_workloads[] = {
 static double nv_min(double acc, double v) { return isnan(acc) || isnan(v) ? NAN : (v < acc ? v : acc); }
 static double nv_max(double acc, double v) { return isnan(acc) || isnan(v) ? NAN : (v > acc ? v : acc); }
 
-/* The seed's group: every workload's inputs and float64 reference, shared by the three variants. */
+/* The seed's group: every workload's inputs and float64 reference, shared by the variants. */
 typedef struct {
     nvfp4_sf_work w[NV_NWORK];
     double *ref[NV_NWORK], *abs[NV_NWORK];
     size_t made;                 /* workloads initialised */
+    double ref_check;            /* the device reference's lab_nvfp4_ref_disagreement with the CPU's, worst over the
+                                    workloads, where both were made (NaN elsewhere) */
 } nv_group;
 
 static void nv_teardown(void *vg)
@@ -278,12 +280,47 @@ static void nv_teardown(void *vg)
     free(g);
 }
 
-static lab_status nv_group_make(uint64_t seed, nv_group **out)
+#ifdef LAB_HAVE_CUDA
+/* The group's references on the device (one wait for all workloads); where `check`, the CPU's too, and how far apart
+ * they are (g->ref_check): beyond what rounding allows, the device reference is wrong, and the group an error. */
+static lab_status nv_group_refs_cuda(nv_group *g, uint64_t seed, int check)
+{
+    lab_nvfp4_ref_job jobs[NV_NWORK];
+    for (size_t wi = 0; wi < NV_NWORK; ++wi) {
+        const nvfp4_sf_work *w = &g->w[wi];
+        jobs[wi] = (lab_nvfp4_ref_job){w->qa, w->sfa, w->qb, w->sfb, w->global_a, w->global_b, w->shape.m, w->shape.n,
+                                       w->shape.k, g->ref[wi], g->abs[wi]};
+    }
+    lab_status st = lab_nvfp4_gemm_ref_cuda(jobs, NV_NWORK);
+    for (size_t wi = 0; wi < NV_NWORK && st == LAB_OK && check; ++wi) {
+        const nvfp4_sf_work *w = &g->w[wi];
+        size_t mn = w->shape.m * w->shape.n;
+        double *ref = malloc(mn * sizeof *ref), *abs = malloc(mn * sizeof *abs);
+        if (!ref || !abs) st = lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for %s", w->shape.name);
+        else st = nvfp4_sf_reference(w, ref, abs);
+        if (st == LAB_OK) {
+            double x = lab_nvfp4_ref_disagreement(ref, abs, g->ref[wi], g->abs[wi], mn, w->shape.k);
+            g->ref_check = wi == 0 ? x : nv_max(g->ref_check, x);
+            if (!(x <= 1.0))
+                st = lab_err_set(LAB_ERR_MISMATCH, NVFP4_SF_ID ": seed %llu, %s %s: the device's float64 reference is %.3g "
+                                 "of the rounding bound away from the CPU's", (unsigned long long)seed, w->shape.name,
+                                 nv_workloads[wi].data == NVFP4_SF_ONES ? "ones" : "random", x);
+        }
+        free(ref), free(abs);
+    }
+    return st;
+}
+#endif
+
+/* The group of seed: inputs and references, on the CPU, or where `device` on the GPU (checked against the CPU's
+ * where `check`). */
+static lab_status nv_group_make(uint64_t seed, int device, int check, nv_group **out)
 {
     nv_group *g = calloc(1, sizeof *g);
     if (!g) return lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for the group of seed %llu",
                                (unsigned long long)seed);
     lab_status st = LAB_OK;
+    g->ref_check = NAN;
     for (size_t wi = 0; wi < NV_NWORK && st == LAB_OK; ++wi) {
         nvfp4_sf_work *w = &g->w[wi];
         if ((st = nvfp4_sf_work_init(w, nv_workloads[wi].shape, NULL, nv_workloads[wi].data, seed)) != LAB_OK) break;
@@ -292,8 +329,14 @@ static lab_status nv_group_make(uint64_t seed, nv_group **out)
         g->ref[wi] = malloc(mn * sizeof(double));
         g->abs[wi] = malloc(mn * sizeof(double));
         if (!g->ref[wi] || !g->abs[wi]) st = lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for %s", w->shape.name);
-        else st = nvfp4_sf_reference(w, g->ref[wi], g->abs[wi]);
+        else if (!device) st = nvfp4_sf_reference(w, g->ref[wi], g->abs[wi]);
     }
+#ifdef LAB_HAVE_CUDA
+    if (st == LAB_OK && device) st = nv_group_refs_cuda(g, seed, check);
+#else
+    (void)check;
+    if (st == LAB_OK && device) st = lab_err_set(LAB_ERR_UNSUPPORTED, NVFP4_SF_ID ": this build has no CUDA");
+#endif
     if (st != LAB_OK) {
         nv_teardown(g);
         return st;
@@ -305,7 +348,9 @@ static lab_status nv_group_make(uint64_t seed, nv_group **out)
 static lab_status nv_setup(const lab_case *c, void **group)
 {
     nv_group *g;
-    lab_status st = nv_group_make(c->seed, &g);
+    /* on CUDA the references are the device's, and at the cross-check seeds also the CPU's, compared */
+    int cuda = c->backend == LAB_BACKEND_CUDA;
+    lab_status st = nv_group_make(c->seed, cuda, cuda && lab_case_xcheck(c), &g);
     if (st == LAB_OK) *group = g;
     return st;
 }
@@ -317,7 +362,7 @@ lab_status nvfp4_sf_case(uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm
                          const char *golden_dir, lab_case_result *r)
 {
     nv_group *g;
-    lab_status st = nv_group_make(seed, &g);
+    lab_status st = nv_group_make(seed, 0, 0, &g);
     if (st != LAB_OK) return st;
     st = nv_case_group(g, seed, kind, gemm, cpu_check, golden_dir, r);
     nv_teardown(g);
@@ -471,6 +516,8 @@ static lab_status nv_run_cuda(const lab_case *c, lab_case_result *r)
     int x = lab_case_xcheck(c);
     st = nv_run(c, r, nvfp4_sf_run_cuda, x ? nvfp4_sf_run_cpu : NULL, nvfp4_fold_run_cuda, x ? nvfp4_fold_run_cpu : NULL);
     if (st != LAB_OK) return st;
+    const nv_group *g = c->group;
+    if (!isnan(g->ref_check)) lab_result_metric(r, "ref_device_vs_cpu", g->ref_check);
     /* Contained by construction: the memory bug reads bytes of its own fresh layout allocation that nothing
      * wrote (stale pool contents the case itself put there, nv_stale_alloc), and every remap writes below
      * the layout's cosize and reads below rows * k_sf of its source (kernels/lab_nvfp4.cu); every buffer is

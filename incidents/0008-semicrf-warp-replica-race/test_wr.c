@@ -306,3 +306,29 @@ Test(semicrf_wr, census_is_the_sum_of_its_programs, .timeout = 120)
         wr_t_free(&y);
     }
 }
+
+/* GPU: the device's float64 reference in 0008's convention (what the CUDA replay judges 0008 against) agrees with
+ * wr_reference within the float64 account at T = 100, 200 and 500, and is a different recurrence from 0001's (the
+ * convention matters: the first segment's transition changes log Z). */
+Test(semicrf_wr, device_reference_agrees_with_wr_reference, .timeout = 120)
+{
+#ifdef LAB_HAVE_CUDA
+    char why[240];
+    if (lab_cuda_ready(why, sizeof why) != LAB_OK) cr_skip_test("needs a CUDA GPU: %s", why);
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+        lab_semicrf_problem p;
+        lab_semicrf_ref cpu, dev, other;
+        cr_assert_eq(lab_semicrf_case_problem(&p, seed), LAB_OK);
+        cr_assert_eq(wr_reference(&p, &cpu), LAB_OK);
+        cr_assert_eq(lab_semicrf_reference_cuda(&p, LAB_SEMICRF_REF_UNIFORM_START, &dev), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(lab_semicrf_reference_cuda(&p, LAB_SEMICRF_REF_FIRST_FREE, &other), LAB_OK, "%s", lab_err_msg());
+        double x = lab_semicrf_ref_disagreement(&p, &cpu, &dev);
+        cr_expect_leq(x, 1.0, "T = %d: device reference %.3g of the float64 account from wr_reference", p.T, x);
+        cr_expect_gt(fabs(other.logZ[0] - cpu.logZ[0]), 1e-6, "T = %d: the two conventions gave the same log Z", p.T);
+        lab_semicrf_ref_free(&cpu), lab_semicrf_ref_free(&dev), lab_semicrf_ref_free(&other);
+        lab_semicrf_problem_free(&p);
+    }
+#else
+    cr_skip_test("this build has no CUDA (nvcc missing or CUDA=0)");
+#endif
+}

@@ -55,7 +55,8 @@ typedef struct {
     lab_semicrf_problem p;
     wr_fwd f;     /* the forward's shapes only (wr_forward_shapes): what the census and the CUDA launches need (the
                      GPU runs its own forward) */
-    lab_semicrf_ref ref;
+    lab_semicrf_ref ref; /* on CUDA the device's, checked against wr_reference at the cross-check seeds */
+    double ref_check;    /* that check (lab_semicrf_case_reference), NaN elsewhere */
     /* Made once, by the first case that needs them, under `lock` (the group stays read-only to its cases: these are
      * a memo of what setup could have made, kept out of setup so that a CUDA seed batch reaches the GPU without
      * waiting for CPU work most of its cases never use): */
@@ -114,7 +115,7 @@ static lab_status wr_setup(const lab_case *c, void **out)
     /* the CPU forward and kernel are made on first use (wr_group_cpu): on CUDA only the fixes' cross-check seeds use
      * them, after the GPU has run */
     if (st == LAB_OK) st = wr_forward_shapes(&g->p, &g->f);
-    if (st == LAB_OK) st = wr_reference(&g->p, &g->ref);
+    if (st == LAB_OK) st = lab_semicrf_case_reference(c, &g->p, LAB_SEMICRF_REF_UNIFORM_START, wr_reference, &g->ref, &g->ref_check);
     if (st != LAB_OK) {
         wr_teardown(g);
         return st;
@@ -445,6 +446,7 @@ static lab_status wr_judge_cuda(const lab_case *c, const wr_out *outs, int runs,
         wr_out_free(&own);
     }
     if (st == LAB_OK) wr_judge(&v, r);
+    if (!isnan(g->ref_check)) lab_result_metric(r, "ref_device_vs_cpu", g->ref_check);
     /* bug-smem-buffers is a memory bug only for racecheck's sake: its race is between in-bounds accesses to its
      * own block's shared memory, the same elements the global-buffer kernel touches (memcheck found 0 errors on
      * bug-num-warps-4, study/h100/sanitizers.txt), and masked lanes never dereference their stray addresses; so

@@ -126,6 +126,8 @@ lab_status lab_args_replay_parse(int argc, char **argv, lab_args_replay *o)
             o->mpi = 1;
         } else if (!strcmp(a, "--gpu-optional")) {
             o->gpu_optional = 1;
+        } else if (!strcmp(a, "--no-mps")) {
+            o->no_mps = 1;
         } else {
             return lab_err_set(LAB_ERR_ARG, "replay: unknown flag '%.*s'", LAB_ARGS_QUOTE, a);
         }

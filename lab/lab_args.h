@@ -53,6 +53,7 @@ typedef struct {
     int have_seed, have_seeds, have_first;
     const char *backend;                 /* "cpu" (default), "cuda" or "auto" */
     int gpu_optional;                    /* --gpu-optional: cuda without a usable device is SKIP, not exit 3 */
+    int no_mps;                          /* --no-mps: CUDA workers' contexts time-sliced, no private MPS (lab_mps.h) */
     uint64_t jobs;                       /* -j/--jobs; 0: not given (all cores) */
     uint64_t batch_seeds;                /* --batch-seeds; 0: not given (each incident's batch_max) */
     uint64_t timeout_s;                  /* --timeout; 0: not given */

@@ -18,6 +18,7 @@
 #include "lab_incident.h"
 #include "lab_isolate.h"
 #include "lab_mpi.h"
+#include "lab_mps.h"
 #include "lab_new.h"
 #include "lab_plot.h"
 #include "lab_sanitize.h"
@@ -32,7 +33,7 @@ static const struct {
     {"list", "  list                               incidents, their variants and roles\n"},
     {"replay",
      "  replay [--incident ID]... [--variant NAME] [--seeds N | --seed S] [--first-seed S0]\n"
-     "         [--backend cpu|cuda|auto] [--gpu-optional] [-j JOBS] [--timeout SEC] [--out DIR] [--tap]\n"
+     "         [--backend cpu|cuda|auto] [--gpu-optional] [--no-mps] [-j JOBS] [--timeout SEC] [--out DIR] [--tap]\n"
      "         [--no-plots] [--quiet] [--sanitize memcheck|initcheck|racecheck] [--mpi] [--batch-seeds N]\n"
      "                                     run cases isolated on all cores; exit 1 if a fix fails or a bug\n"
      "                                     is not detected (XPASS); --sanitize runs every CUDA case under\n"
@@ -40,6 +41,8 @@ static const struct {
      "                                     mpirun, split the cases across ranks (one GPU each), rank 0 writes\n"
      "                                     the merged report. --backend cuda without a usable device is exit 3\n"
      "                                     (--gpu-optional: every case SKIP instead); auto falls back to cpu.\n"
+     "                                     On cuda the workers share the GPU through a private MPS daemon when\n"
+     "                                     nvidia-cuda-mps-control is on PATH (--no-mps: contexts time-sliced).\n"
      "                                     Ranges: --seeds 1..1048576 (default 256, or an incident's own),\n"
      "                                     --seed and --first-seed 1..9007199254740992 (2^53) with first seed +\n"
      "                                     seeds - 1 at most 2^53, -j 1..1024 (default: all cores), --timeout\n"
@@ -200,9 +203,11 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     size_t n_ids = ra.n_ids;
     int have_seed = ra.have_seed, have_seeds = ra.have_seeds, quiet = ra.quiet, mpi = ra.mpi;
     lab_backend backend = LAB_BACKEND_CPU;
+    int cuda_ok = 0; /* a CUDA device is usable */
     if (!strcmp(ra.backend, "auto") || !strcmp(ra.backend, "cuda")) {
         char why[240];
         lab_backend got = lab_backend_auto(why, sizeof why);
+        cuda_ok = got == LAB_BACKEND_CUDA;
         if (!strcmp(ra.backend, "auto")) {
             backend = got;
             if (got == LAB_BACKEND_CPU) fprintf(stderr, "backend auto: cpu (%s)\n", why);
@@ -256,6 +261,25 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     lab_replay_opts o = {sel, n_sel, variant, seeds, ns, !have_seed && !have_seeds, backend, (int)ra.jobs,
                          (double)ra.timeout_s, out, ra.tap, ra.plots, !quiet, lab_bin, lab_root(), sanitize};
     o.batch_seeds = (unsigned)ra.batch_seeds;
+    /* The CUDA workers share the GPU through a private MPS daemon (lab_mps.h), unless asked not to, under --mpi (each
+     * rank its own GPU, mpirun owns the processes), under compute-sanitizer (no MPS clients) or for one seed: started
+     * before the workers, probed through (a context made via the daemon), stopped after the replay, interrupted or
+     * not. */
+    lab_mps mps = {0};
+    if (backend == LAB_BACKEND_CUDA && cuda_ok && !have_seed && !ra.no_mps && !ra.mpi && !ra.sanitize) {
+        char why[320];
+        lab_status ms = lab_mps_start(&mps, why, sizeof why);
+        if (ms == LAB_OK) {
+            char pwhy[240];
+            if (lab_backend_auto(pwhy, sizeof pwhy) != LAB_BACKEND_CUDA) {
+                lab_mps_stop(&mps);
+                snprintf(why, sizeof why, "no context through MPS (%s): the workers' contexts take turns on the GPU", pwhy);
+                ms = LAB_ERR_DEVICE;
+            }
+        }
+        if (!ra.quiet && (ms == LAB_OK || ms != LAB_ERR_UNSUPPORTED || getenv("CUDA_MPS_PIPE_DIRECTORY")))
+            fprintf(stderr, "cuda: %s\n", why);
+    }
     lab_verdict verdict;
     lab_case_record *recs;
     size_t nrec;
@@ -263,6 +287,7 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     if (!mpi && lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab replay: %s\n", lab_err_msg());
     lab_status st = mpi ? lab_mpi_replay(&o, stdout, &verdict, &recs, &nrec)
                         : lab_replay_run(&o, stdout, &verdict, &recs, &nrec);
+    lab_mps_stop(&mps);
     if (st == LAB_OK && have_seed) {
         /* One case: show everything it reported. */
         for (size_t i = 0; i < nrec; ++i) {

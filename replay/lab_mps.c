@@ -1,0 +1,151 @@
+/* lab_mps: a private CUDA Multi-Process Service for one CUDA replay (contract in lab_mps.h). */
+#define _GNU_SOURCE
+#include "lab_mps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define LAB_MPS_CONTROL "nvidia-cuda-mps-control"
+
+/* The control program's path on PATH into out; 0 when absent. */
+static int lab_mps_find(char *out, size_t len)
+{
+    const char *path = getenv("PATH");
+    if (!path) return 0;
+    const char *p = path;
+    while (*p) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n > 0 && (size_t)snprintf(out, len, "%.*s/%s", (int)n, p, LAB_MPS_CONTROL) < len && access(out, X_OK) == 0)
+            return 1;
+        p += n + (e != NULL);
+    }
+    return 0;
+}
+
+/* Runs the control program with args, stdin from `input` (NULL: /dev/null), stdout and stderr to /dev/null; waits.
+ * Its exit status, or -1 when it could not be started or died by a signal. */
+static int lab_mps_control(const char *exe, const char *arg, const char *input)
+{
+    int fd[2] = {-1, -1};
+    if (input && pipe(fd) != 0) return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (input) posix_spawn_file_actions_adddup2(&fa, fd[0], 0), posix_spawn_file_actions_addclose(&fa, fd[1]);
+    else posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    char *argv[3] = {(char *)LAB_MPS_CONTROL, (char *)arg, NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (input) {
+        close(fd[0]);
+        if (rc == 0) {
+            size_t n = strlen(input);
+            if (write(fd[1], input, n) != (ssize_t)n) { /* the control program's own exit status says the rest */
+            }
+        }
+        close(fd[1]);
+    }
+    if (rc != 0) return -1;
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int lab_mps_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void lab_mps_clear(lab_mps *m)
+{
+    if (m->dir[0]) nftw(m->dir, lab_mps_rm_one, 8, FTW_DEPTH | FTW_PHYS);
+    unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+    unsetenv("CUDA_MPS_LOG_DIRECTORY");
+    memset(m, 0, sizeof *m);
+}
+
+lab_status lab_mps_start(lab_mps *m, char *why, size_t len)
+{
+    memset(m, 0, sizeof *m);
+    char exe[1024], sub[300];
+    if (getenv("CUDA_MPS_PIPE_DIRECTORY")) {
+        snprintf(why, len, "CUDA_MPS_PIPE_DIRECTORY is set: the workers use that MPS as it is");
+        return lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why);
+    }
+    if (!lab_mps_find(exe, sizeof exe)) {
+        snprintf(why, len, LAB_MPS_CONTROL " not found on PATH: the workers' contexts take turns on the GPU");
+        return lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why);
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(m->dir, sizeof m->dir, "%s/lab-mps-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(m->dir)) {
+        snprintf(why, len, "cannot make a folder for the MPS pipes (%s): %s", m->dir, strerror(errno));
+        m->dir[0] = 0;
+        return lab_err_set(LAB_ERR_IO, "%s", why);
+    }
+    const char *names[2] = {"pipe", "log"}, *vars[2] = {"CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"};
+    for (int i = 0; i < 2; ++i) {
+        snprintf(sub, sizeof sub, "%s/%s", m->dir, names[i]);
+        if (mkdir(sub, 0700) != 0) {
+            snprintf(why, len, "cannot make %s: %s", sub, strerror(errno));
+            lab_mps_clear(m);
+            return lab_err_set(LAB_ERR_IO, "%s", why);
+        }
+        setenv(vars[i], sub, 1);
+    }
+    int rc = lab_mps_control(exe, "-d", NULL);
+    if (rc != 0) {
+        snprintf(why, len, LAB_MPS_CONTROL " -d failed (exit status %d)", rc);
+        lab_mps_clear(m);
+        return lab_err_set(LAB_ERR_IO, "%s", why);
+    }
+    m->running = 1;
+    snprintf(why, len, "workers share the GPU through a private MPS daemon (%s)", m->dir);
+    return LAB_OK;
+}
+
+/* 1 when the daemon's log says it exited. */
+static int lab_mps_exited(const char *log)
+{
+    FILE *f = fopen(log, "r");
+    char line[512];
+    int done = 0;
+    while (f && fgets(line, sizeof line, f)) done |= strstr(line, "Exit with status") != NULL;
+    if (f) fclose(f);
+    return done;
+}
+
+void lab_mps_stop(lab_mps *m)
+{
+    if (!m->running) {
+        if (m->dir[0]) lab_mps_clear(m);
+        return;
+    }
+    char exe[1024], log[300];
+    if (lab_mps_find(exe, sizeof exe)) (void)lab_mps_control(exe, NULL, "quit\n");
+    /* the daemon logs its exit ("Exit with status N") once its server is down: wait for that (at most 10 s), then
+     * clear the folder */
+    snprintf(log, sizeof log, "%s/log/control.log", m->dir);
+    for (int i = 0; i < 200 && !lab_mps_exited(log); ++i) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    lab_mps_clear(m);
+}

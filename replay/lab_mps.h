@@ -1,0 +1,49 @@
+/* lab_mps: a private CUDA Multi-Process Service for one CUDA replay, so that the workers' kernels share the GPU's SMs instead of taking turns. */
+#ifndef LAB_MPS_H
+#define LAB_MPS_H
+
+#include <stddef.h>
+
+#include "lab_err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Why: a CUDA replay runs one worker process per core, each with its own context on the same GPU. Without MPS the GPU
+ * time-slices between contexts, one context's kernels at a time, so a worker's small launches (a float64 reference of
+ * two sequences, a GEMM of 128 x 64) hold the whole GPU for their slice while its SMs idle; with the references on the
+ * device a 1000-seed replay on an H100 took 93 s so, and 56 s under MPS, where kernels of different workers run side
+ * by side (reports/h100-1000-mps).
+ *
+ * Contract: lab_mps_start starts `nvidia-cuda-mps-control -d` (found on PATH, run without a shell) with its pipe and
+ * log directories in a fresh private folder under TMPDIR (or /tmp), and points this process's environment at them
+ * (CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY), so every worker started afterwards is an MPS client of this
+ * daemon and of no other; nothing outside the folder is touched, and another MPS on the machine is left alone. It
+ * does not check that clients can connect: the caller probes the device afterwards (a context made through the
+ * daemon) and calls lab_mps_stop if that fails. LAB_ERR_UNSUPPORTED (why says why: no nvidia-cuda-mps-control, or
+ * CUDA_MPS_PIPE_DIRECTORY already set, i.e. the user runs an MPS of their own, which is then used as it is) leaves
+ * nothing started and the environment as it was; LAB_ERR_IO when the folder or the daemon cannot be made.
+ *
+ * lab_mps_stop asks the daemon to quit (`quit` on its control pipe; it stops its server once the clients are gone),
+ * waits for it, removes the folder and restores the environment. Safe on a stopped or never started *m.
+ *
+ * What MPS changes for isolation: each worker keeps its own address space (Volta and later), so a stray access stays
+ * a fault of its own context; but a fatal device fault in one client is reported to every client of the GPU, and the
+ * server takes no new client until they have all exited. The lab's memory-bug variants are contained by construction
+ * (their strays land in guard zones they allocated, lab_case_result.memory_contained), so a replay has no device
+ * fault to share; one that does happen shows as ERROR in the cases running beside it, and `--no-mps` replays them
+ * with the contexts time-sliced again. compute-sanitizer does not run MPS clients: `--sanitize` replays without it. */
+typedef struct {
+    int running;
+    char dir[256];      /* the private folder: dir/pipe, dir/log */
+} lab_mps;
+
+lab_status lab_mps_start(lab_mps *m, char *why, size_t len);
+void lab_mps_stop(lab_mps *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

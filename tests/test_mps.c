@@ -1,0 +1,136 @@
+/* test_mps: the private MPS daemon of a CUDA replay (lab_mps.h) against a stand-in nvidia-cuda-mps-control on PATH: its folder, environment, the calls it makes, and when it declines. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lab_mps.h"
+#include "tests/lab_test_sh.h"
+
+static char dir[64], old_path[8192];
+
+/* The stand-in: appends its arguments and its stdin to $FAKE_LOG; on "quit" logs its exit where the real daemon
+ * does. */
+static const char *fake_control =
+    "#!/bin/sh\n"
+    "echo \"args:$*\" >> \"$FAKE_LOG\"\n"
+    "if [ \"$1\" = -d ]; then echo \"pipe:$CUDA_MPS_PIPE_DIRECTORY\" >> \"$FAKE_LOG\"; exit 0; fi\n"
+    "while read -r line; do echo \"stdin:$line\" >> \"$FAKE_LOG\";\n"
+    "  [ \"$line\" = quit ] && echo 'Control 1] Exit with status 0' >> \"$CUDA_MPS_LOG_DIRECTORY/control.log\"; done\n"
+    "exit 0\n";
+
+static void mk(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/lab-test-mps-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    char tool[128], log[128], path[8300];
+    snprintf(tool, sizeof tool, "%s/nvidia-cuda-mps-control", dir);
+    FILE *f = fopen(tool, "w");
+    cr_assert_not_null(f);
+    fputs(fake_control, f);
+    fclose(f);
+    chmod(tool, 0755);
+    snprintf(log, sizeof log, "%s/calls.log", dir);
+    setenv("FAKE_LOG", log, 1);
+    snprintf(old_path, sizeof old_path, "%s", getenv("PATH") ? getenv("PATH") : "");
+    snprintf(path, sizeof path, "%s:%s", dir, old_path);
+    setenv("PATH", path, 1);
+    setenv("TMPDIR", dir, 1);
+    unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+    unsetenv("CUDA_MPS_LOG_DIRECTORY");
+}
+
+static void rm(void)
+{
+    char cmd[128], *o;
+    setenv("PATH", old_path, 1);
+    unsetenv("TMPDIR");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    lab_test_sh(cmd, &o);
+    free(o);
+}
+
+static char *calls(void)
+{
+    static char buf[4096];
+    char log[128];
+    snprintf(log, sizeof log, "%s/calls.log", dir);
+    FILE *f = fopen(log, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+/* Start: a private folder under TMPDIR, the workers' environment pointed at it, the daemon started with -d in that
+ * environment. Stop: "quit" on the control program's stdin, the folder removed, the environment as before. */
+Test(mps, starts_a_private_daemon_and_stops_it_without_a_trace, .init = mk, .fini = rm)
+{
+    lab_mps m;
+    char why[320];
+    cr_assert_eq(lab_mps_start(&m, why, sizeof why), LAB_OK, "%s", why);
+    cr_expect(m.running);
+    cr_expect_eq(strncmp(m.dir, dir, strlen(dir)), 0, "folder %s not under TMPDIR %s", m.dir, dir);
+    const char *pipe = getenv("CUDA_MPS_PIPE_DIRECTORY"), *log = getenv("CUDA_MPS_LOG_DIRECTORY");
+    cr_assert(pipe && log);
+    struct stat sb;
+    cr_expect(stat(pipe, &sb) == 0 && S_ISDIR(sb.st_mode), "%s", pipe);
+    char want[400];
+    snprintf(want, sizeof want, "args:-d\npipe:%s\n", pipe);
+    cr_expect(strstr(calls(), want) != NULL, "calls:\n%s", calls());
+    char folder[256];
+    snprintf(folder, sizeof folder, "%s", m.dir);
+    lab_mps_stop(&m);
+    cr_expect(strstr(calls(), "stdin:quit") != NULL, "calls:\n%s", calls());
+    cr_expect_null(getenv("CUDA_MPS_PIPE_DIRECTORY"));
+    cr_expect_null(getenv("CUDA_MPS_LOG_DIRECTORY"));
+    cr_expect_neq(stat(folder, &sb), 0, "%s still exists", folder);
+    lab_mps_stop(&m); /* twice: nothing */
+}
+
+/* The user's own MPS is used as it is: nothing started, the environment untouched. */
+Test(mps, an_mps_of_the_users_own_is_left_alone, .init = mk, .fini = rm)
+{
+    setenv("CUDA_MPS_PIPE_DIRECTORY", "/somewhere/else", 1);
+    lab_mps m;
+    char why[320];
+    cr_expect_eq(lab_mps_start(&m, why, sizeof why), LAB_ERR_UNSUPPORTED);
+    cr_expect(strstr(why, "CUDA_MPS_PIPE_DIRECTORY is set") != NULL, "%s", why);
+    cr_expect_str_eq(getenv("CUDA_MPS_PIPE_DIRECTORY"), "/somewhere/else");
+    cr_expect_eq(calls()[0], 0, "the control program ran: %s", calls());
+    lab_mps_stop(&m);
+    cr_expect_str_eq(getenv("CUDA_MPS_PIPE_DIRECTORY"), "/somewhere/else");
+    unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+}
+
+/* No control program on PATH: declined with the reason, nothing left behind; a daemon that fails to start is an
+ * error naming its exit status, its folder removed and the environment restored. */
+Test(mps, declines_without_the_program_and_cleans_up_after_a_failed_start, .init = mk, .fini = rm)
+{
+    lab_mps m;
+    char why[320], tool[128];
+    setenv("PATH", "/nonexistent", 1);
+    cr_expect_eq(lab_mps_start(&m, why, sizeof why), LAB_ERR_UNSUPPORTED);
+    cr_expect(strstr(why, "not found on PATH") != NULL, "%s", why);
+    cr_expect_null(getenv("CUDA_MPS_PIPE_DIRECTORY"));
+    char path[8300];
+    snprintf(path, sizeof path, "%s:%s", dir, old_path);
+    setenv("PATH", path, 1);
+    snprintf(tool, sizeof tool, "%s/nvidia-cuda-mps-control", dir);
+    FILE *f = fopen(tool, "w");
+    cr_assert_not_null(f);
+    fputs("#!/bin/sh\nexit 7\n", f);
+    fclose(f);
+    cr_expect_eq(lab_mps_start(&m, why, sizeof why), LAB_ERR_IO);
+    cr_expect(strstr(why, "exit status 7") != NULL, "%s", why);
+    cr_expect_null(getenv("CUDA_MPS_PIPE_DIRECTORY"));
+    cr_expect_eq(m.running, 0);
+    char *o;
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "ls -d '%s'/lab-mps-* 2>/dev/null | wc -l", dir);
+    lab_test_sh(cmd, &o);
+    cr_expect_eq(atoi(o), 0, "private folders left: %s", o);
+    free(o);
+}

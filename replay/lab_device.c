@@ -2,6 +2,7 @@
  * and the build (commit, compilers, flags), as JSON for report.json. */
 #define _GNU_SOURCE
 #include "lab_device.h"
+#include "lab_mps.h"
 
 #include <math.h>
 #include <sched.h>
@@ -171,8 +172,8 @@ static cJSON *lab_device_gpu_json(void)
     }
     char buf[64];
     cJSON_AddBoolToObject(g, "available", 1);
-    /* whether this replay's workers are MPS clients (lab_mps.h) */
-    cJSON_AddBoolToObject(g, "mps", getenv("CUDA_MPS_PIPE_DIRECTORY") != NULL);
+    /* whether this replay's workers were MPS clients (lab_mps.h) */
+    cJSON_AddBoolToObject(g, "mps", lab_mps_served());
     cJSON_AddNumberToObject(g, "device", 0);
     cJSON_AddStringToObject(g, "name", o.r.detail);
     snprintf(buf, sizeof buf, "%d.%d", (int)lab_result_get(&o.r, "cc_major"), (int)lab_result_get(&o.r, "cc_minor"));

@@ -275,6 +275,8 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
                 lab_mps_stop(&mps);
                 snprintf(why, sizeof why, "no context through MPS (%s): the workers' contexts take turns on the GPU", pwhy);
                 ms = LAB_ERR_DEVICE;
+            } else {
+                lab_mps_confirm(&mps);
             }
         }
         if (!ra.quiet && (ms == LAB_OK || ms != LAB_ERR_UNSUPPORTED || getenv("CUDA_MPS_PIPE_DIRECTORY")))

@@ -18,6 +18,12 @@ extern char **environ;
 
 #define LAB_MPS_CONTROL "nvidia-cuda-mps-control"
 
+static int lab_mps_confirmed;
+
+void lab_mps_confirm(const lab_mps *m) { lab_mps_confirmed |= m->running; }
+
+int lab_mps_served(void) { return lab_mps_confirmed || getenv("CUDA_MPS_PIPE_DIRECTORY") != NULL; }
+
 /* The control program's path on PATH into out; 0 when absent. */
 static int lab_mps_find(char *out, size_t len)
 {

@@ -41,6 +41,12 @@ typedef struct {
 
 lab_status lab_mps_start(lab_mps *m, char *why, size_t len);
 void lab_mps_stop(lab_mps *m);
+/* The caller's probe made a context through the daemon of *m: from now on lab_mps_served() is 1 for this process (the
+ * report written after the replay, when the daemon is gone, says the replay ran under MPS). */
+void lab_mps_confirm(const lab_mps *m);
+/* 1 when this process's workers are or were MPS clients: a daemon of lab_mps_confirm, or the user's own
+ * (CUDA_MPS_PIPE_DIRECTORY set). */
+int lab_mps_served(void);
 
 #ifdef __cplusplus
 }

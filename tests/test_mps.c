@@ -134,3 +134,15 @@ Test(mps, declines_without_the_program_and_cleans_up_after_a_failed_start, .init
     cr_expect_eq(atoi(o), 0, "private folders left: %s", o);
     free(o);
 }
+
+/* What the report says: served once a probe went through the daemon, still after the daemon is gone. */
+Test(mps, a_confirmed_daemon_is_reported_after_it_stopped, .init = mk, .fini = rm)
+{
+    lab_mps m;
+    char why[320];
+    cr_assert_eq(lab_mps_start(&m, why, sizeof why), LAB_OK, "%s", why);
+    lab_mps_confirm(&m);
+    lab_mps_stop(&m);
+    cr_expect_null(getenv("CUDA_MPS_PIPE_DIRECTORY"));
+    cr_expect_eq(lab_mps_served(), 1);
+}

@@ -246,7 +246,12 @@ Test(nvfp4_cuda, skips_cleanly_or_matches_the_cpu, .timeout = 300)
             double gf = lab_result_get(&r, "fault"), cf = lab_result_get(&cpu, "fault");
             double gc = lab_result_get(&r, "cos_ragged"), cc = lab_result_get(&cpu, "cos_ragged");
             cr_expect(gf == cf || (isnan(gf) && isnan(cf)), "%s: fault gpu %g cpu %g", names[k], gf, cf);
-            cr_expect(gc == cc || (isnan(gc) && isnan(cc)), "%s: cos_ragged gpu %g cpu %g", names[k], gc, cc);
+            /* The outputs are bit for bit the CPU's (gpu_cpu_mismatch); the CUDA case is judged against the device's
+             * float64 reference, which differs from the CPU's by rounding only (seed 2 cross-checks it: at most 1 of
+             * the bound), so the cosines agree to about 1e-15, not bit for bit. */
+            double rc = lab_result_get(&r, "ref_device_vs_cpu");
+            cr_expect(rc <= 1.0, "%s: ref_device_vs_cpu %g", names[k], rc);
+            cr_expect(fabs(gc - cc) <= 1e-12 || (isnan(gc) && isnan(cc)), "%s: cos_ragged gpu %.17g cpu %.17g", names[k], gc, cc);
         }
     }
 }

@@ -24,8 +24,12 @@
  * cost one launch each; a GPU where the race fires less often gets its second chance as before, shows it in
  * runs_wrong (recorded per case), and a seed missed by both launches is an XPASS. */
 #define WR_CUDA_RUNS 2
-/* The GPU/CPU cross-check of a fix: both are within tol of the reference, so within 2 tol of each other. */
-#define WR_XCHECK_TOL 2.0
+/* The GPU/CPU cross-check of a fix: the same float32 arithmetic in the same order on both, differing by the GPU's
+ * exp and log roundings only, so far closer than the reference's tol. It was 2 tol (what two results each within tol
+ * of the reference may differ by), which only a CPU model off by more than tol could fail; measured at most 0.067 tol
+ * over the 378 cross-checked fix cases of a 1000-seed H100 replay (reports/h100-1000-mps), so half of tol, 7x that,
+ * is a bound a GPU that computes something else (or a CPU model that drifted from the kernel) fails. */
+#define WR_XCHECK_TOL 0.5
 
 /* What a variant runs (variant param indexes wr_variant_cfgs). */
 enum {

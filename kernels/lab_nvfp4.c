@@ -332,7 +332,13 @@ mismatch:
 
 lab_status lab_nvfp4_name_fault(const lab_nvfp4_problem *p, const float *observed, lab_nvfp4_diagnosis *d)
 {
-    if (!p || !observed || !d || !p->qa || !p->qb || !p->sfa || !p->sfb)
+    return lab_nvfp4_name_fault_with(p, observed, lab_nvfp4_gemm, d);
+}
+
+lab_status lab_nvfp4_name_fault_with(const lab_nvfp4_problem *p, const float *observed, lab_nvfp4_gemm_fn gemm,
+                                     lab_nvfp4_diagnosis *d)
+{
+    if (!p || !observed || !d || !gemm || !p->qa || !p->qb || !p->sfa || !p->sfb)
         return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_name_fault: NULL argument");
     size_t m = p->m, n = p->n, k = p->k;
     if (!nv_shape_ok(m, k, 1) || !nv_shape_ok(n, k, 1) || !nv_shape_ok(m, n, 1) || k % LAB_NVFP4_BLOCK != 0)
@@ -354,7 +360,7 @@ lab_status lab_nvfp4_name_fault(const lab_nvfp4_problem *p, const float *observe
     /* The correct layouts, and the correct output. */
     if ((st = lab_nvfp4_sf_remap(p->sfa, m, k_sf, la, ca, LAB_NVFP4_REMAP_FIX)) != LAB_OK) goto done;
     if ((st = lab_nvfp4_sf_remap(p->sfb, n, k_sf, lb, cb, LAB_NVFP4_REMAP_FIX)) != LAB_OK) goto done;
-    if ((st = lab_nvfp4_gemm(p->qa, la, p->qb, lb, m, n, k, alpha, correct)) != LAB_OK) goto done;
+    if ((st = gemm(p->qa, la, p->qb, lb, m, n, k, alpha, correct)) != LAB_OK) goto done;
 
     for (int f = 0; f < LAB_NVFP4_FAULT_UNKNOWN; ++f) {
         double cs = NAN;
@@ -367,7 +373,7 @@ lab_status lab_nvfp4_name_fault(const lab_nvfp4_problem *p, const float *observe
             lab_nvfp4_remap_kind kind = f == LAB_NVFP4_FAULT_MK_SWAP ? LAB_NVFP4_REMAP_MK_SWAP : LAB_NVFP4_REMAP_TILE_SWAP;
             if ((st = lab_nvfp4_sf_remap(p->sfa, m, k_sf, fa, ca, kind)) != LAB_OK) goto done;
             if ((st = lab_nvfp4_sf_remap(p->sfb, n, k_sf, fb, cb, kind)) != LAB_OK) goto done;
-            if ((st = lab_nvfp4_gemm(p->qa, fa, p->qb, fb, m, n, k, alpha, cand)) != LAB_OK) goto done;
+            if ((st = gemm(p->qa, fa, p->qb, fb, m, n, k, alpha, cand)) != LAB_OK) goto done;
             cs = nv_cosine_all(observed, cand, mn, tmp);
             break;
         }
@@ -378,7 +384,7 @@ lab_status lab_nvfp4_name_fault(const lab_nvfp4_problem *p, const float *observe
         case LAB_NVFP4_FAULT_NIBBLE:
             /* Swapped in A; swapped in B gives the very same output (see the header). */
             nv_swap_nibbles(p->qa, m * k / 2, swq);
-            if ((st = lab_nvfp4_gemm(swq, la, p->qb, lb, m, n, k, alpha, cand)) != LAB_OK) goto done;
+            if ((st = gemm(swq, la, p->qb, lb, m, n, k, alpha, cand)) != LAB_OK) goto done;
             cs = nv_cosine_all(observed, cand, mn, tmp);
             break;
         default:

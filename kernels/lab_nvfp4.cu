@@ -274,3 +274,41 @@ done:
     if (dst) cudaFree(dst);
     return st;
 }
+
+extern "C" lab_status lab_nvfp4_cuda_gemm_host(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb,
+                                               const uint8_t *sfb_layout, size_t m, size_t n, size_t k, float alpha,
+                                               float *out)
+{
+    if (!qa || !sfa_layout || !qb || !sfb_layout || !out) return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_gemm_host: NULL buffer");
+    if (m == 0 || n == 0 || k == 0 || k % LAB_NVFP4_BLOCK != 0)
+        return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_cuda_gemm_host: shape (%zu, %zu, %zu) not supported", m, n, k);
+    size_t k_sf = k / LAB_NVFP4_BLOCK;
+    const void *host[4] = {qa, sfa_layout, qb, sfb_layout};
+    size_t len[4] = {m * k / 2, lab_nvfp4_sf_cosize(m, k_sf), n * k / 2, lab_nvfp4_sf_cosize(n, k_sf)};
+    void *dev[5] = {NULL, NULL, NULL, NULL, NULL};
+    cudaStream_t s = NULL;
+    lab_status st = LAB_OK;
+    LAB_CUDA_CHECK_GOTO(st, cudaStreamCreate(&s), done);
+    for (int i = 0; i < 4; ++i) {
+        LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync(&dev[i], len[i], s), done);
+        LAB_CUDA_CHECK_GOTO(st, cudaMemcpyAsync(dev[i], host[i], len[i], cudaMemcpyHostToDevice, s), done);
+    }
+    LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync(&dev[4], m * n * sizeof(float), s), done);
+    st = lab_nvfp4_cuda_gemm_async((const uint8_t *)dev[0], (const uint8_t *)dev[1], (const uint8_t *)dev[2],
+                                   (const uint8_t *)dev[3], m, n, k, alpha, (float *)dev[4], s);
+    if (st != LAB_OK) goto done;
+    /* to pageable memory: returns when the copy is done (the one wait) */
+    LAB_CUDA_CHECK_GOTO(st, cudaMemcpyAsync(out, dev[4], m * n * sizeof(float), cudaMemcpyDeviceToHost, s), done);
+    LAB_CUDA_CHECK_GOTO(st, cudaStreamSynchronize(s), done);
+done:
+    for (int i = 0; s && i < 5; ++i)
+        if (dev[i]) {
+            cudaError_t e = cudaFreeAsync(dev[i], s);
+            if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaFreeAsync", cudaGetErrorString(e));
+        }
+    if (s) {
+        cudaError_t e = cudaStreamDestroy(s);
+        if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaStreamDestroy", cudaGetErrorString(e));
+    }
+    return st;
+}

@@ -86,6 +86,9 @@ float lab_nvfp4_alpha(float global_a, float global_b);
  * shape (k not a positive multiple of 16) or NULL buffers; LAB_ERR_NOMEM. */
 lab_status lab_nvfp4_gemm(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb, const uint8_t *sfb_layout,
                           size_t m, size_t n, size_t k, float alpha, float *out);
+/* A GEMM of lab_nvfp4_gemm's signature and bits (host buffers): lab_nvfp4_gemm, or lab_nvfp4_cuda_gemm_host. */
+typedef lab_status (*lab_nvfp4_gemm_fn)(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb,
+                                        const uint8_t *sfb_layout, size_t m, size_t n, size_t k, float alpha, float *out);
 
 /* The float64 reference: ref = A_deq * B_deq^T with A_deq(i, c) = e2m1 * e4m3(sfa[i][c/16]) / global_a from
  * the row-major scales (no layout), in double; abs (may be NULL) receives sum_c |A_deq B_deq| per output,
@@ -151,6 +154,10 @@ typedef struct {
  * is read). Other candidates: cosine over all entries, every entry finite. LAB_ERR_ARG for a bad problem;
  * LAB_ERR_NOMEM. */
 lab_status lab_nvfp4_name_fault(const lab_nvfp4_problem *p, const float *observed, lab_nvfp4_diagnosis *d);
+/* The same with the candidates' GEMMs computed by `gemm` (a CUDA replay passes lab_nvfp4_cuda_gemm_host: the same
+ * bits, so the same diagnosis, without four CPU GEMMs per failing case). */
+lab_status lab_nvfp4_name_fault_with(const lab_nvfp4_problem *p, const float *observed, lab_nvfp4_gemm_fn gemm,
+                                     lab_nvfp4_diagnosis *d);
 
 #ifdef LAB_HAVE_CUDA
 /* CUDA (lab_nvfp4.cu). Device pointers unless named host_. Every CUDA call is checked: LAB_ERR_DEVICE with
@@ -175,6 +182,11 @@ lab_status lab_nvfp4_cuda_sf_remap_host(const uint8_t *host_src, size_t rows, si
 lab_status lab_nvfp4_cuda_gemm_async(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb,
                                      const uint8_t *sfb_layout, size_t m, size_t n, size_t k, float alpha, float *out,
                                      void *stream);
+
+/* lab_nvfp4_cuda_gemm_async on host buffers (layouts of lab_nvfp4_sf_cosize(rows, k / 16) bytes): uploads, runs and
+ * downloads on a stream of its own, one wait; lab_nvfp4_gemm's bits (a lab_nvfp4_gemm_fn). LAB_ERR_ARG, LAB_ERR_DEVICE. */
+lab_status lab_nvfp4_cuda_gemm_host(const uint8_t *qa, const uint8_t *sfa_layout, const uint8_t *qb, const uint8_t *sfb_layout,
+                                    size_t m, size_t n, size_t k, float alpha, float *out);
 
 /* One float64 reference GEMM for lab_nvfp4_gemm_ref_cuda: host operands in lab_nvfp4_gemm_ref's form, host outputs. */
 typedef struct {

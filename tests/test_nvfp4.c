@@ -452,6 +452,39 @@ Test(nvfp4_ref, device_reference_agrees_with_the_cpu_reference, .timeout = 60)
     bad.k = 600; /* not a multiple of 16 */
     cr_expect_eq(lab_nvfp4_gemm_ref_cuda(&bad, 1), LAB_ERR_ARG);
 }
+/* The namer's GEMM on the GPU (what a CUDA replay uses) gives the CPU GEMM's bits, so the same diagnosis: each
+ * injected fault of the namer test, named the same through both. */
+Test(nvfp4_namer, the_gpu_gemm_names_what_the_cpu_gemm_names, .timeout = 60)
+{
+    char why[240];
+    lab_status st = lab_cuda_ready(why, sizeof why);
+    if (st == LAB_ERR_UNSUPPORTED) cr_skip_test("needs a CUDA GPU: %s", why);
+    cr_assert_eq(st, LAB_OK, "%s", why);
+    nv_work w;
+    nv_work_init(&w, 200, 96, 592, 4, 0x22);
+    lab_nvfp4_problem p = problem_of(&w);
+    const lab_nvfp4_remap_kind kinds[3] = {LAB_NVFP4_REMAP_FIX, LAB_NVFP4_REMAP_MK_SWAP, LAB_NVFP4_REMAP_SIZE_NOT_COSIZE};
+    for (int i = 0; i < 3; ++i) {
+        float *out = gemm_of(&w, kinds[i]);
+        uint8_t *la = malloc(w.cosize_a), *lb = malloc(w.cosize_b);
+        float *gpu = malloc(w.m * w.n * sizeof *gpu);
+        cr_assert(la && lb && gpu);
+        memcpy(la, w.stale_a, w.cosize_a), memcpy(lb, w.stale_b, w.cosize_b);
+        cr_assert_eq(lab_nvfp4_sf_remap(w.sfa, w.m, w.k_sf, la, w.cosize_a, kinds[i]), LAB_OK);
+        cr_assert_eq(lab_nvfp4_sf_remap(w.sfb, w.n, w.k_sf, lb, w.cosize_b, kinds[i]), LAB_OK);
+        cr_assert_eq(lab_nvfp4_cuda_gemm_host(w.qa, la, w.qb, lb, w.m, w.n, w.k, lab_nvfp4_alpha(w.global_a, w.global_b), gpu),
+                     LAB_OK, "%s", lab_err_msg());
+        size_t differ = 0;
+        for (size_t j = 0; j < w.m * w.n; ++j) differ += isnan(out[j]) ? !isnan(gpu[j]) : memcmp(&out[j], &gpu[j], 4) != 0;
+        cr_expect_eq(differ, 0u, "kind %d: %zu outputs differ from the CPU GEMM", i, differ);
+        lab_nvfp4_diagnosis dc, dg;
+        cr_assert_eq(lab_nvfp4_name_fault(&p, out, &dc), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(lab_nvfp4_name_fault_with(&p, out, lab_nvfp4_cuda_gemm_host, &dg), LAB_OK, "%s", lab_err_msg());
+        cr_expect_eq(dg.fault, dc.fault, "kind %d: GPU names %s, CPU %s", i, lab_nvfp4_fault_name(dg.fault), lab_nvfp4_fault_name(dc.fault));
+        free(out), free(la), free(lb), free(gpu);
+    }
+    nv_work_free(&w);
+}
 #else
 Test(nvfp4_ref, device_reference_agrees_with_the_cpu_reference)
 {

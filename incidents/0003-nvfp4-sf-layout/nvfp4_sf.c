@@ -356,7 +356,8 @@ static lab_status nv_setup(const lab_case *c, void **group)
 }
 
 static lab_status nv_case_group(const nv_group *g, uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm_fn gemm,
-                                nvfp4_sf_gemm_fn cpu_check, const char *golden_dir, lab_case_result *r);
+                                nvfp4_sf_gemm_fn cpu_check, lab_nvfp4_gemm_fn namer, const char *golden_dir,
+                                lab_case_result *r);
 
 lab_status nvfp4_sf_case(uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm_fn gemm, nvfp4_sf_gemm_fn cpu_check,
                          const char *golden_dir, lab_case_result *r)
@@ -364,14 +365,15 @@ lab_status nvfp4_sf_case(uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm
     nv_group *g;
     lab_status st = nv_group_make(seed, 0, 0, &g);
     if (st != LAB_OK) return st;
-    st = nv_case_group(g, seed, kind, gemm, cpu_check, golden_dir, r);
+    st = nv_case_group(g, seed, kind, gemm, cpu_check, lab_nvfp4_gemm, golden_dir, r);
     nv_teardown(g);
     return st;
 }
 
 /* One variant (kind) over the group's workloads: the kernel, then the judge against the shared reference. */
 static lab_status nv_case_group(const nv_group *g, uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm_fn gemm,
-                                nvfp4_sf_gemm_fn cpu_check, const char *golden_dir, lab_case_result *r)
+                                nvfp4_sf_gemm_fn cpu_check, lab_nvfp4_gemm_fn namer, const char *golden_dir,
+                                lab_case_result *r)
 {
     lab_status st = LAB_OK;
     double cos_random = 1.0, cos_ones = 1.0, rel_l2_random = 0.0, eob = 0.0, golden_eob = 0.0;
@@ -424,7 +426,7 @@ static lab_status nv_case_group(const nv_group *g, uint64_t seed, lab_nvfp4_rema
             passed = 0;
             if (!named) {
                 lab_nvfp4_problem p = {w.shape.m, w.shape.n, w.shape.k, w.qa, w.qb, w.sfa, w.sfb, w.global_a, w.global_b};
-                if ((st = lab_nvfp4_name_fault(&p, out, &diag)) != LAB_OK) goto next;
+                if ((st = lab_nvfp4_name_fault_with(&p, out, namer, &diag)) != LAB_OK) goto next;
                 named = 1;
                 snprintf(failed_on, sizeof failed_on, "%s %s", w.shape.name, data == NVFP4_SF_ONES ? "ones" : "random");
             }
@@ -484,12 +486,13 @@ static lab_status nv_fold_group(const nv_group *g, uint64_t seed, int fold, nvfp
 /* A variant's case: the fold variant runs the fold case alone; every other one runs the layout case, and the
  * fix also the fold workloads at the seed's magnitudes with alpha (it must pass there too). */
 static lab_status nv_run(const lab_case *c, lab_case_result *r, nvfp4_sf_gemm_fn gemm, nvfp4_sf_gemm_fn cpu_check,
-                         nvfp4_fold_gemm_fn fgemm, nvfp4_fold_gemm_fn fcheck)
+                         nvfp4_fold_gemm_fn fgemm, nvfp4_fold_gemm_fn fcheck,
+                         lab_nvfp4_gemm_fn namer)
 {
     int param = c->variant->param;
     if (param & NVFP4_FOLD_FLAG) return nv_fold_group(c->group, c->seed, 1, fgemm, fcheck, r);
     lab_nvfp4_remap_kind kind = (lab_nvfp4_remap_kind)(param & 0xff);
-    lab_status st = nv_case_group(c->group, c->seed, kind, gemm, cpu_check, c->golden_dir, r);
+    lab_status st = nv_case_group(c->group, c->seed, kind, gemm, cpu_check, namer, c->golden_dir, r);
     if (st != LAB_OK || kind != LAB_NVFP4_REMAP_FIX) return st;
     lab_case_result m;
     memset(&m, 0, sizeof m);
@@ -502,7 +505,7 @@ static lab_status nv_run(const lab_case *c, lab_case_result *r, nvfp4_sf_gemm_fn
 static lab_status nv_run_cpu(const lab_case *c, lab_case_result *r)
 {
     r->memory_contained = 1; /* as on the GPU (nv_run_cuda): every access inside the case's own buffers */
-    return nv_run(c, r, nvfp4_sf_run_cpu, NULL, nvfp4_fold_run_cpu, NULL);
+    return nv_run(c, r, nvfp4_sf_run_cpu, NULL, nvfp4_fold_run_cpu, NULL, lab_nvfp4_gemm);
 }
 
 #ifdef LAB_HAVE_CUDA
@@ -514,7 +517,9 @@ static lab_status nv_run_cuda(const lab_case *c, lab_case_result *r)
     nvfp4_sf_cuda_stale_reused = nvfp4_sf_cuda_stale_buffers = 0;
     /* The bit-for-bit comparisons with the CPU kernels on a sample of seeds (lab_case_xcheck). */
     int x = lab_case_xcheck(c);
-    st = nv_run(c, r, nvfp4_sf_run_cuda, x ? nvfp4_sf_run_cpu : NULL, nvfp4_fold_run_cuda, x ? nvfp4_fold_run_cpu : NULL);
+    /* a failing workload's fault is named with the candidates' GEMMs on the GPU (the same bits as the CPU's) */
+    st = nv_run(c, r, nvfp4_sf_run_cuda, x ? nvfp4_sf_run_cpu : NULL, nvfp4_fold_run_cuda, x ? nvfp4_fold_run_cpu : NULL,
+                lab_nvfp4_cuda_gemm_host);
     if (st != LAB_OK) return st;
     const nv_group *g = c->group;
     if (!isnan(g->ref_check)) lab_result_metric(r, "ref_device_vs_cpu", g->ref_check);

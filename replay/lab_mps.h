@@ -26,7 +26,10 @@ extern "C" {
  * nothing started and the environment as it was; LAB_ERR_IO when the folder or the daemon cannot be made.
  *
  * lab_mps_stop asks the daemon to quit (`quit` on its control pipe; it stops its server once the clients are gone),
- * waits for it, removes the folder and restores the environment. Safe on a stopped or never started *m.
+ * waits for it (at most 10 s, reading its log for the exit), removes the folder and restores the environment. Safe
+ * on a stopped or never started *m. A replay stopped by SIGINT or SIGTERM stops its daemon; one killed outright
+ * (SIGKILL) leaves it running with its folder: `echo quit | CUDA_MPS_PIPE_DIRECTORY=DIR/pipe nvidia-cuda-mps-control`
+ * ends it. */
  *
  * What MPS changes for isolation: each worker keeps its own address space (Volta and later), so a stray access stays
  * a fault of its own context; but a fatal device fault in one client is reported to every client of the GPU, and the

@@ -29,7 +29,7 @@ extern "C" {
  * waits for it (at most 10 s, reading its log for the exit), removes the folder and restores the environment. Safe
  * on a stopped or never started *m. A replay stopped by SIGINT or SIGTERM stops its daemon; one killed outright
  * (SIGKILL) leaves it running with its folder: `echo quit | CUDA_MPS_PIPE_DIRECTORY=DIR/pipe nvidia-cuda-mps-control`
- * ends it. */
+ * ends it.
  *
  * What MPS changes for isolation: each worker keeps its own address space (Volta and later), so a stray access stays
  * a fault of its own context; but a fatal device fault in one client is reported to every client of the GPU, and the

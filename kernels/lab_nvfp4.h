@@ -200,7 +200,7 @@ typedef struct {
  * and sums in float64, one warp per output striding over k, its lanes' partial sums added in a fixed tree, so the
  * result is deterministic; written apart from the kernels under test, as plainly as the CPU reference. Uploads,
  * computes and downloads on one stream, one wait for all jobs. Differs from the CPU reference by rounding only:
- * lab_nvfp4_ref_disagreement <= 1 (test nvfp4::device_reference_agrees_with_the_cpu_reference). LAB_ERR_ARG for a
+ * lab_nvfp4_ref_disagreement <= 1 (test nvfp4_ref::device_reference_agrees_with_the_cpu_reference). LAB_ERR_ARG for a
  * bad shape, LAB_ERR_DEVICE. */
 lab_status lab_nvfp4_gemm_ref_cuda(const lab_nvfp4_ref_job *jobs, size_t n);
 #endif

@@ -300,6 +300,13 @@ lab_status lab_semicrf_golden_compare(const char *dir, uint64_t seed, const lab_
                                       const lab_semicrf_out *o, double *err);
 
 #ifdef LAB_HAVE_CUDA
+/* The float64 reference on the device (lab_semicrf_ref.cu): the CPU reference's loops (lab_semicrf_reference, or
+ * 0008's convention) in float64, one block per sequence, thread d owning class d, the batch sums over b on the host in
+ * b order; written apart from the kernels under test. Differs from the CPU's by the rounding of the device's exp and
+ * log and the order of the batch sums only (lab_semicrf_ref_disagreement <= 1, test
+ * semicrf::device_reference_agrees_with_the_cpu_reference). One wait. Errors as lab_semicrf_reference, and
+ * LAB_ERR_DEVICE. */
+lab_status lab_semicrf_reference_cuda(const lab_semicrf_problem *p, lab_semicrf_ref_convention conv, lab_semicrf_ref *r);
 /* The CUDA kernels (lab_semicrf.cu): the same algorithm on the GPU with real atomicAdd: one block of
  * C_PAD threads per batch element for the forward and backward passes, then the marginal kernel on an
  * (s, b) grid of 4 x C_PAD threads, layout, accumulation and guards as in cfg (schedule_seed unused: the
@@ -313,13 +320,6 @@ lab_status lab_semicrf_golden_compare(const char *dir, uint64_t seed, const lab_
  * runs (1 for a case); *ms_backward (may be NULL) gets the median time of the accumulation stage (marginal
  * kernel, atomics or workspaces and reductions). LAB_ERR_DEVICE with the CUDA error text; LAB_ERR_ARG for
  * a bad config or length. */
-/* The float64 reference on the device (lab_semicrf_ref.cu): the CPU reference's loops (lab_semicrf_reference, or
- * 0008's convention) in float64, one block per sequence, thread d owning class d, the batch sums over b on the host in
- * b order; written apart from the kernels under test. Differs from the CPU's by the rounding of the device's exp and
- * log and the order of the batch sums only (lab_semicrf_ref_disagreement <= 1, test
- * semicrf::device_reference_agrees_with_the_cpu_reference). One wait. Errors as lab_semicrf_reference, and
- * LAB_ERR_DEVICE. */
-lab_status lab_semicrf_reference_cuda(const lab_semicrf_problem *p, lab_semicrf_ref_convention conv, lab_semicrf_ref *r);
 lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
                                 lab_semicrf_out *o, double *ms_backward);
 /* A seed batch: n problems of one shape (B, T, K, C, use_proj alike) under configs alike but for their guard and

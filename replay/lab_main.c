@@ -279,7 +279,8 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
                 lab_mps_confirm(&mps);
             }
         }
-        if (!ra.quiet && (ms == LAB_OK || ms != LAB_ERR_UNSUPPORTED || getenv("CUDA_MPS_PIPE_DIRECTORY")))
+        /* silent only where MPS is simply not installed */
+        if (!ra.quiet && (ms != LAB_ERR_UNSUPPORTED || getenv("CUDA_MPS_PIPE_DIRECTORY")))
             fprintf(stderr, "cuda: %s\n", why);
     }
     lab_verdict verdict;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 extern char **environ;
 
 #define LAB_MPS_CONTROL "nvidia-cuda-mps-control"
+#define LAB_MPS_WAIT_S 5 /* longest wait for the control program, and for the daemon's exit */
 
 static int lab_mps_confirmed;
 
@@ -66,9 +68,21 @@ static int lab_mps_control(const char *exe, const char *arg, const char *input)
         close(fd[1]);
     }
     if (rc != 0) return -1;
+    /* at most LAB_MPS_WAIT_S: a control program that does not answer is killed, never waited for forever */
     int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
+    for (int i = 0;; ++i) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) return -1;
+        if (i >= LAB_MPS_WAIT_S * 50) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            return -1;
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -146,10 +160,10 @@ void lab_mps_stop(lab_mps *m)
     }
     char exe[1024], log[300];
     if (lab_mps_find(exe, sizeof exe)) (void)lab_mps_control(exe, NULL, "quit\n");
-    /* the daemon logs its exit ("Exit with status N") once its server is down: wait for that (at most 10 s), then
-     * clear the folder */
+    /* the daemon logs its exit ("Exit with status N") once its server is down: wait for that (at most LAB_MPS_WAIT_S),
+     * then clear the folder */
     snprintf(log, sizeof log, "%s/log/control.log", m->dir);
-    for (int i = 0; i < 200 && !lab_mps_exited(log); ++i) {
+    for (int i = 0; i < LAB_MPS_WAIT_S * 20 && !lab_mps_exited(log); ++i) {
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }

@@ -26,7 +26,8 @@ extern "C" {
  * nothing started and the environment as it was; LAB_ERR_IO when the folder or the daemon cannot be made.
  *
  * lab_mps_stop asks the daemon to quit (`quit` on its control pipe; it stops its server once the clients are gone),
- * waits for it (at most 10 s, reading its log for the exit), removes the folder and restores the environment. Safe
+ * waits for it (at most 5 s for the control program, killed past that, and 5 s reading the daemon's log for its
+ * exit), removes the folder and restores the environment: a daemon that does not answer never hangs the replay. Safe
  * on a stopped or never started *m. A replay stopped by SIGINT or SIGTERM stops its daemon; one killed outright
  * (SIGKILL) leaves it running with its folder: `echo quit | CUDA_MPS_PIPE_DIRECTORY=DIR/pipe nvidia-cuda-mps-control`
  * ends it.

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lab_mps.h"
@@ -145,4 +146,29 @@ Test(mps, a_confirmed_daemon_is_reported_after_it_stopped, .init = mk, .fini = r
     lab_mps_stop(&m);
     cr_expect_null(getenv("CUDA_MPS_PIPE_DIRECTORY"));
     cr_expect_eq(lab_mps_served(), 1);
+}
+
+/* A daemon that does not answer never hangs the replay: a control program stuck on `quit` is killed after its wait,
+ * and the folder and environment are cleared all the same. */
+Test(mps, a_control_program_that_hangs_is_killed_and_the_stop_returns, .init = mk, .fini = rm, .timeout = 60)
+{
+    lab_mps m;
+    char why[320], tool[128];
+    cr_assert_eq(lab_mps_start(&m, why, sizeof why), LAB_OK, "%s", why);
+    snprintf(tool, sizeof tool, "%s/nvidia-cuda-mps-control", dir);
+    FILE *f = fopen(tool, "w");
+    cr_assert_not_null(f);
+    fputs("#!/bin/sh\nexec sleep 300\n", f);
+    fclose(f);
+    char folder[256];
+    snprintf(folder, sizeof folder, "%s", m.dir);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    lab_mps_stop(&m);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    cr_expect_lt(s, 30.0, "stop took %.1f s", s);
+    cr_expect_null(getenv("CUDA_MPS_PIPE_DIRECTORY"));
+    struct stat sb;
+    cr_expect_neq(stat(folder, &sb), 0, "%s still exists", folder);
 }

@@ -24,24 +24,35 @@ const char *lab_semicrf_guard_kind_name(lab_semicrf_guard_kind k)
     return "?";
 }
 
-/* Fills nwords 32-bit words of a guard zone; `first` numbers the zone's words in the seed's guard stream. */
+/* Fills nwords 32-bit words of a guard zone; `first` numbers the zone's words in the seed's guard stream. Word i is
+ * (idx = first + i + 1; word 0 picks the kind) by kind: 0; lab_rng_normal(seed, GUARD ^ 0x100, idx); the bits of
+ * u = lab_rng_u32(seed, GUARD, idx); or by u % 16, -inf, +inf, NaN or that normal. Made in batches (lab_rng_fill_u32,
+ * lab_rng_fill_normal: the same bits as the per-word calls). */
 static void sc_guard_fill(unsigned char *dst, size_t nwords, uint64_t seed, lab_semicrf_guard_kind kind, uint64_t first)
 {
-    for (size_t i = 0; i < nwords; ++i) {
-        uint64_t idx = first + i + 1; /* word 0 picks the kind */
-        uint32_t u = lab_rng_u32(seed, LAB_SEMICRF_STREAM_GUARD, idx);
-        float f;
-        switch (kind) {
-        case LAB_SEMICRF_GUARD_ZEROS: f = 0.0f; break;
-        case LAB_SEMICRF_GUARD_FINITE: f = lab_rng_normal(seed, LAB_SEMICRF_STREAM_GUARD ^ 0x100u, idx); break;
-        case LAB_SEMICRF_GUARD_STALE: memcpy(&f, &u, 4); break;
-        default: {
-            unsigned r = u % 16u;
-            f = r == 0 ? -INFINITY : r == 1 ? INFINITY : r == 2 ? NAN
-                                         : lab_rng_normal(seed, LAB_SEMICRF_STREAM_GUARD ^ 0x100u, idx);
+    enum { NBATCH = 512 };
+    uint32_t u[NBATCH];
+    float nrm[NBATCH];
+    for (size_t i0 = 0; i0 < nwords; i0 += NBATCH) {
+        size_t m = nwords - i0 < NBATCH ? nwords - i0 : NBATCH;
+        uint64_t idx0 = first + i0 + 1;
+        if (kind == LAB_SEMICRF_GUARD_STALE || kind == LAB_SEMICRF_GUARD_SENTINELS)
+            lab_rng_fill_u32(u, m, seed, LAB_SEMICRF_STREAM_GUARD, idx0);
+        if (kind == LAB_SEMICRF_GUARD_FINITE || kind == LAB_SEMICRF_GUARD_SENTINELS)
+            lab_rng_fill_normal(nrm, m, seed, LAB_SEMICRF_STREAM_GUARD ^ 0x100u, idx0);
+        for (size_t i = 0; i < m; ++i) {
+            float f;
+            switch (kind) {
+            case LAB_SEMICRF_GUARD_ZEROS: f = 0.0f; break;
+            case LAB_SEMICRF_GUARD_FINITE: f = nrm[i]; break;
+            case LAB_SEMICRF_GUARD_STALE: memcpy(&f, &u[i], 4); break;
+            default: {
+                unsigned r = u[i] % 16u;
+                f = r == 0 ? -INFINITY : r == 1 ? INFINITY : r == 2 ? NAN : nrm[i];
+            }
+            }
+            memcpy(dst + 4 * (i0 + i), &f, 4);
         }
-        }
-        memcpy(dst + 4 * i, &f, 4);
     }
 }
 

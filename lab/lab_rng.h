@@ -121,6 +121,10 @@ static inline LAB_HD float lab_rng_normal(uint64_t seed, uint32_t stream, uint64
  * writes nothing); host only, a Philox block (four values) per call and in batches. Never fails. */
 void lab_rng_fill_uniform(float *out, uint64_t n, uint64_t seed, uint32_t stream, uint64_t first);
 
+/* Fills out[0..n) with lab_rng_u32(seed, stream, first + i), bit for bit, for any first and n; host only, batched as
+ * lab_rng_fill_uniform. Never fails. */
+void lab_rng_fill_u32(uint32_t *out, uint64_t n, uint64_t seed, uint32_t stream, uint64_t first);
+
 /* Fills out[0..n) with lab_rng_normal(seed, stream, first + i), bit for bit, for any first and n (n = 0
  * writes nothing); host only, batched: one Philox call per two normals, several times faster than the
  * per-value call (lab_rng.c says why the bits are the same). Never fails. */

@@ -310,6 +310,26 @@ Test(rng, fill_uniform_bitwise_equals_scalar, .timeout = 120)
     free(u);
 }
 
+Test(rng, fill_u32_bitwise_equals_scalar, .timeout = 120)
+{
+    enum { N = 5000 };
+    uint32_t *u = malloc((N + 1) * sizeof *u);
+    cr_assert(u);
+    for (size_t p = 0; p < TR_NPAIRS; ++p)
+        for (size_t f = 0; f < TR_NFIRSTS; ++f)
+            for (size_t n = N - 3; n <= N; ++n) {
+                uint64_t seed = tr_pairs[p].seed, first = tr_firsts[f];
+                uint32_t stream = tr_pairs[p].stream;
+                memset(u, 0xA5, (N + 1) * sizeof *u);
+                lab_rng_fill_u32(u, n, seed, stream, first);
+                size_t bad = 0;
+                for (size_t i = 0; i < n; ++i) bad += u[i] != lab_rng_u32(seed, stream, first + i);
+                cr_expect_eq(bad, 0, "pair %zu first %#llx n %zu: %zu differ", p, (unsigned long long)first, n, bad);
+                cr_expect_eq(u[n], 0xA5A5A5A5u, "pair %zu first %#llx n %zu: wrote past n", p, (unsigned long long)first, n);
+            }
+    free(u);
+}
+
 /* Every (seed, stream) pair at every start, shorter; and every length 0..600 (batch edges at 256 normals
  * and 512 uniforms, with and without a skipped lead) from starts 0..3, guard checked. */
 Test(rng, fill_all_pairs_starts_and_lengths, .timeout = 120)

@@ -9,6 +9,7 @@
 
 #include "lab_fs.h"
 #include "lab_golden.h"
+#include "lab_rng.h"
 #include "lab_semicrf.h"
 #include "lab_semicrf_arena.h"
 #include "lab_test_case.h"
@@ -506,4 +507,38 @@ Test(semicrf_guards, no_guard_changes_the_fixed_kernel_on_realistic_inputs, .tim
         lab_semicrf_out_free(&all);
         lab_semicrf_problem_free(&p);
     }
+}
+
+/* The guard fill is made in batches: every kind, zones that start mid-stream and cross a batch edge, against the
+ * per-word definition (lab_semicrf_arena.c: word i from idx = first + i + 1). */
+Test(semicrf, guard_fill_matches_its_per_word_definition)
+{
+    enum { NW = 1300 };
+    int seen[4] = {0, 0, 0, 0};
+    static unsigned char got[4 * NW];
+    for (uint64_t seed = 1; seed < 200 && !(seen[0] && seen[1] && seen[2] && seen[3]); ++seed) {
+        lab_semicrf_guard_kind k = lab_semicrf_guard_kind_of(seed);
+        if (seen[k]) continue;
+        seen[k] = 1;
+        const uint64_t firsts[] = {0, 511, 0x40000000ull * 7 + 0x20000000ull};
+        for (size_t f = 0; f < sizeof firsts / sizeof firsts[0]; ++f) {
+            lab_semicrf_guard_fill(got, NW, seed, firsts[f]);
+            size_t bad = 0;
+            for (size_t i = 0; i < NW; ++i) {
+                uint64_t idx = firsts[f] + i + 1;
+                uint32_t u = lab_rng_u32(seed, LAB_SEMICRF_STREAM_GUARD, idx);
+                float nrm = lab_rng_normal(seed, LAB_SEMICRF_STREAM_GUARD ^ 0x100u, idx), want;
+                switch (k) {
+                case LAB_SEMICRF_GUARD_ZEROS: want = 0.0f; break;
+                case LAB_SEMICRF_GUARD_FINITE: want = nrm; break;
+                case LAB_SEMICRF_GUARD_STALE: memcpy(&want, &u, 4); break;
+                default: want = u % 16u == 0 ? -INFINITY : u % 16u == 1 ? INFINITY : u % 16u == 2 ? NAN : nrm;
+                }
+                bad += memcmp(got + 4 * i, &want, 4) != 0;
+            }
+            cr_expect_eq(bad, 0u, "seed %llu (%s) first %#llx: %zu of %d words differ", (unsigned long long)seed,
+                         lab_semicrf_guard_kind_name(k), (unsigned long long)firsts[f], bad, NW);
+        }
+    }
+    cr_expect(seen[0] && seen[1] && seen[2] && seen[3], "seeds 1..199 give every guard kind");
 }

@@ -474,25 +474,27 @@ static lab_status wr_judge_one(void *ctx, size_t i)
     return wr_judge_cuda(&j->cases[i], j->outs + i * WR_CUDA_RUNS, j->runs[i], j->ms[i], &j->results[i]);
 }
 
-/* Launch `run` of the seed batch cases[idx[0..m)]: problem idx[k]'s output into outs[idx[k] * WR_CUDA_RUNS + run],
- * *ms the backward's time. */
-static lab_status wr_launch(const lab_case *cases, const size_t *idx, size_t m, const wr_cfg *cfg, int run, wr_out *outs,
-                            double *ms)
+/* Launches runs run0 .. run0 + runs - 1 of the seed batch cases[idx[0..m)] on one upload and one forward (the forward is
+ * race-free and deterministic, so a forward per launch would give the same bits; wr_cuda_run): problem idx[k]'s run
+ * run0 + i into outs[idx[k] * WR_CUDA_RUNS + run0 + i], *ms the median time of one backward. */
+static lab_status wr_launch(const lab_case *cases, const size_t *idx, size_t m, const wr_cfg *cfg, int run0, int runs,
+                            wr_out *outs, double *ms)
 {
     const lab_semicrf_problem **pp = calloc(m, sizeof *pp);
-    wr_out *o = calloc(m, sizeof *o);
+    wr_out *o = calloc(m * (size_t)runs, sizeof *o);
     lab_status st = pp && o ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for a seed batch of %zu", m);
     for (size_t k = 0; k < m && st == LAB_OK; ++k) pp[k] = &((const wr_group *)cases[idx[k]].group)->p;
-    if (st == LAB_OK) st = wr_cuda_run(pp, &((const wr_group *)cases[idx[0]].group)->f, (int)m, cfg, 1, o, ms);
-    for (size_t k = 0; k < m && st == LAB_OK; ++k) outs[idx[k] * WR_CUDA_RUNS + (size_t)run] = o[k];
+    if (st == LAB_OK) st = wr_cuda_run(pp, &((const wr_group *)cases[idx[0]].group)->f, (int)m, cfg, runs, o, ms);
+    for (size_t k = 0; k < m && st == LAB_OK; ++k)
+        for (int i = 0; i < runs; ++i) outs[idx[k] * WR_CUDA_RUNS + (size_t)(run0 + i)] = o[k * (size_t)runs + (size_t)i];
     free(pp), free(o);
     return st;
 }
 
 /* A seed batch of one variant (lab_incident.run_cuda_batch): every seed's problem in one launch per run (the
- * seeds share their T: lab_semicrf_batch_key), each case judged alone. A fix's cases all get WR_CUDA_RUNS launches;
- * a bug's get a second launch only where the first was right (WR_CUDA_RUNS says why). run_cuda is this with one
- * case. */
+ * seeds share their T: lab_semicrf_batch_key), each case judged alone. A fix's cases all get WR_CUDA_RUNS launches
+ * of the backward after one forward; a bug's get a second launch (with its own forward) only where the first was
+ * right (WR_CUDA_RUNS says why). run_cuda is this with one case. */
 static lab_status wr_run_cuda_batch(const lab_case *cases, size_t n, lab_case_result *results)
 {
     const wr_cfg *cfg = &wr_variant_cfgs[cases[0].variant->param];
@@ -506,8 +508,13 @@ static lab_status wr_run_cuda_batch(const lab_case *cases, size_t n, lab_case_re
     lab_status st = outs && idx && nr && ms ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for a seed batch of %zu", n);
     size_t m = n;
     for (size_t i = 0; i < n; ++i) idx[i] = i;
+    if (!bug) { /* a fix: every case gets every launch */
+        st = wr_launch(cases, idx, n, cfg, 0, runs, outs, &t[0]);
+        for (size_t i = 0; i < n && st == LAB_OK; ++i) nr[i] = runs, ms[i] = t[0];
+        m = 0;
+    }
     for (int run = 0; run < runs && m > 0 && st == LAB_OK; ++run) {
-        if ((st = wr_launch(cases, idx, m, cfg, run, outs, &t[run])) != LAB_OK) break;
+        if ((st = wr_launch(cases, idx, m, cfg, run, 1, outs, &t[run])) != LAB_OK) break;
         size_t keep = 0;
         for (size_t k = 0; k < m; ++k) {
             size_t i = idx[k], nf = 0;
@@ -515,8 +522,8 @@ static lab_status wr_run_cuda_batch(const lab_case *cases, size_t n, lab_case_re
             /* the upper median of the launches this case had (the judge's ms_backward) */
             ms[i] = run == 0 || t[0] > t[run] ? t[0] : t[run];
             const wr_group *g = cases[i].group;
-            double e = bug ? wr_err_of(g, &outs[i * WR_CUDA_RUNS + (size_t)run], &nf) : 0.0;
-            if (!bug || (nf == 0 && e <= wr_tolerance(&g->ref, g->p.B, g->p.K))) idx[keep++] = i;
+            double e = wr_err_of(g, &outs[i * WR_CUDA_RUNS + (size_t)run], &nf);
+            if (nf == 0 && e <= wr_tolerance(&g->ref, g->p.B, g->p.K)) idx[keep++] = i;
         }
         m = keep;
     }

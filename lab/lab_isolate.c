@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -103,6 +104,8 @@ typedef struct {
 } lab_isolate_msg;
 
 #define LAB_ISOLATE_END ((size_t)-1)
+/* A long-lived child (lab_isolate_run_pool) finished its range and waits for another on its command socket. */
+#define LAB_ISOLATE_MORE ((size_t)-2)
 
 /* In a child: the slot it runs in; -1 in the parent. */
 static int lab_isolate_my_slot = -1;
@@ -116,6 +119,9 @@ typedef struct {
     double start;              /* start of the job in progress (the watchdog's clock) */
     double delay0;             /* the child's run-queue wait (s) when that job started */
     int ended;                 /* the child said it stopped on purpose */
+    int cmd;                   /* long-lived children: the runner's end of the child's command socket (-1: none, or
+                                  closed to tell the child to end) */
+    int idle;                  /* the long-lived child finished its range and waits for the next */
     size_t got;
     lab_isolate_msg msg;
 } lab_isolate_slot;
@@ -217,10 +223,29 @@ static void lab_isolate_asan_report(void *vctx, const char *summary)
     _exit(0);
 }
 
+/* A long-lived child's next range from its command socket: 1 and [*first, *end), or 0 when the runner closed the socket
+ * (nothing left to hand out) or it cannot be read. */
+static int lab_isolate_next_range(int cmd, size_t *first, size_t *end)
+{
+    size_t r[2];
+    char *p = (char *)r;
+    size_t got = 0;
+    while (got < sizeof r) {
+        ssize_t n = read(cmd, p + got, sizeof r - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return 0;
+        got += (size_t)n;
+    }
+    *first = r[0], *end = r[1];
+    return 1;
+}
+
 /* Child side: run jobs [first, end) one after another and report each; a job that returns an error
  * status, or whose result is neither a verdict nor a skip, ends the batch (what it left behind, a
- * corrupted heap or GPU context, must not judge the next job). Never returns. */
-static void lab_isolate_child(int fd, lab_job_fn fn, void *ctx, size_t first, size_t end, pid_t parent)
+ * corrupted heap or GPU context, must not judge the next job). With a command socket (cmd >= 0, a long-lived
+ * child), a range that ran to its end is followed by LAB_ISOLATE_MORE and the next range the runner sends;
+ * a batch ended early, or a closed socket, ends the child. Never returns. */
+static void lab_isolate_child(int fd, int cmd, lab_job_fn fn, void *ctx, size_t first, size_t end, pid_t parent)
 {
     setpgid(0, 0); /* own process group: the watchdog kills the job's descendants too */
     /* Dies with the runner, however it ends; a runner gone before the prctl is seen by getppid. */
@@ -235,20 +260,31 @@ static void lab_isolate_child(int fd, lab_job_fn fn, void *ctx, size_t first, si
     lab_isolate_asan_ctx asan = {fd, &msg};
     lab_asan_on_report(lab_isolate_asan_report, &asan); /* a no-op outside an AddressSanitizer build */
     double cpu0 = 0.0; /* since the fork: a fresh child's counters start at 0 */
-    for (size_t job = first; job < end; ++job) {
+    for (;;) {
+        int cut = 0;
+        for (size_t job = first; job < end; ++job) {
+            memset(&msg, 0, sizeof msg);
+            msg.job = job;
+            lab_err_clear();
+            lab_status st = fn(ctx, job, &msg.r);
+            msg.status = (int)st;
+            double cpu = lab_isolate_cpu_seconds();
+            msg.cpu_s = cpu - cpu0;
+            cpu0 = cpu;
+            if (st != LAB_OK)
+                snprintf(msg.error, sizeof msg.error, "%s: %s", lab_status_name(st),
+                         lab_err_msg()[0] ? lab_err_msg() : "(no message)");
+            lab_isolate_send(fd, &msg);
+            if (st != LAB_OK || !(msg.r.skipped || msg.r.verdict_set) || msg.r.retire_worker) {
+                cut = 1;
+                break;
+            }
+        }
+        if (cut || cmd < 0) break;
         memset(&msg, 0, sizeof msg);
-        msg.job = job;
-        lab_err_clear();
-        lab_status st = fn(ctx, job, &msg.r);
-        msg.status = (int)st;
-        double cpu = lab_isolate_cpu_seconds();
-        msg.cpu_s = cpu - cpu0;
-        cpu0 = cpu;
-        if (st != LAB_OK)
-            snprintf(msg.error, sizeof msg.error, "%s: %s", lab_status_name(st),
-                     lab_err_msg()[0] ? lab_err_msg() : "(no message)");
+        msg.job = LAB_ISOLATE_MORE;
         lab_isolate_send(fd, &msg);
-        if (st != LAB_OK || !(msg.r.skipped || msg.r.verdict_set) || msg.r.retire_worker) break;
+        if (!lab_isolate_next_range(cmd, &first, &end)) break;
     }
     memset(&msg, 0, sizeof msg);
     msg.job = LAB_ISOLATE_END;
@@ -316,6 +352,9 @@ static void lab_isolate_drain(lab_isolate_slot *s, void *ctx, lab_job_done_fn do
         double now = lab_isolate_now();
         if (s->msg.job == LAB_ISOLATE_END) {
             s->ended = 1;
+        } else if (s->msg.job == LAB_ISOLATE_MORE) {
+            s->idle = s->first == s->end; /* a child that asks with jobs of its range unreported is not idle: the
+                                             watchdog ends it, and its jobs go to a fresh child */
         } else if (s->msg.job == s->first && s->first < s->end) {
             lab_isolate_outcome(&s->msg, now - s->start, &out[s->first]);
             lab_isolate_stamp(&out[s->first], s, now);
@@ -384,9 +423,11 @@ lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs,
     return st;
 }
 
-lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, const size_t *bounds, size_t nranges,
-                                  double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
-                                  lab_job_outcome *out)
+/* lab_isolate_run_ranges, and with `reuse` lab_isolate_run_pool: a child that ran its range to the end takes the next
+ * one through its command socket instead of exiting. */
+static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, const size_t *bounds, size_t nranges,
+                                     double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
+                                     lab_job_outcome *out, int reuse)
 {
     if (jobs < 1) jobs = 1;
     if (timeout_s <= 0) timeout_s = 60;
@@ -419,40 +460,77 @@ lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, 
     while ((q.n > 0 || running > 0) && !lab_isolate_sig) {
         /* Start batches into free slots. */
         for (int i = 0; i < jobs && q.n > 0 && result == LAB_OK && !lab_isolate_sig; ++i) {
-            if (slots[i].pid) continue;
+            lab_isolate_slot *s = &slots[i];
             size_t a = q.r[q.n - 1][0], b = q.r[q.n - 1][1];
-            int p[2];
+            if (s->pid) {
+                if (!s->idle || s->cmd < 0) continue;
+                /* a long-lived child waiting for work: the next range, on the same process (and CUDA context) */
+                size_t r[2] = {a, b};
+                if (send(s->cmd, r, sizeof r, MSG_NOSIGNAL) != (ssize_t)sizeof r) {
+                    close(s->cmd); /* it is gone or going: its exit is handled below, the range stays queued */
+                    s->cmd = -1;
+                    continue;
+                }
+                q.n--;
+                s->first = a;
+                s->end = b;
+                s->idle = 0;
+                s->start = lab_isolate_now();
+                s->delay0 = lab_isolate_run_delay(s->pid);
+                continue;
+            }
+            int p[2], c[2] = {-1, -1};
             if (pipe(p) != 0) {
                 result = lab_err_set(LAB_ERR_IO, "isolate: pipe: %s", strerror(errno));
+                break;
+            }
+            if (reuse && socketpair(AF_UNIX, SOCK_STREAM, 0, c) != 0) {
+                close(p[0]);
+                close(p[1]);
+                result = lab_err_set(LAB_ERR_IO, "isolate: socketpair: %s", strerror(errno));
                 break;
             }
             pid_t pid = fork();
             if (pid < 0) {
                 close(p[0]);
                 close(p[1]);
+                if (reuse) close(c[0]), close(c[1]);
                 result = lab_err_set(LAB_ERR_IO, "isolate: fork: %s", strerror(errno));
                 break;
             }
             if (pid == 0) {
                 lab_isolate_my_slot = i;
                 close(p[0]);
+                if (reuse) close(c[0]);
                 for (int k = 0; k < jobs; ++k)
-                    if (slots[k].pid) close(slots[k].fd);
-                lab_isolate_child(p[1], fn, ctx, a, b, self);
+                    if (slots[k].pid) {
+                        close(slots[k].fd);
+                        if (slots[k].cmd >= 0) close(slots[k].cmd);
+                    }
+                lab_isolate_child(p[1], c[1], fn, ctx, a, b, self);
             }
             q.n--;
             setpgid(pid, pid); /* also in the parent: no race with an early kill */
             close(p[1]);
+            if (reuse) close(c[1]);
             fcntl(p[0], F_SETFL, O_NONBLOCK);
-            memset(&slots[i], 0, sizeof slots[i]);
-            slots[i].pid = pid;
-            slots[i].fd = p[0];
-            slots[i].first = a;
-            slots[i].end = b;
-            slots[i].start = lab_isolate_now();
-            slots[i].delay0 = 0; /* a new process has waited for nothing yet */
+            memset(s, 0, sizeof *s);
+            s->pid = pid;
+            s->fd = p[0];
+            s->cmd = c[0];
+            s->first = a;
+            s->end = b;
+            s->start = lab_isolate_now();
+            s->delay0 = 0; /* a new process has waited for nothing yet */
             running++;
         }
+        /* Nothing left to hand out: the long-lived children waiting for work end (a range cut short later goes to a
+         * fresh child). */
+        for (int i = 0; i < jobs && q.n == 0; ++i)
+            if (slots[i].pid && slots[i].idle && slots[i].cmd >= 0) {
+                close(slots[i].cmd);
+                slots[i].cmd = -1;
+            }
         if (result != LAB_OK && running == 0) break;
 
         /* Wait for output or a short tick; the tick bounds how late a hang or exit is noticed. */
@@ -473,7 +551,7 @@ lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, 
             double job_timeout = timeout_of && s->first < s->end ? timeout_of(ctx, s->first) : timeout_s;
             pid_t w = waitpid(s->pid, &wstatus, WNOHANG);
             if (w == 0) {
-                if (!lab_isolate_overdue(s, lab_isolate_now(), job_timeout)) continue;
+                if (s->idle || !lab_isolate_overdue(s, lab_isolate_now(), job_timeout)) continue;
                 kill(-s->pid, SIGKILL);
                 kill(s->pid, SIGKILL);
                 waitpid(s->pid, &wstatus, 0);
@@ -484,6 +562,9 @@ lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, 
             /* Descendants left behind in the job's group go with it. */
             kill(-s->pid, SIGKILL);
             close(s->fd);
+            if (s->cmd >= 0) close(s->cmd);
+            s->cmd = -1;
+            s->idle = 0;
             if (s->first < s->end && !(s->ended && !hung && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
                 /* The job in progress died with its process; the rest of the batch goes back. */
                 lab_isolate_died(wstatus, hung, job_timeout, lab_isolate_now() - s->start, &out[s->first]);
@@ -507,6 +588,8 @@ lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, 
             lab_isolate_drain(s, ctx, done, out); /* a job that finished just now still counts */
             while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR) {}
             close(s->fd);
+            if (s->cmd >= 0) close(s->cmd);
+            s->cmd = -1;
             for (size_t j = s->first; j < s->end; ++j) {
                 memset(&out[j], 0, sizeof out[j]);
                 out[j].outcome = LAB_OUT_ERROR;
@@ -536,4 +619,18 @@ lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, 
     free(pfd);
     free(q.r);
     return result;
+}
+
+lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, const size_t *bounds, size_t nranges,
+                                  double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
+                                  lab_job_outcome *out)
+{
+    return lab_isolate_ranges(n, fn, ctx, jobs, bounds, nranges, timeout_s, timeout_of, done, out, 0);
+}
+
+lab_status lab_isolate_run_pool(size_t n, lab_job_fn fn, void *ctx, int jobs, const size_t *bounds, size_t nranges,
+                                double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
+                                lab_job_outcome *out)
+{
+    return lab_isolate_ranges(n, fn, ctx, jobs, bounds, nranges, timeout_s, timeout_of, done, out, 1);
 }

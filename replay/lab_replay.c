@@ -412,8 +412,8 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
             free(bounds), bounds = NULL;
             st = lab_replay_pool_layout(ctx, parts[i].start, parts + i, j - i, ctx->plan.workers, &bounds, &nr);
             if (st == LAB_OK)
-                st = lab_isolate_run_ranges(parts[j - 1].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
-                                            bounds, nr, 0, lab_replay_job_timeout, lab_replay_done, out + parts[i].start);
+                st = lab_isolate_run_pool(parts[j - 1].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
+                                          bounds, nr, 0, lab_replay_job_timeout, lab_replay_done, out + parts[i].start);
         } else if (ctx->plan.gpus_missing) {
             /* nothing to run: every case SKIPs here, in the runner (a worker per case spent 3 s on 0006's 3000 cases of
              * a 1000-seed replay on one GPU, after the pool) */

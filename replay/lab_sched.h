@@ -61,9 +61,10 @@ lab_sched_plan lab_sched_plan_incident(const lab_sched_machine *m, const lab_inc
 double lab_sched_case_cost(const lab_incident *inc, lab_backend b, uint64_t seed);
 
 /* How a pool of workers shares its runs (lab_replay's pool): the groups of the incidents that do not batch seeds are
- * dealt into this many runs per worker, so a run is short enough to fill in behind the long ones (at 4, a slice of a
- * 1000-seed H100 replay takes 6-10 s; each costs one more context start). */
-#define LAB_SCHED_SHARES_PER_WORKER 4
+ * dealt into this many runs per worker, so a run is short enough to fill in behind the long ones. The pool's workers
+ * are long-lived (lab_isolate_run_pool: a run costs no context start), so the runs can be short: at 4, a slice of a
+ * 1000-seed H100 replay took 6-10 s, and the last ones left workers idle for that long. */
+#define LAB_SCHED_SHARES_PER_WORKER 8
 
 /* The most seeds one seed-batch chunk may hold: bmax, cut so that a chunk of the incident's costliest seed group
  * (group_cost, lab_sched_case_cost summed over its cases) costs no more than `fair` (one worker's share of the pool),

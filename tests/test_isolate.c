@@ -1,6 +1,7 @@
 /* test_isolate: every outcome of an isolated job (PASS, FAIL, CRASH, HANG, SKIP, ERROR), parallelism, orphans. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <math.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -246,4 +247,65 @@ Test(isolate, ranges_run_each_in_one_child_with_per_job_watchdogs)
     cr_expect(lab_result_get(&out[3].r, "pid") != a, "the second range has a child of its own");
     size_t bad[] = {0, 5, 4, 7};
     cr_expect_eq(lab_isolate_run_ranges(7, job_slow_pid, NULL, 3, bad, 3, 5.0, NULL, NULL, out), LAB_ERR_ARG);
+}
+
+/* The long-lived pool: ranges that run to their end keep their child (one process per slot, however many ranges);
+ * a job that crashes, hangs, retires its worker or returns an error ends its child, the rest of its range runs in a
+ * fresh one, and every job still gets its own outcome. The same ranges under lab_isolate_run_ranges start a child
+ * each (the comparison that shows the pool is what reuses them). */
+enum { P_N = 24, P_LEN = 3 };
+static lab_status job_pool(void *ctx, size_t i, lab_case_result *r)
+{
+    (void)ctx;
+    lab_result_metric(r, "pid", (double)getpid());
+    switch (i) {
+    case 6: raise(SIGSEGV); return LAB_OK;
+    case 12: for (;;) pause();
+    case 15: lab_result_verdict(r, 1, "fine, but its worker must not go on"); r->retire_worker = 1; return LAB_OK;
+    case 18: return lab_err_set(LAB_ERR_DEVICE, "device lost");
+    default: lab_result_verdict(r, 1, "fine"); return LAB_OK;
+    }
+}
+/* Whether job j's process ran any job before `before`. */
+static int pid_seen_before(const lab_job_outcome *out, size_t j, size_t before)
+{
+    double p = lab_result_get(&out[j].r, "pid");
+    for (size_t i = 0; i < before; ++i)
+        if (lab_result_get(&out[i].r, "pid") == p) return 1;
+    return 0;
+}
+static size_t distinct_pids(const lab_job_outcome *out, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; ++i) {
+        double p = lab_result_get(&out[i].r, "pid");
+        if (isnan(p) || p <= 0) continue;
+        int dup = 0;
+        for (size_t j = 0; j < i && !dup; ++j) dup = lab_result_get(&out[j].r, "pid") == p;
+        k += !dup;
+    }
+    return k;
+}
+Test(isolate, pool_keeps_its_children_across_ranges_and_ends_them_on_a_bad_job, .timeout = 60)
+{
+    size_t bounds[P_N / P_LEN + 1];
+    for (size_t r = 0; r <= P_N / P_LEN; ++r) bounds[r] = P_LEN * r; /* 8 ranges of 3; jobs 6, 12, 15, 18 lead theirs */
+    lab_job_outcome out[P_N], sep[P_N];
+    memset(out, 0xff, sizeof out); /* no outcome: a job never reported fails below */
+    memset(sep, 0xff, sizeof sep);
+    cr_assert_eq(lab_isolate_run_pool(P_N, job_pool, NULL, 2, bounds, P_N / P_LEN, 0.5, NULL, NULL, out), LAB_OK, "%s", lab_err_msg());
+    for (size_t i = 0; i < P_N; ++i) {
+        lab_outcome want = i == 6 ? LAB_OUT_CRASH : i == 12 ? LAB_OUT_HANG : i == 18 ? LAB_OUT_ERROR : LAB_OUT_PASS;
+        cr_expect_eq(out[i].outcome, want, "job %zu: %s, not %s", i, lab_outcome_name(out[i].outcome), lab_outcome_name(want));
+    }
+    /* two first children, and one fresh child for the rest of each of the four ranges a bad job cut short */
+    size_t pool = distinct_pids(out, P_N);
+    cr_expect(pool >= 2 && pool <= 6, "%zu processes ran the 24 jobs of the pool", pool);
+    cr_expect(!pid_seen_before(out, 7, 6), "the rest of the crashed range ran in a fresh child");
+    cr_expect(!pid_seen_before(out, 13, 12), "the rest of the hung range ran in a fresh child");
+    cr_expect(lab_result_get(&out[16].r, "pid") != lab_result_get(&out[15].r, "pid"), "a retired worker took no more jobs");
+    cr_expect(!pid_seen_before(out, 19, 18), "the rest of the range whose job failed ran in a fresh child");
+    cr_assert_eq(lab_isolate_run_ranges(P_N, job_pool, NULL, 2, bounds, P_N / P_LEN, 0.5, NULL, NULL, sep), LAB_OK);
+    cr_expect_geq(distinct_pids(sep, P_N), 8u, "run_ranges starts a child per range");
+    for (size_t i = 0; i < P_N; ++i) cr_expect_eq(sep[i].outcome, out[i].outcome, "job %zu", i);
 }

@@ -332,3 +332,42 @@ Test(semicrf_wr, device_reference_agrees_with_wr_reference, .timeout = 120)
     cr_skip_test("this build has no CUDA (nvcc missing or CUDA=0)");
 #endif
 }
+
+/* wr_cuda_run keeps a batch's inputs and forwards on the device for the next launch: a launch on the cached forward
+ * gives the bits of one on a fresh forward, and a batch of other inputs of the same shape never reuses them. */
+Test(semicrf_wr, gpu_cached_forward_gives_the_bits_of_a_fresh_one, .timeout = 300)
+{
+#ifdef LAB_HAVE_CUDA
+    char why[240];
+    if (lab_cuda_ready(why, sizeof why) != LAB_OK) cr_skip_test("needs a CUDA GPU: %s", why);
+    const wr_cfg fix = {4, 1, 1, WR_INDEX_RAW, 0, 0}, bug = {4, 1, 0, WR_INDEX_RAW, 0, 0}, two = {2, 0, 0, WR_INDEX_RAW, 0, 0};
+    lab_semicrf_problem p3, p6; /* seeds 3 and 6: both T = 100 */
+    wr_fwd f3, f6;
+    cr_assert_eq(lab_semicrf_case_problem(&p3, 3), LAB_OK);
+    cr_assert_eq(lab_semicrf_case_problem(&p6, 6), LAB_OK);
+    cr_assert_eq(wr_forward_shapes(&p3, &f3), LAB_OK);
+    cr_assert_eq(wr_forward_shapes(&p6, &f6), LAB_OK);
+    const lab_semicrf_problem *a[1] = {&p3}, *b[1] = {&p6};
+    wr_out fresh, cached, other, junk, other_fresh, two_fresh, two_cached;
+    wr_cuda_forget();
+    cr_assert_eq(wr_cuda_run(a, &f3, 1, &fix, 1, &fresh, NULL), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(wr_cuda_run(a, &f3, 1, &bug, 1, &junk, NULL), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(wr_cuda_run(a, &f3, 1, &fix, 1, &cached, NULL), LAB_OK, "%s", lab_err_msg());
+    cr_expect_eq(wr_bits_differ(&p3, &cached, &fresh, NULL), 0, "the fix on the cached forward differs from a fresh one");
+    cr_assert_eq(wr_cuda_run(a, &f3, 1, &two, 1, &two_cached, NULL), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(wr_cuda_run(b, &f6, 1, &fix, 1, &other, NULL), LAB_OK, "%s", lab_err_msg());
+    wr_cuda_forget();
+    cr_assert_eq(wr_cuda_run(b, &f6, 1, &fix, 1, &other_fresh, NULL), LAB_OK, "%s", lab_err_msg());
+    cr_expect_eq(wr_bits_differ(&p6, &other, &other_fresh, NULL), 0, "seed 6 after seed 3 is seed 6's own");
+    cr_expect_neq(wr_bits_differ(&p6, &other, &fresh, NULL), 0, "seeds 3 and 6 give different gradients");
+    wr_cuda_forget();
+    cr_assert_eq(wr_cuda_run(a, &f3, 1, &two, 1, &two_fresh, NULL), LAB_OK, "%s", lab_err_msg());
+    cr_expect_eq(wr_bits_differ(&p3, &two_cached, &two_fresh, NULL), 0, "a second warp count has its own forward");
+    wr_out *o[] = {&fresh, &cached, &other, &junk, &other_fresh, &two_fresh, &two_cached};
+    for (size_t i = 0; i < sizeof o / sizeof o[0]; ++i) wr_out_free(o[i]);
+    wr_fwd_free(&f3), wr_fwd_free(&f6);
+    lab_semicrf_problem_free(&p3), lab_semicrf_problem_free(&p6);
+#else
+    cr_skip_test("needs a CUDA build (nvcc missing or CUDA=0)");
+#endif
+}

@@ -147,11 +147,15 @@ size_t wr_bits_differ(const lab_semicrf_problem *p, const wr_out *a, const wr_ou
  * 32 * num_warps threads, each reading its own problem's parameters), inputs and the GPU forward's checkpoints
  * made once, then `runs` launches of the backward, each followed by the reduction per problem (its B sequences,
  * b ascending). outs[q * runs + i] (allocated here, wr_out_alloc) gets problem q's run i: the same bits as a
- * batch of that problem alone wherever the configuration is race-free. *ms (may be NULL) receives the median
+ * batch of that problem alone wherever the configuration is race-free. The inputs and the forward at the
+ * configuration's warp count stay on the device for the next call, which reuses them when its staged inputs are the
+ * same bytes (a seed batch's variants one after another). *ms (may be NULL) receives the median
  * time of one backward launch of the whole batch. LAB_ERR_DEVICE with the CUDA error text; LAB_ERR_ARG for a
  * bad config or problems of different shapes. */
 lab_status wr_cuda_run(const lab_semicrf_problem *const *p, const wr_fwd *f, int n, const wr_cfg *cfg, int runs,
                        wr_out *outs, double *ms);
+/* Drops the inputs and forwards wr_cuda_run keeps on the device between launches (the next launch makes them afresh). */
+void wr_cuda_forget(void);
 /* The study (lab bench): prints, per configuration, how often the GPU produced wrong, non-finite or
  * run-to-run different gradients over many runs at the training shape, and the cost of every variant. */
 lab_status wr_cuda_study(FILE *out);

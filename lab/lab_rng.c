@@ -31,10 +31,10 @@
  * (mk/targets.mk), and each fill is cloned for AVX-512 and AVX2 with the plain x86-64 build as the fallback, picked
  * once at load time by the CPU (target_clones). A clone runs the same IEEE operations on more lanes at once; none of
  * the three may contract a multiply and an add (-ffp-contract=off), so every clone gives the scalar functions' bits
- * (tests/test_rng.c runs whichever clone the machine picks). On one core of the dev machine, 2^22 values: normals
- * 15.9 -> 5.5 ns, uniforms 2.6 -> 0.6 ns. */
+ * (tests/test_rng.c checks each clone, built alone by tests/rng_clone.h, where the CPU can run it). On one core of the
+ * dev machine, 2^22 values: normals 15.9 -> 5.5 ns, uniforms 2.6 -> 0.6 ns. */
 #ifdef LAB_RNG_CLONES
-/* set by the build (a check of one clone alone) */
+/* set by tests/rng_clone.h: one clone alone */
 #elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define LAB_RNG_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else

@@ -28,6 +28,8 @@ $(BUILD)/obj/%.cu.o: %.cu | $(DEPS_OK)
 $(BUILD)/obj/replay/lab_mpi.o: CFLAGS += $(MPI_CFLAGS)
 # the RNG fills' batch loops vectorize at -O3 (lab/lab_rng.c says why and what that leaves bit for bit)
 $(BUILD)/obj/lab/lab_rng.o: CFLAGS += -O3
+# ... and so do its clones built one by one for tests/test_rng.c (tests/rng_clone.h)
+$(BUILD)/obj/tests/test_rng_clone_%.o: CFLAGS += -O3
 $(BUILD)/obj/replay/lab_mpi.o: $(BUILD)/.mpi-$(MPI)
 $(BUILD)/.mpi-$(MPI):
 	@mkdir -p $(@D) && rm -f $(BUILD)/.mpi-* && touch $@

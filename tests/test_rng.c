@@ -330,6 +330,60 @@ Test(rng, fill_u32_bitwise_equals_scalar, .timeout = 120)
     free(u);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* Every clone of the fills (tests/rng_clone.h builds each alone), not only the one this CPU picks: AVX-512, AVX2 and
+ * the plain x86-64 build give the scalar functions' bits. A clone whose instructions this CPU lacks cannot run here
+ * (and target_clones never picks it here either): it is named in the log. */
+#define TR_CLONE_DECL(sfx)                                                                                  \
+    void lab_rng_fill_uniform_##sfx(float *, uint64_t, uint64_t, uint32_t, uint64_t);                        \
+    void lab_rng_fill_u32_##sfx(uint32_t *, uint64_t, uint64_t, uint32_t, uint64_t);                         \
+    void lab_rng_fill_normal_##sfx(float *, uint64_t, uint64_t, uint32_t, uint64_t);
+TR_CLONE_DECL(avx512)
+TR_CLONE_DECL(avx2)
+TR_CLONE_DECL(plain)
+Test(rng, every_clone_gives_the_scalar_bits, .timeout = 120)
+{
+    enum { N = 2053 };
+    static const struct {
+        const char *name;
+        void (*uniform)(float *, uint64_t, uint64_t, uint32_t, uint64_t);
+        void (*u32)(uint32_t *, uint64_t, uint64_t, uint32_t, uint64_t);
+        void (*normal)(float *, uint64_t, uint64_t, uint32_t, uint64_t);
+    } clones[] = {{"avx512f", lab_rng_fill_uniform_avx512, lab_rng_fill_u32_avx512, lab_rng_fill_normal_avx512},
+                  {"avx2", lab_rng_fill_uniform_avx2, lab_rng_fill_u32_avx2, lab_rng_fill_normal_avx2},
+                  {"plain", lab_rng_fill_uniform_plain, lab_rng_fill_u32_plain, lab_rng_fill_normal_plain}};
+    __builtin_cpu_init();
+    int supported[3] = {__builtin_cpu_supports("avx512f"), __builtin_cpu_supports("avx2"), 1}, ran = 0;
+    float *z = malloc(N * sizeof *z);
+    uint32_t *w = malloc(N * sizeof *w);
+    cr_assert(z && w);
+    for (size_t c = 0; c < 3; ++c) {
+        if (!supported[c]) {
+            cr_log_info("the %s clone cannot run on this CPU (nor would it be picked here)", clones[c].name);
+            continue;
+        }
+        ran++;
+        for (size_t p = 0; p < TR_NPAIRS; ++p)
+            for (size_t f = 0; f < TR_NFIRSTS; ++f) {
+                uint64_t seed = tr_pairs[p].seed, first = tr_firsts[f];
+                uint32_t stream = tr_pairs[p].stream;
+                size_t at = 0, bad = 0;
+                clones[c].normal(z, N, seed, stream, first);
+                cr_expect_eq(tr_normal_mismatch(z, N, seed, stream, first, &at), 0, "%s normals, pair %zu first %#llx, at %zu",
+                             clones[c].name, p, (unsigned long long)first, at);
+                clones[c].uniform(z, N, seed, stream, first);
+                cr_expect_eq(tr_uniform_mismatch(z, N, seed, stream, first, &at), 0, "%s uniforms, pair %zu first %#llx, at %zu",
+                             clones[c].name, p, (unsigned long long)first, at);
+                clones[c].u32(w, N, seed, stream, first);
+                for (size_t i = 0; i < N; ++i) bad += w[i] != lab_rng_u32(seed, stream, first + i);
+                cr_expect_eq(bad, 0, "%s words, pair %zu first %#llx: %zu differ", clones[c].name, p, (unsigned long long)first, bad);
+            }
+    }
+    cr_expect_geq(ran, 1, "the plain clone runs everywhere");
+    free(z), free(w);
+}
+#endif
+
 /* Every (seed, stream) pair at every start, shorter; and every length 0..600 (batch edges at 256 normals
  * and 512 uniforms, with and without a skipped lead) from starts 0..3, guard checked. */
 Test(rng, fill_all_pairs_starts_and_lengths, .timeout = 120)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lab_bg.h"
 #include "lab_fs.h"
 #include "lab_golden.h"
 #include "lab_incident.h"
@@ -65,8 +66,10 @@ typedef struct {
      * a memo of what setup could have made, kept out of setup so that a CUDA seed batch reaches the GPU without
      * waiting for CPU work most of its cases never use): */
     pthread_mutex_t lock;
+    lab_bg_job *cpu_job; /* on CUDA at a cross-check seed: the two made ahead on the background thread (wr_cpu_ahead) */
     int cpu_tried;
     lab_status cpu_st;
+    char cpu_msg[512];   /* cpu_st's message */
     wr_fwd fwd;   /* the float32 CPU forward (log Z, checkpoints) */
     wr_out cpu;   /* the float32 kernel on the CPU, the same for every float32 variant (test
                      semicrf_wr::cpu_arithmetic_is_the_same_for_every_float32_variant): the CPU backend's result, and on
@@ -77,6 +80,7 @@ static void wr_teardown(void *vg)
 {
     wr_group *g = vg;
     if (!g) return;
+    lab_bg_cancel(g->cpu_job);
     lab_semicrf_problem_free(&g->p);
     wr_fwd_free(&g->f);
     lab_semicrf_ref_free(&g->ref);
@@ -90,22 +94,48 @@ static void wr_teardown(void *vg)
  * error). On the CPU every load sees the latest store, so the float32 arithmetic does not depend on the warp count,
  * the barrier or the index variant (masked lanes never reach memory): once per seed serves every float32 variant;
  * each variant adds its census. */
-static lab_status wr_group_cpu(const wr_group *cg, const wr_fwd **fwd, const wr_out **cpu)
+static lab_status wr_group_cpu_make(wr_group *g)
 {
-    wr_group *g = (wr_group *)cg; /* the memo only (see wr_group) */
     pthread_mutex_lock(&g->lock);
-    int first = !g->cpu_tried;
-    if (first) {
+    if (!g->cpu_tried) {
         static const wr_cfg any_f32 = {4, 1, 1, WR_INDEX_RAW, 0, 0};
         g->cpu_tried = 1;
         g->cpu_st = wr_forward(&g->p, &g->fwd);
         if (g->cpu_st == LAB_OK) g->cpu_st = wr_out_alloc(&g->cpu, g->p.B, g->p.T, g->p.K, g->p.C);
         if (g->cpu_st == LAB_OK) g->cpu_st = wr_model(&g->p, &g->fwd, &any_f32, NULL, 0, 0, &g->cpu);
+        if (g->cpu_st != LAB_OK) snprintf(g->cpu_msg, sizeof g->cpu_msg, "%s", lab_err_msg());
     }
     lab_status st = g->cpu_st;
     pthread_mutex_unlock(&g->lock);
-    if (st != LAB_OK)
-        return first ? st : lab_err_set(st, WR_ID ": the CPU forward and kernel of this seed failed in an earlier case of this worker");
+    return st == LAB_OK ? LAB_OK : lab_err_set(st, "%s", g->cpu_msg);
+}
+
+static lab_status wr_group_cpu_job(void *g) { return wr_group_cpu_make(g); }
+
+/* Starts the group's CPU forward and kernel on this process's background thread (lab_bg), if nothing has made or
+ * started them yet: a CUDA seed batch calls it for its cross-check seeds at its first variant, so the fixes that
+ * compare with them (the last variants) find them made instead of making them between their GPU launches (at
+ * T = 500 that was about 1 s of CPU per seed, with the worker's GPU work waiting). Same result either way. */
+static void wr_cpu_ahead(const wr_group *cg)
+{
+    wr_group *g = (wr_group *)cg; /* the memo only (see wr_group) */
+    pthread_mutex_lock(&g->lock);
+    if (!g->cpu_tried && !g->cpu_job) g->cpu_job = lab_bg_start(wr_group_cpu_job, g);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* The group's CPU forward and kernel: collected from the background thread where wr_cpu_ahead started them, else
+ * made here. */
+static lab_status wr_group_cpu(const wr_group *cg, const wr_fwd **fwd, const wr_out **cpu)
+{
+    wr_group *g = (wr_group *)cg; /* the memo only (see wr_group) */
+    pthread_mutex_lock(&g->lock);
+    lab_bg_job *job = g->cpu_job;
+    g->cpu_job = NULL;
+    pthread_mutex_unlock(&g->lock);
+    (void)lab_bg_wait(job); /* the job is wr_group_cpu_make: its status is the memo's, read next */
+    lab_status st = wr_group_cpu_make(g);
+    if (st != LAB_OK) return st;
     *fwd = &g->fwd, *cpu = &g->cpu;
     return LAB_OK;
 }
@@ -508,6 +538,9 @@ static lab_status wr_run_cuda_batch(const lab_case *cases, size_t n, lab_case_re
     lab_status st = outs && idx && nr && ms ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for a seed batch of %zu", n);
     size_t m = n;
     for (size_t i = 0; i < n; ++i) idx[i] = i;
+    /* a seed batch's cross-check seeds: their CPU forward and kernel start now, in the background, for the fixes */
+    for (size_t i = 0; n > 1 && !cases[0].sanitizer && i < n; ++i)
+        if (lab_case_xcheck(&cases[i])) wr_cpu_ahead(cases[i].group);
     if (!bug) { /* a fix: every case gets every launch */
         st = wr_launch(cases, idx, n, cfg, 0, runs, outs, &t[0]);
         for (size_t i = 0; i < n && st == LAB_OK; ++i) nr[i] = runs, ms[i] = t[0];

@@ -3,6 +3,7 @@
 #include "lab_bg.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -84,15 +85,23 @@ lab_bg_job *lab_bg_start(lab_bg_fn fn, void *arg)
     if (!j) return NULL;
     j->fn = fn, j->arg = arg, j->state = LAB_BG_QUEUED, j->pid = getpid();
     pthread_mutex_lock(&lab_bg_mu);
-    while (lab_bg_nthreads < LAB_BG_THREADS) {
-        pthread_t t;
-        pthread_attr_t at;
-        if (pthread_attr_init(&at) != 0) break;
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        int rc = pthread_create(&t, &at, lab_bg_main, NULL);
-        pthread_attr_destroy(&at);
-        if (rc != 0) break;
-        ++lab_bg_nthreads;
+    if (lab_bg_nthreads < LAB_BG_THREADS) {
+        /* the threads start with every signal blocked: a signal sent to the process (an interrupt, a watchdog's
+         * SIGTERM, a profiler's tick) is handled by the threads that expect it, never by a background job */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        while (lab_bg_nthreads < LAB_BG_THREADS) {
+            pthread_t t;
+            pthread_attr_t at;
+            if (pthread_attr_init(&at) != 0) break;
+            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+            int rc = pthread_create(&t, &at, lab_bg_main, NULL);
+            pthread_attr_destroy(&at);
+            if (rc != 0) break;
+            ++lab_bg_nthreads;
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
     if (lab_bg_nthreads == 0) {
         pthread_mutex_unlock(&lab_bg_mu);

@@ -3,7 +3,8 @@
  *
  * Contract. A job is fn(arg), queued with lab_bg_start and collected exactly once, by lab_bg_wait (its status) or
  * lab_bg_cancel (not needed after all). Jobs run in the order they were started on LAB_BG_THREADS threads per
- * process, made on first use, at nice +LAB_BG_NICE, so that the work a worker needs now (its cases) comes first.
+ * process, made on first use, at nice +LAB_BG_NICE, so that the work a worker needs now (its cases) comes first,
+ * and with every signal blocked, so that signals sent to the process reach the threads that handle them.
  * Collecting never deadlocks on an idle or busy background thread: a job no thread has begun runs on the collecting
  * thread (lab_bg_wait) or not at all (lab_bg_cancel); a running one is waited for. So a job's result is the same
  * whichever thread made it, and the background thread only moves work earlier. fn must be safe to run on another

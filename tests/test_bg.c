@@ -1,8 +1,10 @@
 /* test_bg: lab_bg runs a started job on its background thread without being asked, in start order; collecting a job
  * no thread has begun runs it on the collector (so a busy background thread never blocks it), cancelling one drops
- * it; the job's status and message reach the collector; a forked child runs its parent's queued jobs itself. */
+ * it; the job's status and message reach the collector; a forked child runs its parent's queued jobs itself; a
+ * signal sent to the process is never handled on the background thread. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -168,4 +170,44 @@ Test(bg, a_forked_child_runs_its_parents_queued_jobs_itself, .timeout = 20)
     cr_expect_eq(lab_bg_wait(jb), LAB_OK);
     cr_expect_eq(a.ran, 1);
     cr_expect_eq(b.ran, 1, "the parent's copy of the queued job ran once, here");
+}
+
+static volatile sig_atomic_t bg_sig_seen;
+static pthread_t bg_sig_thread;
+static void bg_on_usr1(int sig)
+{
+    (void)sig;
+    bg_sig_thread = pthread_self();
+    bg_sig_seen = 1;
+}
+
+Test(bg, a_signal_to_the_process_is_never_handled_by_the_background_thread, .timeout = 20)
+{
+    static atomic_int gate;
+    static bg_t a;
+    memset(&a, 0, sizeof a);
+    atomic_store(&gate, 0);
+    a.gate = &gate;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = bg_on_usr1;
+    cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+    lab_bg_job *ja = lab_bg_start(bg_job, &a);
+    cr_assert_not_null(ja);
+    cr_assert(bg_until(&a.started, 1));
+    /* this thread blocks the signal: a background thread that did not would take it */
+    sigset_t one, old;
+    sigemptyset(&one);
+    sigaddset(&one, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &one, &old);
+    bg_sig_seen = 0;
+    kill(getpid(), SIGUSR1);
+    usleep(100 * 1000);
+    cr_expect_eq(bg_sig_seen, 0, "the background thread handled a signal sent to the process");
+    pthread_sigmask(SIG_SETMASK, &old, NULL); /* pending: delivered here now */
+    for (int i = 0; i < 1000 && !bg_sig_seen; ++i) usleep(1000);
+    cr_expect_eq(bg_sig_seen, 1);
+    cr_expect(pthread_equal(bg_sig_thread, pthread_self()), "the signal was handled by this thread");
+    atomic_store(&gate, 1);
+    cr_expect_eq(lab_bg_wait(ja), LAB_OK);
 }

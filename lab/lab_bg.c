@@ -116,8 +116,8 @@ lab_bg_job *lab_bg_start(lab_bg_fn fn, void *arg)
     return j;
 }
 
-/* Under lab_bg_mu: 1 when j is now this thread's to run (it was queued), 0 when it has finished here, -1 when
- * it was running in the parent of this forked process. Returns with the lock released. */
+/* Takes j for this thread: 1 when it was queued (now out of the queue, this thread's to run or drop), 0 when it has
+ * finished (waited for if it was running), -1 when it was running in the parent of this forked process. */
 static int lab_bg_claim(lab_bg_job *j)
 {
     pthread_mutex_lock(&lab_bg_mu);

@@ -40,6 +40,18 @@ static int bg_until(atomic_int *flag, int want)
     return atomic_load(flag) >= want;
 }
 
+/* Starts a, held at *gate (closed here) on the background thread, and returns once it has begun: jobs started after
+ * it stay queued until the gate opens. */
+static lab_bg_job *bg_held(atomic_int *gate, bg_t *a)
+{
+    atomic_store(gate, 0);
+    a->gate = gate;
+    lab_bg_job *j = lab_bg_start(bg_job, a);
+    cr_assert_not_null(j);
+    cr_assert(bg_until(&a->started, 1), "the held job did not start");
+    return j;
+}
+
 Test(bg, a_started_job_runs_in_the_background_and_is_collected_once, .timeout = 20)
 {
     static bg_t b;
@@ -59,11 +71,8 @@ Test(bg, a_job_no_thread_has_begun_runs_on_the_collector, .timeout = 20)
     static atomic_int gate;
     static bg_t a, b;
     memset(&a, 0, sizeof a), memset(&b, 0, sizeof b);
-    atomic_store(&gate, 0);
-    a.gate = &gate;
-    lab_bg_job *ja = lab_bg_start(bg_job, &a), *jb = lab_bg_start(bg_job, &b);
-    cr_assert(ja && jb);
-    cr_assert(bg_until(&a.started, 1), "the first job did not start");
+    lab_bg_job *ja = bg_held(&gate, &a), *jb = lab_bg_start(bg_job, &b);
+    cr_assert_not_null(jb);
     /* the background thread is held by a: b is collected here, now, and runs on this thread */
     cr_expect_eq(lab_bg_wait(jb), LAB_OK);
     cr_expect_eq(b.ran, 1);
@@ -79,11 +88,8 @@ Test(bg, a_cancelled_job_that_has_not_begun_never_runs, .timeout = 20)
     static atomic_int gate;
     static bg_t a, b, c;
     memset(&a, 0, sizeof a), memset(&b, 0, sizeof b), memset(&c, 0, sizeof c);
-    atomic_store(&gate, 0);
-    a.gate = &gate;
-    lab_bg_job *ja = lab_bg_start(bg_job, &a), *jb = lab_bg_start(bg_job, &b), *jc = lab_bg_start(bg_job, &c);
-    cr_assert(ja && jb && jc);
-    cr_assert(bg_until(&a.started, 1));
+    lab_bg_job *ja = bg_held(&gate, &a), *jb = lab_bg_start(bg_job, &b), *jc = lab_bg_start(bg_job, &c);
+    cr_assert(jb && jc);
     lab_bg_cancel(jb);
     atomic_store(&gate, 1);
     /* jobs run in start order: once c has run in the background, b would have run before it */
@@ -100,11 +106,8 @@ Test(bg, the_status_and_message_reach_the_collector, .timeout = 20)
     static bg_t a, b;
     memset(&a, 0, sizeof a), memset(&b, 0, sizeof b);
     a.fail = 1, a.id = 7, b.fail = 1, b.id = 8;
-    atomic_store(&gate, 0);
-    a.gate = &gate;
-    lab_bg_job *ja = lab_bg_start(bg_job, &a), *jb = lab_bg_start(bg_job, &b);
-    cr_assert(ja && jb);
-    cr_assert(bg_until(&a.started, 1));
+    lab_bg_job *ja = bg_held(&gate, &a), *jb = lab_bg_start(bg_job, &b);
+    cr_assert_not_null(jb);
     lab_err_clear();
     cr_expect_eq(lab_bg_wait(jb), LAB_ERR_MISMATCH, "run here");
     cr_expect_str_eq(lab_err_msg(), "job 8 failed");
@@ -142,11 +145,8 @@ Test(bg, a_forked_child_runs_its_parents_queued_jobs_itself, .timeout = 20)
     static atomic_int gate;
     static bg_t a, b;
     memset(&a, 0, sizeof a), memset(&b, 0, sizeof b);
-    atomic_store(&gate, 0);
-    a.gate = &gate;
-    lab_bg_job *ja = lab_bg_start(bg_job, &a), *jb = lab_bg_start(bg_job, &b);
-    cr_assert(ja && jb);
-    cr_assert(bg_until(&a.started, 1));
+    lab_bg_job *ja = bg_held(&gate, &a), *jb = lab_bg_start(bg_job, &b);
+    cr_assert_not_null(jb);
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
@@ -186,15 +186,11 @@ Test(bg, a_signal_to_the_process_is_never_handled_by_the_background_thread, .tim
     static atomic_int gate;
     static bg_t a;
     memset(&a, 0, sizeof a);
-    atomic_store(&gate, 0);
-    a.gate = &gate;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = bg_on_usr1;
     cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
-    lab_bg_job *ja = lab_bg_start(bg_job, &a);
-    cr_assert_not_null(ja);
-    cr_assert(bg_until(&a.started, 1));
+    lab_bg_job *ja = bg_held(&gate, &a);
     /* this thread blocks the signal: a background thread that did not would take it */
     sigset_t one, old;
     sigemptyset(&one);

@@ -43,6 +43,20 @@ cudaError_t lab_cuda_event_create(cudaEvent_t *e)
     return cudaEventCreateWithFlags(e, lab_cuda_blocking() ? cudaEventBlockingSync : cudaEventDefault);
 }
 
+extern "C" lab_status lab_cuda_stream_release(lab_status st, void *stream, void *const *bufs, size_t n)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (!s) return st;
+    for (size_t i = 0; i < n; ++i) {
+        if (!bufs[i]) continue;
+        cudaError_t e = cudaFreeAsync(bufs[i], s);
+        if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaFreeAsync", cudaGetErrorString(e));
+    }
+    cudaError_t e = cudaStreamDestroy(s); /* the frees complete in stream order after it returns */
+    if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaStreamDestroy", cudaGetErrorString(e));
+    return st;
+}
+
 extern "C" lab_status lab_cuda_ready(char *why, size_t len)
 {
     int n = 0;

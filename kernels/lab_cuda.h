@@ -47,6 +47,12 @@ lab_status lab_cuda_device_info(int device, lab_cuda_info *info);
  * 1..10000; LAB_ERR_DEVICE. */
 lab_status lab_cuda_wait_probe(double kernel_ms, double *cpu_frac, double *wait_ms);
 
+/* Ends a stream-ordered GPU run: frees the non-NULL bufs[0..n) on `stream` (a cudaStream_t; cudaFreeAsync, so the
+ * frees complete in stream order after the run's work) and destroys the stream. A NULL stream means none was made,
+ * and so nothing was allocated on it: nothing is done. Returns st, or when st is LAB_OK the first failure of these
+ * calls. */
+lab_status lab_cuda_stream_release(lab_status st, void *stream, void *const *bufs, size_t n);
+
 /* Records a failed CUDA call as the lab error "file:line: cudaXxx: <err>", where cudaXxx is `call` up to
  * its first '(', and returns LAB_ERR_DEVICE. Used by LAB_CUDA_CHECK. */
 lab_status lab_cuda_fail(const char *file, int line, const char *call, const char *err);

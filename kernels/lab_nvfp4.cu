@@ -301,14 +301,5 @@ extern "C" lab_status lab_nvfp4_cuda_gemm_host(const uint8_t *qa, const uint8_t 
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpyAsync(out, dev[4], m * n * sizeof(float), cudaMemcpyDeviceToHost, s), done);
     LAB_CUDA_CHECK_GOTO(st, cudaStreamSynchronize(s), done);
 done:
-    for (int i = 0; s && i < 5; ++i)
-        if (dev[i]) {
-            cudaError_t e = cudaFreeAsync(dev[i], s);
-            if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaFreeAsync", cudaGetErrorString(e));
-        }
-    if (s) {
-        cudaError_t e = cudaStreamDestroy(s);
-        if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaStreamDestroy", cudaGetErrorString(e));
-    }
-    return st;
+    return lab_cuda_stream_release(st, s, dev, 5);
 }

@@ -90,15 +90,7 @@ extern "C" lab_status lab_nvfp4_gemm_ref_cuda(const lab_nvfp4_ref_job *jobs, siz
     }
     LAB_CUDA_CHECK_GOTO(st, cudaStreamSynchronize(s), done);
 done:
-    for (size_t i = 0; s && i < 6 * n; ++i)
-        if (bufs[i]) {
-            cudaError_t e = cudaFreeAsync(bufs[i], s);
-            if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaFreeAsync", cudaGetErrorString(e));
-        }
-    if (s) {
-        cudaError_t e = cudaStreamDestroy(s);
-        if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaStreamDestroy", cudaGetErrorString(e));
-    }
+    st = lab_cuda_stream_release(st, s, bufs, 6 * n);
     free(bufs);
     return st;
 }

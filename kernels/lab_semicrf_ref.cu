@@ -181,13 +181,9 @@ extern "C" lab_status lab_semicrf_reference_cuda(const lab_semicrf_problem *p, l
         memset(r->g_pe, 0, (size_t)B * npos * sizeof(double));
     }
 done:
-    if (dev) {
-        cudaError_t e = cudaFreeAsync(dev, s);
-        if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaFreeAsync", cudaGetErrorString(e));
-    }
-    if (s) {
-        cudaError_t e = cudaStreamDestroy(s);
-        if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaStreamDestroy", cudaGetErrorString(e));
+    {
+        void *bufs[] = {dev};
+        st = lab_cuda_stream_release(st, s, bufs, 1);
     }
     free(gt);
     if (st != LAB_OK) lab_semicrf_ref_free(r);

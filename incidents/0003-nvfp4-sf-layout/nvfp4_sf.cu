@@ -40,16 +40,7 @@ extern "C" lab_status nvfp4_sf_cuda_finish(lab_status st, void *stream, const fl
         cudaError_t e = cudaMemcpyAsync(out, dout, n * sizeof(float), cudaMemcpyDeviceToHost, s);
         if (e != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaMemcpyAsync", cudaGetErrorString(e));
     }
-    for (size_t i = 0; i < nbufs; ++i) {
-        if (!bufs[i]) continue;
-        cudaError_t e = cudaFreeAsync(bufs[i], s);
-        if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaFreeAsync", cudaGetErrorString(e));
-    }
-    if (s) {
-        cudaError_t e = cudaStreamDestroy(s); /* the frees complete in stream order after it returns */
-        if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaStreamDestroy", cudaGetErrorString(e));
-    }
-    return st;
+    return lab_cuda_stream_release(st, s, bufs, nbufs);
 }
 
 /* A layout buffer whose contents are the stale bytes without this allocation ever being written: a block of a

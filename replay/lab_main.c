@@ -69,7 +69,10 @@ static const struct {
      "                                     folder (default build/report): report.json, index.html (plots inline),\n"
      "                                     the device and build, results files; exit status as replay. The\n"
      "                                     benchmarks go into it with --bench, and by default on --backend cuda\n"
-     "  report --replot DIR                render a report's plots here (made where gnuplot was missing)\n"},
+     "  report --replot DIR                render a report's plots here (made where gnuplot was missing)\n"
+     "  report --from DIR                  the report of a replay already in DIR (`lab replay --out DIR`), on the\n"
+     "                                     machine and build that ran it: report.json and index.html there; exit 2\n"
+     "                                     when DIR is not a finished replay (the file is named)\n"},
     {"compare",
      "  compare A B [--factor F] [--strict] [--out DIR]\n"
      "                                     compare two report folders: changed outcomes, metrics moved by more\n"
@@ -534,6 +537,20 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
             fprintf(stderr, "lab report: %s\n", lab_err_msg());
             return LAB_EXIT_FAILED;
         }
+        return LAB_EXIT_OK;
+    }
+    if (argc >= 1 && !strcmp(argv[0], "--from")) {
+        /* a replay that ran without the report (a `lab replay` whose report was not asked for, or lost): the report
+         * of that folder, describing this machine and build, which must be the ones that ran it */
+        if (argc != 2) return lab_usage_error("report --from needs exactly one replay folder");
+        char command[4096];
+        snprintf(command, sizeof command, "%s report --from %s", lab_bin, argv[1]);
+        lab_report_opts ro = {0, command, 1};
+        if (lab_report_write(argv[1], &ro) != LAB_OK) {
+            fprintf(stderr, "lab report: %s\n", lab_err_msg());
+            return LAB_EXIT_USAGE;
+        }
+        printf("report: %s/index.html (and report.json)\n", argv[1]);
         return LAB_EXIT_OK;
     }
     const char *out = "build/report";

@@ -408,3 +408,49 @@ Test(report, cli_bad_flags)
     EXPECT_IN(out, "compare A B [--factor F] [--strict]");
     free(out);
 }
+
+/* A replay folder without its report (a `lab replay`, or a report whose run was cut short) gets one afterwards:
+ * `report --from DIR` writes report.json and index.html there from its summary.json and results.jsonl; a folder
+ * that is not a finished replay is bad input, named, exit 2, and nothing is written. */
+Test(report, from_a_replay_folder, .init = mkdir_tmp, .fini = rm_tmp, .timeout = 120)
+{
+    char args[512], *out;
+    snprintf(args, sizeof args, "replay --backend cpu --incident 0004-pow-grad-nan --seeds 2 --no-plots --quiet --out %s", dir);
+    int st = lab(args, &out);
+    cr_assert_eq(st, 0, "lab %s exited %d:\n%s", args, st, out);
+    free(out);
+    snprintf(args, sizeof args, "report --from %s", dir);
+    st = lab(args, &out);
+    cr_assert_eq(st, 0, "lab %s exited %d:\n%s", args, st, out);
+    EXPECT_IN(out, "index.html");
+    free(out);
+    cJSON *r = read_report();
+    cr_expect(strstr(cJSON_GetStringValue(AT(r, "command")), "report --from") != NULL);
+    cr_expect_str_eq(cJSON_GetStringValue(AT(r, "device", "backend")), "cpu");
+    cr_expect(cJSON_IsTrue(AT(r, "summary", "ok")));
+    cr_expect_eq(AT(r, "summary", "cases")->valuedouble, 4);
+    cr_expect_str_eq(cJSON_GetStringValue(AT(r, "incidents", "#0", "id")), "0004-pow-grad-nan");
+    cJSON_Delete(r);
+    char path[256];
+    snprintf(path, sizeof path, "%s/index.html", dir);
+    cr_expect(lab_fs_exists(path));
+
+    /* a results file cut in the middle of a line: named, exit 2, the report left as it was */
+    char *before = read_text("report.json");
+    write_file("results.jsonl", "{\"incident\": \"0004-pow-grad-nan\", \"variant\"");
+    st = lab(args, &out);
+    cr_expect_eq(st, 2, "exit %d:\n%s", st, out);
+    EXPECT_IN(out, "results.jsonl");
+    free(out);
+    char *after = read_text("report.json");
+    cr_expect_str_eq(after, before, "a refused folder's report.json was rewritten");
+    free(before), free(after);
+    snprintf(args, sizeof args, "report --from %s/none", dir);
+    st = lab(args, &out);
+    cr_expect_eq(st, 2);
+    EXPECT_IN(out, "none/summary.json");
+    free(out);
+    cr_expect_eq(lab("report --from", &out), 2);
+    EXPECT_IN(out, "report --from needs exactly one replay folder");
+    free(out);
+}

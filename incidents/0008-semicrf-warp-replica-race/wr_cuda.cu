@@ -584,8 +584,8 @@ struct wr_dev {
  * forward of a warp count is made once per batch. The backward only reads them (wr_args: const). In a 1000-seed H100
  * replay the forwards were a quarter of 0008's GPU time (ncu of one seed, 2026-11-25). */
 struct wr_cache {
-    unsigned char *host; /* the staged inputs of the cached batch */
-    size_t bytes;
+    unsigned char *host; /* the staged inputs of the cached batch (a former staging buffer, wr_dev_init) */
+    size_t bytes, cap;   /* its bytes in use, and allocated */
     unsigned char *dev;  /* the same bytes on the device */
     float *logZ[4], *ckpt[4]; /* the forward at num_warps 1, 2, 4, 8 (NULL: not made) */
 };
@@ -639,7 +639,8 @@ static lab_status wr_alloc(X **dst, size_t n)
     return LAB_OK;
 }
 
-/* The staging buffer of wr_dev_init (kept: its size is a batch's inputs). */
+/* The staging buffer of wr_dev_init (kept: its size is a batch's inputs; it trades places with wr_cached.host when a
+ * new batch is cached). */
 static unsigned char *wr_stage_buf;
 static size_t wr_stage_cap;
 
@@ -681,14 +682,16 @@ static lab_status wr_dev_init(wr_dev *d, const lab_semicrf_problem *const *pp, c
     }
     if (!(wr_cached.host && wr_cached.bytes == bytes && !memcmp(wr_cached.host, wr_stage_buf, bytes))) {
         /* another batch: its inputs replace the cached ones, in one copy (a copy per array is a synchronous call
-         * each, and each waits its turn on a GPU that other processes share) */
+         * each, and each waits its turn on a GPU that other processes share). The staging buffer becomes the
+         * cache's host copy and the old host copy the next staging buffer: no second copy of the inputs. */
+        unsigned char *old = wr_cached.host;
+        size_t old_cap = wr_cached.cap;
+        wr_cached.host = NULL;
         wr_cache_clear();
-        if (!(wr_cached.host = (unsigned char *)malloc(bytes)))
-            return lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for the cached inputs (%zu bytes)", bytes);
-        memcpy(wr_cached.host, wr_stage_buf, bytes);
-        wr_cached.bytes = bytes;
+        wr_cached.host = wr_stage_buf, wr_cached.cap = wr_stage_cap, wr_cached.bytes = bytes;
+        wr_stage_buf = old, wr_stage_cap = old_cap;
         cudaError_t e = cudaMalloc((void **)&wr_cached.dev, bytes);
-        if (e == cudaSuccess) e = cudaMemcpy(wr_cached.dev, wr_stage_buf, bytes, cudaMemcpyHostToDevice);
+        if (e == cudaSuccess) e = cudaMemcpy(wr_cached.dev, wr_cached.host, bytes, cudaMemcpyHostToDevice);
         if (e != cudaSuccess) {
             wr_cache_clear();
             LAB_CUDA_CHECK(e);

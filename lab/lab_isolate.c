@@ -1,6 +1,8 @@
 /* lab_isolate: run jobs in child processes under a watchdog, several at a time; crash and hang are outcomes. */
 #include "lab_isolate.h"
 
+#include "lab_cpus.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -67,11 +69,7 @@ lab_status lab_isolate_spawn_wait(FILE *out, pid_t pid, int *wstatus)
     }
 }
 
-int lab_isolate_ncpu(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
+int lab_isolate_ncpu(void) { return lab_cpus_usable(); }
 
 static volatile sig_atomic_t lab_isolate_sig;
 

@@ -120,7 +120,7 @@ lab_status lab_isolate_spawn_read(char *const argv[], FILE **out, pid_t *pid);
  * if waitpid fails. */
 lab_status lab_isolate_spawn_wait(FILE *out, pid_t pid, int *wstatus);
 
-/* Number of online CPUs (at least 1). */
+/* CPUs this process may use (lab_cpus_usable: affinity mask and cgroup quota; at least 1). */
 int lab_isolate_ncpu(void);
 
 #ifdef __cplusplus

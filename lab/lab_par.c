@@ -1,6 +1,8 @@
 /* lab_par: a parallel loop over independent items on POSIX threads (lab_par.h). */
 #include "lab_par.h"
 
+#include "lab_cpus.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +66,6 @@ lab_status lab_par_for(size_t n, int threads, lab_par_fn fn, void *ctx)
 
 int lab_par_threads(void)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    return ncpu >= 8 ? (int)(ncpu / 4) : 1;
+    int ncpu = lab_cpus_usable();
+    return ncpu >= 8 ? ncpu / 4 : 1;
 }

@@ -22,7 +22,7 @@ typedef lab_status (*lab_par_fn)(void *ctx, size_t i);
  * for different i. LAB_ERR_NOMEM if no thread can be made (then nothing ran). */
 lab_status lab_par_for(size_t n, int threads, lab_par_fn fn, void *ctx);
 
-/* Threads a replay worker may give one parallel loop: a quarter of the online CPUs from 8 on, else 1 (a replay runs
+/* Threads a replay worker may give one parallel loop: a quarter of the usable CPUs (lab_cpus_usable) from 8 on, else 1 (a replay runs
  * one worker per core, and only the few that lead a seed batch run such loops). */
 int lab_par_threads(void);
 

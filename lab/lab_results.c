@@ -75,6 +75,7 @@ static cJSON *lab_results_case_json(const lab_case_record *c, const char *lab_bi
     if (c->o.done_s > 0) cJSON_AddNumberToObject(o, "done_s", c->o.done_s), cJSON_AddNumberToObject(o, "worker", c->o.worker);
     cJSON_AddStringToObject(o, "detail", c->o.r.detail);
     if (c->o.error[0]) cJSON_AddStringToObject(o, "error", c->o.error);
+    if (c->first_run[0]) cJSON_AddStringToObject(o, "first_run", c->first_run);
     cJSON *m = cJSON_AddObjectToObject(o, "metrics");
     cJSON *bad = NULL;
     for (int i = 0; i < c->o.r.n_metrics; ++i) {

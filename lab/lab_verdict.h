@@ -42,6 +42,8 @@ typedef struct {
     uint64_t seed;
     lab_backend backend;
     lab_job_outcome o;
+    char first_run[300];        /* "" when the case ran once; else its first run ("ERROR: ...") before the
+                                   replay ran it again alone (a device error, lab_replay.h), o being the second */
 } lab_case_record;
 
 /* 1 when outcome o detects bug variant v (one of the outcomes its `detect` mask names; FAIL by default). */

@@ -286,6 +286,8 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
         if (!ra.quiet && (ms != LAB_ERR_UNSUPPORTED || getenv("CUDA_MPS_PIPE_DIRECTORY")))
             fprintf(stderr, "cuda: %s\n", why);
     }
+    o.device_ok = backend == LAB_BACKEND_CUDA && cuda_ok;
+    o.mps = &mps;
     lab_verdict verdict;
     lab_case_record *recs;
     size_t nrec;

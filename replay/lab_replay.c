@@ -41,23 +41,30 @@ static void lab_replay_retire_rule(const lab_case *c, lab_status st, lab_case_re
         r->retire_worker = 1;
 }
 
+/* The device probe of this process's CUDA cases (lab_replay_opts.device_probe): set in a worker from its replay's
+ * options, NULL for lab_cuda_ready. */
+static lab_status (*lab_replay_probe)(char *why, size_t len);
+
 lab_status lab_replay_case(const lab_case *c, lab_case_result *r)
 {
     memset(r, 0, sizeof *r);
     const lab_variant *v = c->variant;
     if (c->backend == LAB_BACKEND_CUDA && c->incident->run_cuda && !v->cpu_only) {
-#ifdef LAB_HAVE_CUDA
         char why[240];
-        lab_status st = lab_cuda_ready(why, sizeof why);
+#ifdef LAB_HAVE_CUDA
+        lab_status st = lab_replay_probe ? lab_replay_probe(why, sizeof why) : lab_cuda_ready(why, sizeof why);
+#else
+        if (!lab_replay_probe) {
+            lab_result_skip(r, "this build has no CUDA (nvcc was not found at build time)");
+            return LAB_OK;
+        }
+        lab_status st = lab_replay_probe(why, sizeof why);
+#endif
         if (st == LAB_ERR_UNSUPPORTED) {
             lab_result_skip_as(r, LAB_SKIP_NEEDS_GPU, "%s", why);
             return LAB_OK;
         }
         if (st != LAB_OK) return st; /* a listed GPU that cannot be used is an error, not a skip */
-#else
-        lab_result_skip(r, "this build has no CUDA (nvcc was not found at build time)");
-        return LAB_OK;
-#endif
     }
     lab_status st = lab_case_run(c, r);
     if (st == LAB_OK) lab_asan_judge_unflagged(c, r); /* an ASan build's `asan` bug that ran to its end unflagged */
@@ -107,6 +114,17 @@ static lab_status lab_replay_batch(lab_replay_ctx *ctx, size_t pos, const lab_ca
 #endif
 }
 
+/* The health rule: once the replay's probe made a context on the GPU (opts->device_ok), a CUDA case that finds no
+ * usable device lost it mid-replay (an MPS server that will not serve, a device that fell off the bus): ERROR with
+ * the cause, never the neutral SKIP that would let a fix pass unjudged. */
+static lab_status lab_replay_health(const lab_replay_opts *opts, const lab_case *c, lab_case_result *r)
+{
+    if (!opts->device_ok || c->backend != LAB_BACKEND_CUDA || !r->skipped || r->skip_class != LAB_SKIP_NEEDS_GPU)
+        return LAB_OK;
+    return lab_err_set(LAB_ERR_DEVICE, "device lost: the replay's probe used a CUDA device, this case found none (%s)",
+                       r->detail);
+}
+
 static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
 {
     lab_replay_ctx *ctx = vctx;
@@ -114,6 +132,7 @@ static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
     memset(r, 0, sizeof *r);
     if (!ctx->bound) {
         lab_sched_bind(&ctx->machine, &ctx->plan, lab_isolate_worker_slot());
+        lab_replay_probe = ctx->opts->device_probe;
         ctx->bound = 1;
     }
     lab_case c;
@@ -134,7 +153,8 @@ static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
         }
         memset(r, 0, sizeof *r); /* a follower whose leader ran elsewhere, or a batch that failed: alone */
     }
-    return lab_replay_case(&c, r);
+    lab_status st = lab_replay_case(&c, r);
+    return st == LAB_OK ? lab_replay_health(ctx->opts, &c, r) : st;
 }
 
 static double lab_replay_now(void)
@@ -297,7 +317,7 @@ static lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const
             double c = lab_replay_cost(ctx, ctx->order + g, g + pt->group_size <= pt->end ? pt->group_size : pt->end - g);
             group = c > group ? c : group;
         }
-        st = lab_seedbatch_plan_make(ctx->recs, ctx->order, pt->start, pt->end, lab_sched_chunk_seeds(bmax, group, fair), &sp[i]);
+        st = lab_seedbatch_plan_make(ctx->recs, ctx->order, pt->start, pt->end, lab_sched_chunk_seeds(bmax, group, fair, ctx->machine.ngpu), &sp[i]);
         for (size_t c = 0; c < sp[i].n_chunks && st == LAB_OK; ++c) {
             size_t a = sp[i].chunk_start[c], e = sp[i].chunk_start[c + 1];
             rs[nr] = k, rl[nr] = e - a, rc[nr++] = lab_replay_cost(ctx, sp[i].jobs + a, e - a);
@@ -369,8 +389,92 @@ static lab_status lab_replay_pool_first(lab_replay_ctx *ctx, lab_replay_part *pa
     return st;
 }
 
+/* Stops the replay's MPS daemon (opts->mps) before cases that must not be its clients: from here on workers make
+ * plain contexts. Says so once, on the progress stream. */
+static void lab_replay_leave_mps(lab_replay_ctx *ctx, const char *who)
+{
+    lab_mps *m = ctx->opts->mps;
+    if (!m || !m->running) return;
+    lab_mps_stop(m);
+    if (ctx->opts->progress) fprintf(stderr, "cuda: MPS daemon stopped: %s run outside it, each on GPUs of its own\n", who);
+}
+
+/* 1 when a job's error names the device (CUDA, MPS, a device fault): what a neighbour's fault or a server that
+ * stopped serving does to a case. */
+static int lab_replay_device_cause(const char *error)
+{
+    static const char *marks[] = {"cuda", "mps", "device"};
+    char low[sizeof ((lab_job_outcome *)0)->error];
+    size_t i = 0;
+    for (; error[i] && i + 1 < sizeof low; ++i) low[i] = (char)(error[i] >= 'A' && error[i] <= 'Z' ? error[i] + 32 : error[i]);
+    low[i] = 0;
+    for (size_t k = 0; k < sizeof marks / sizeof *marks; ++k)
+        if (strstr(low, marks[k])) return 1;
+    return 0;
+}
+
+/* A rerun's outcome: the first run is kept beside it (lab_case_record.first_run). */
+static void lab_replay_rerun_done(void *vctx, size_t job, const lab_job_outcome *o)
+{
+    lab_replay_ctx *ctx = vctx;
+    lab_case_record *c = &ctx->recs[ctx->order[job]];
+    if (o->not_run) return; /* interrupted before its rerun ended: the first run stands */
+    snprintf(c->first_run, sizeof c->first_run, "%s: %s", lab_outcome_name(c->o.outcome), c->o.error);
+    c->o = *o;
+    if (ctx->on_done) ctx->on_done(ctx->on_done_ctx, ctx->order[job], c);
+}
+
+/* The cases of a CUDA replay whose device was usable (opts->device_ok) that ended ERROR with a device cause are run
+ * once more, after the pool, outside MPS, one case at a time on each GPU (a multi-GPU case on GPUs of its own), so
+ * that a fault of a neighbour, or an MPS server that stopped serving, never decides a case: the rerun's outcome is
+ * the case's, the first run recorded beside it. A case that fails alone too keeps its ERROR. */
+static lab_status lab_replay_rerun(lab_replay_ctx *ctx, lab_job_outcome *out)
+{
+    const lab_replay_opts *opts = ctx->opts;
+    if (opts->backend != LAB_BACKEND_CUDA || !opts->device_ok || opts->sanitize || lab_isolate_interrupted()) return LAB_OK;
+    size_t m = 0;
+    for (size_t i = 0; i < ctx->n; ++i) {
+        const lab_case_record *r = &ctx->recs[i];
+        m += r->o.outcome == LAB_OUT_ERROR && !r->o.not_run && lab_replay_device_cause(r->o.error);
+    }
+    if (m == 0) return LAB_OK;
+    lab_replay_leave_mps(ctx, "cases that met a device error");
+    if (opts->progress) fprintf(stderr, "rerunning %zu case%s that met a device error, alone on their GPUs\n", m, m == 1 ? "" : "s");
+    size_t *order = malloc(m * sizeof *order);
+    if (!order) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    lab_status st = LAB_OK;
+    unsigned *lead = ctx->lead;
+    size_t *saved = ctx->order;
+    ctx->lead = NULL;
+    ctx->order = order;
+    ctx->offset = 0;
+    for (size_t i = 0; i < ctx->n && st == LAB_OK;) {
+        /* one incident's cases to rerun, under its plan with one worker per GPU (or per GPU set) */
+        const lab_incident *inc = ctx->recs[i].incident;
+        size_t k = 0, end = i;
+        for (; end < ctx->n && ctx->recs[end].incident == inc; ++end) {
+            const lab_case_record *r = &ctx->recs[end];
+            if (r->o.outcome == LAB_OUT_ERROR && !r->o.not_run && lab_replay_device_cause(r->o.error)) order[k++] = end;
+        }
+        if (k) {
+            ctx->plan = lab_sched_plan_incident(&ctx->machine, inc, opts->backend, k, 1, opts->jobs);
+            int per = ctx->plan.gpus_per_worker > 0 ? ctx->plan.gpus_per_worker : 1;
+            int alone = ctx->machine.ngpu / per > 0 ? ctx->machine.ngpu / per : 1;
+            if (ctx->plan.workers > alone) ctx->plan.workers = alone;
+            st = lab_isolate_run_batched(k, lab_replay_job, ctx, ctx->plan.workers, 1, lab_replay_watchdog(opts, inc),
+                                         lab_replay_rerun_done, out);
+        }
+        i = end;
+    }
+    ctx->order = saved;
+    ctx->lead = lead;
+    free(order);
+    return st;
+}
+
 /* Runs the cases (records are grouped by incident): an incident at a time under its plan, except that the
- * incidents with poolable plans run first, as one pool; every job under its incident's watchdog. */
+ * incidents with poolable plans run first, as one pool; every job under its incident's watchdog. Then the cases
+ * that met a device error run again (lab_replay_rerun). */
 static lab_status lab_replay_execute(lab_replay_ctx *ctx)
 {
     const lab_replay_opts *opts = ctx->opts;
@@ -389,6 +493,15 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
         goto done;
     }
     lab_sched_probe(&ctx->machine);
+    if (opts->progress) {
+        char note[200];
+        int w = lab_sched_workers(&ctx->machine, opts->backend, opts->jobs, note, sizeof note);
+        fprintf(stderr, "scheduler: %d workers (%s%s; %s)%s%s\n", w, opts->jobs > 0 ? "-j" : "default: ",
+                opts->jobs > 0 ? "" : opts->backend == LAB_BACKEND_CUDA && ctx->machine.ngpu > 0 ? "16 a GPU, at most the CPUs" : "one a CPU",
+                ctx->machine.cpu_source, note[0] ? "; " : "", note);
+        if (opts->backend == LAB_BACKEND_CUDA)
+            fprintf(stderr, "scheduler: %d GPU%s from %s\n", ctx->machine.ngpu, ctx->machine.ngpu == 1 ? "" : "s", ctx->machine.source);
+    }
     /* Every incident's execution order and plan. */
     for (size_t i = 0, start = 0; i < n_inc; ++i) {
         const lab_incident *inc = ctx->recs[start].incident;
@@ -427,12 +540,14 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
                 lab_replay_done(ctx, k, &o);
             }
         } else {
+            lab_replay_leave_mps(ctx, "multi-GPU and sanitizer cases");
             st = lab_isolate_run_batched(parts[i].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
                                          ctx->plan.batch, lab_replay_watchdog(opts, ctx->recs[ctx->order[parts[i].start]].incident),
                                          lab_replay_done, out + parts[i].start);
         }
         i = j;
     }
+    if (st == LAB_OK) st = lab_replay_rerun(ctx, out);
 done:
     free(out);
     free(ctx->order);
@@ -753,8 +868,10 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
             fprintf(report, "%s/%s: %s\n  replay: %s replay --incident %s --variant %s --seeds %zu\n", t[k].incident->id,
                     t[k].variant->name, t[k].verdict, opts->lab_bin, t[k].incident->id, t[k].variant->name,
                     t[k].seeds_needed > t[k].seeds ? t[k].seeds_needed : t[k].seeds);
+    lab_sched_machine host;
+    lab_sched_probe(&host);
     fprintf(report, "\n%zu cases in %.2f s (%.1f cases/s, %d jobs): %s\n", n, wall, wall > 0 ? n / wall : 0.0,
-            opts->jobs > 0 ? opts->jobs : lab_isolate_ncpu(), v.line);
+            lab_sched_workers(&host, opts->backend, opts->jobs, NULL, 0), v.line);
     char resume[2048] = "";
     if (sig) {
         lab_replay_resume_cmd(opts, recs_all, n_all, resume, sizeof resume);

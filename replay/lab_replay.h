@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "lab_incident.h"
+#include "lab_mps.h"
 #include "lab_results.h"
 
 struct cJSON;
@@ -36,6 +37,15 @@ typedef struct {
     void *summary_ctx;                     /* its context */
     unsigned batch_seeds;                  /* most seeds one CUDA seed batch runs (lab_seedbatch.h); 0: each
                                               incident's batch_max; 1: no batching */
+    int device_ok;                         /* the replay's probe made a context on the GPU: from then on a CUDA
+                                              case that finds no usable device is ERROR (device lost), never a
+                                              neutral SKIP, and a case that met a device error is run again */
+    lab_status (*device_probe)(char *why, size_t len); /* what a CUDA case calls first to see that its GPU is
+                                              usable (LAB_OK; LAB_ERR_UNSUPPORTED: none; another status: unusable),
+                                              NULL: lab_cuda_ready; tests give a stand-in */
+    lab_mps *mps;                          /* the replay's MPS daemon (lab_mps.h), or NULL: stopped once the
+                                              single-GPU pool is done, before cases that must not be its clients
+                                              (multi-GPU cases, reruns after a device error) */
 } lab_replay_opts;
 
 /* Runs every selected case, prints the per-incident table and the replay command of every case that

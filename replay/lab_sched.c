@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lab_cpus.h"
 #include "lab_isolate.h"
 
 static int lab_sched_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
@@ -55,7 +56,7 @@ static void lab_sched_probe_smi(lab_sched_machine *m)
 void lab_sched_probe(lab_sched_machine *m)
 {
     memset(m, 0, sizeof *m);
-    m->ncpu = lab_isolate_ncpu();
+    m->ncpu = lab_cpus_describe(m->cpu_source, sizeof m->cpu_source);
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
     if (vis) {
         char list[1024], *save = NULL;
@@ -105,7 +106,7 @@ lab_sched_plan lab_sched_plan_incident(const lab_sched_machine *m, const lab_inc
     lab_sched_plan p;
     memset(&p, 0, sizeof p);
     if (group_size < 1) group_size = 1;
-    int cap = jobs_cap > 0 ? jobs_cap : m->ncpu;
+    int cap = lab_sched_workers(m, b, jobs_cap, NULL, 0);
     if (b != LAB_BACKEND_CUDA) {
         p.workers = cap;
         p.batch = group_size;
@@ -154,10 +155,31 @@ double lab_sched_case_cost(const lab_incident *inc, lab_backend b, uint64_t seed
     return isfinite(c) && c >= 0.0 ? c : LAB_SCHED_CASE_COST;
 }
 
-unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair)
+int lab_sched_workers(const lab_sched_machine *m, lab_backend b, int asked, char *note, size_t len)
+{
+    if (note && len) note[0] = 0;
+    int ncpu = m->ncpu > 0 ? m->ncpu : 1;
+    if (b != LAB_BACKEND_CUDA || m->ngpu <= 0) return asked > 0 ? asked : ncpu;
+    int most = m->ngpu * LAB_SCHED_GPU_WORKERS_MAX;
+    if (asked <= 0) {
+        int w = m->ngpu * LAB_SCHED_GPU_WORKERS;
+        return w < ncpu ? w : ncpu;
+    }
+    if (asked > most) {
+        if (note && len)
+            snprintf(note, len, "-j %d capped to %d: %d GPU%s x %d workers (MPS serves %d clients a GPU; the rest "
+                     "queue)", asked, most, m->ngpu, m->ngpu == 1 ? "" : "s", LAB_SCHED_GPU_WORKERS_MAX,
+                     LAB_SCHED_MPS_CLIENTS);
+        return most;
+    }
+    return asked;
+}
+
+unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair, int ngpu)
 {
     if (bmax < 2 || !(group_cost > 0.0) || !(fair > 0.0) || (double)bmax * group_cost <= fair) return bmax;
-    double k = fair / group_cost, floor = bmax / 2 > 2 ? (double)(bmax / 2) : 2.0;
+    unsigned low = bmax / (2u * (unsigned)(ngpu > 1 ? ngpu : 1));
+    double k = fair / group_cost, floor = low > 2 ? (double)low : 2.0;
     return k >= floor ? (unsigned)k : (unsigned)floor;
 }
 

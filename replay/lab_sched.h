@@ -15,7 +15,9 @@ extern "C" {
 /* What this host offers the replay. Probed without any CUDA call (the runner never holds a context: a
  * context does not survive fork). */
 typedef struct {
-    int ncpu;                                 /* online CPUs */
+    int ncpu;                                 /* CPUs this process may use (lab_cpus_usable: affinity, cgroup
+                                                 quota), never the online count */
+    char cpu_source[96];                      /* where ncpu came from (lab_cpus_describe), for messages */
     int ngpu;                                 /* GPUs visible to this process */
     char gpu[LAB_SCHED_MAX_GPUS][32];         /* the CUDA_VISIBLE_DEVICES entry of each */
     char source[96];                          /* where the GPU list came from, for messages */
@@ -24,12 +26,30 @@ typedef struct {
                                                  CUDA_VISIBLE_DEVICES) */
 } lab_sched_machine;
 
-/* Fills *m: CPUs from sysconf; GPUs from CUDA_VISIBLE_DEVICES when set (an allocation made by a
+/* Fills *m: CPUs from lab_cpus_describe; GPUs from CUDA_VISIBLE_DEVICES when set (an allocation made by a
  * scheduler or by `--mpi`, "-1" or empty meaning none), else from the driver's /proc/driver/nvidia/gpus
  * listing (indices in PCI order), else, where the driver's device node /dev/nvidiactl exists without that
  * listing (some containers), from `nvidia-smi -L` (started from an argv, in PCI order). No CUDA call either
  * way. Never fails: no listing means no GPU. */
 void lab_sched_probe(lab_sched_machine *m);
+
+/* Workers a GPU admits at once. MPS (Volta and later) serves at most 48 client contexts a device: a 49th
+ * client's context fails with "busy or unavailable", and a neighbour that holds a context for a probe or a
+ * background thread counts too. The lab keeps a margin of 8 and queues the rest: a case never meets the limit.
+ * Without MPS the contexts take turns on the GPU, so more than this would only wait longer. */
+#define LAB_SCHED_MPS_CLIENTS 48
+#define LAB_SCHED_GPU_WORKERS_MAX 40
+
+/* Workers per GPU when -j is not given: what served best on one H100/H200 of a 16-core host (1000 seeds of
+ * every GPU incident: -j 16 in 21.6 s, -j 48 in 29.8 s at 256 seeds on an H200; beyond 16 the workers wait on
+ * the GPU and on each other's host work). */
+#define LAB_SCHED_GPU_WORKERS 16
+
+/* The worker count of a replay on backend b: `asked` (-j) when given (> 0), else the default: on the CPU one
+ * per usable CPU; on CUDA LAB_SCHED_GPU_WORKERS per GPU, no more than the usable CPUs. On CUDA it is never more
+ * than LAB_SCHED_GPU_WORKERS_MAX per GPU: an -j beyond that is capped and *note (when given) says so, "" when
+ * nothing was capped. At least 1. */
+int lab_sched_workers(const lab_sched_machine *m, lab_backend b, int asked, char *note, size_t len);
 
 /* How one incident's cases run. Cases come in groups (one seed, every selected variant), run in this
  * order by one worker so the seed's inputs and reference are made once. */
@@ -42,8 +62,8 @@ typedef struct {
     char why[160];                            /* one line: the plan and its reason */
 } lab_sched_plan;
 
-/* Plans n_groups groups of group_size cases of incident inc on backend b, with at most jobs_cap workers
- * (<= 0: no cap beyond the machine). CPU: one worker per core, one group per worker run. CUDA: every
+/* Plans n_groups groups of group_size cases of incident inc on backend b, with at most
+ * lab_sched_workers(m, b, jobs_cap) workers. CPU: one worker per core, one group per worker run. CUDA: every
  * worker holds one context; single-GPU cases share the GPUs (worker k on GPU k mod ngpu), each worker one
  * equal share of the groups (one context start per worker and incident; incidents that run as one pool are
  * cut into runs by the replay's pool instead, with lab_sched_chunk_seeds and lab_sched_order_runs); a case that needs N > 1 GPUs gets N GPUs alone, floor(ngpu / N) workers.
@@ -68,11 +88,13 @@ double lab_sched_case_cost(const lab_incident *inc, lab_backend b, uint64_t seed
 
 /* The most seeds one seed-batch chunk may hold: bmax, cut so that a chunk of the incident's costliest seed group
  * (group_cost, lab_sched_case_cost summed over its cases) costs no more than `fair` (one worker's share of the pool),
- * but never below half of bmax (and 2): a batch is there to fill the GPU, and contexts are time-sliced, so a launch
- * of a few blocks holds the whole GPU for its latency (0008 at T = 500 on an H100: 1.5 ms of GPU a block in a
+ * but never below bmax / (2 ngpu) (and 2). On one GPU that floor is half of bmax: a batch is there to fill the GPU,
+ * and a launch of a few blocks holds SMs for its latency (0008 at T = 500 on an H100: 1.5 ms of GPU a block in a
  * 334-block launch, 2.1 ms in a 132-block one; cut to a 16th of a 1000-seed replay of 0008 alone, its chunks took
- * 139.8 s where 6 chunks took 60.2 s). */
-unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair);
+ * 139.8 s where 6 chunks took 60.2 s). With ngpu GPUs each GPU gets an ngpu-th of the chunks, so chunks an ngpu-th
+ * the size keep each GPU as many chunks as one GPU had: without that, one chunk of 111 T = 500 seeds (about 33 s on
+ * its GPU, its nine variants one after another) was the whole replay's wall on four GPUs as on one. */
+unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair, int ngpu);
 
 /* Orders n runs costliest first (ties keep their order): idx[0..n) gets the run indices. Workers take runs in that
  * order as they free up, the longest processing time first. LAB_ERR_NOMEM (idx unset). */

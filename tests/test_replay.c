@@ -617,3 +617,127 @@ Test(replay, cases_needing_more_gpus_skip_without_a_worker, .init = mkout, .fini
     }
     free(recs);
 }
+
+/* ---- the health rule and the rerun of cases a device error ended (stand-ins for the GPU probe and for a neighbour's
+ * fault; no GPU needed) ---- */
+
+static lab_status probe_gone(char *why, size_t len)
+{
+    snprintf(why, len, "no CUDA device: cudaGetDeviceCount: MPS client failed to connect to the MPS control daemon or "
+                       "the MPS server (stand-in)");
+    return lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why);
+}
+static lab_status probe_ok(char *why, size_t len)
+{
+    if (len) why[0] = 0;
+    return LAB_OK;
+}
+
+/* Even seeds meet a neighbour's fault on their first run only (a marker file remembers it); seed 3 faults every time
+ * (the culprit). */
+static lab_status run_collateral(const lab_case *c, lab_case_result *r)
+{
+    char mark[128];
+    snprintf(mark, sizeof mark, "%s/ran-%llu", outdir, (unsigned long long)c->seed);
+    int first = !lab_fs_exists(mark);
+    if (first) {
+        FILE *f = fopen(mark, "w");
+        if (f) fclose(f);
+    }
+    if (c->seed == 3 || (first && c->seed % 2 == 0))
+        return lab_err_set(LAB_ERR_DEVICE, "CUDA error at stand-in.cu:1: an illegal memory access was encountered");
+    lab_result_verdict(r, 1, "holds");
+    return LAB_OK;
+}
+
+static const lab_variant dev_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "holds"}};
+static const lab_incident dev_gone = {.id = "9011-device-gone", .title = "device gone", .summary = "synthetic",
+                                      .variants = dev_variants, .n_variants = 1, .run_cpu = run_pass,
+                                      .run_cuda = run_pass, .plot_metric = "err"};
+static const lab_incident dev_fault = {.id = "9012-neighbour-fault", .title = "neighbour's fault", .summary = "synthetic",
+                                       .variants = dev_variants, .n_variants = 1, .run_cpu = run_collateral,
+                                       .run_cuda = run_collateral, .plot_metric = "err"};
+
+static lab_status device_replay(const lab_incident *inc, int device_ok, lab_status (*probe)(char *, size_t),
+                                lab_verdict *v, lab_case_record **recs, size_t *n)
+{
+    setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+    static const lab_incident *incs[1];
+    static uint64_t seeds[6] = {1, 2, 3, 4, 5, 6};
+    incs[0] = inc;
+    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 6, .backend = LAB_BACKEND_CUDA,
+                         .jobs = 2, .out_dir = outdir, .lab_bin = "build/lab", .root = ".", .device_ok = device_ok,
+                         .device_probe = probe};
+    FILE *devnull = fopen("/dev/null", "w");
+    lab_status st = lab_replay_run(&o, devnull, v, recs, n);
+    fclose(devnull);
+    return st;
+}
+
+/* Without a usable device at the replay's start, a CUDA case that finds none is a neutral SKIP; once the replay's probe
+ * used the device, the same is ERROR naming the cause (device lost), and the run is NOT OK. */
+Test(replay, a_device_lost_mid_replay_is_error_not_skip, .init = mkout, .fini = rmout)
+{
+    lab_verdict v;
+    lab_case_record *recs;
+    size_t n;
+    cr_assert_eq(device_replay(&dev_gone, 0, probe_gone, &v, &recs, &n), LAB_OK, "%s", lab_err_msg());
+    for (size_t i = 0; i < n; ++i) {
+        cr_expect_eq(recs[i].o.outcome, LAB_OUT_SKIP, "no device from the start: SKIP (%s)", recs[i].o.error);
+        cr_expect_eq(recs[i].o.r.skip_class, LAB_SKIP_NEEDS_GPU);
+    }
+    cr_expect(v.ok, "a replay without a GPU is not a failure");
+    free(recs);
+    cr_assert_eq(device_replay(&dev_gone, 1, probe_gone, &v, &recs, &n), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(n, 6);
+    for (size_t i = 0; i < n; ++i) {
+        cr_expect_eq(recs[i].o.outcome, LAB_OUT_ERROR, "seed %llu: %s", (unsigned long long)recs[i].seed,
+                     lab_outcome_name(recs[i].o.outcome));
+        cr_expect(strstr(recs[i].o.error, "device lost") && strstr(recs[i].o.error, "MPS"), "%s", recs[i].o.error);
+        cr_expect(!strncmp(recs[i].first_run, "ERROR: ", 7) && strstr(recs[i].first_run, "device lost") != NULL, "run again alone, both runs kept: '%s'",
+                  recs[i].first_run);
+    }
+    cr_expect(!v.ok, "fixes that lost their device must not pass");
+    free(recs);
+}
+
+/* Cases a neighbour's device fault ended run again alone after the pool: the rerun's outcome is theirs, the first run is
+ * kept beside it (in results.jsonl too); the culprit, which faults alone too, stays ERROR. Without a usable device at
+ * the start nothing is rerun. */
+Test(replay, cases_a_neighbours_fault_ended_run_again_alone, .init = mkout, .fini = rmout)
+{
+    lab_verdict v;
+    lab_case_record *recs;
+    size_t n;
+    cr_assert_eq(device_replay(&dev_fault, 1, probe_ok, &v, &recs, &n), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(n, 6);
+    for (size_t i = 0; i < n; ++i) {
+        uint64_t s = recs[i].seed;
+        if (s == 3) {
+            cr_expect_eq(recs[i].o.outcome, LAB_OUT_ERROR, "the culprit faults alone too");
+            cr_expect(strstr(recs[i].first_run, "illegal memory access") != NULL, "'%s'", recs[i].first_run);
+        } else {
+            cr_expect_eq(recs[i].o.outcome, LAB_OUT_PASS, "seed %llu: %s %s", (unsigned long long)s,
+                         lab_outcome_name(recs[i].o.outcome), recs[i].o.error);
+            if (s % 2 == 0) cr_expect(!strncmp(recs[i].first_run, "ERROR: ", 7) && strstr(recs[i].first_run, "illegal memory") != NULL, "'%s'", recs[i].first_run);
+            else cr_expect_str_empty(recs[i].first_run, "seed %llu ran once", (unsigned long long)s);
+        }
+    }
+    cr_expect(!v.ok, "the culprit's ERROR still fails the run");
+    free(recs);
+    char path[256], *text;
+    size_t len;
+    snprintf(path, sizeof path, "%s/results.jsonl", outdir);
+    cr_assert_eq(lab_fs_read_all(path, &text, &len), LAB_OK);
+    cr_expect(strstr(text, "\"first_run\":\"ERROR: ") != NULL && strstr(text, "illegal memory access") != NULL,
+              "results.jsonl keeps the first run");
+    free(text);
+    /* a fresh set of markers: without a usable device at the start, the even seeds' faults stand */
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -f %s/ran-*", outdir);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(device_replay(&dev_fault, 0, probe_ok, &v, &recs, &n), LAB_OK, "%s", lab_err_msg());
+    for (size_t i = 0; i < n; ++i)
+        if (recs[i].seed % 2 == 0) cr_expect_eq(recs[i].o.outcome, LAB_OUT_ERROR, "no rerun without device_ok");
+    free(recs);
+}

@@ -1,6 +1,8 @@
 /* test_sched: the scheduler's cost model and the policy the pool follows with it (replay/lab_sched.c). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "lab_sched.h"
 
@@ -21,16 +23,19 @@ Test(sched, case_cost_is_the_declared_one_or_the_default)
     cr_expect_eq(lab_sched_case_cost(&with, LAB_BACKEND_CUDA, 4), 0.0, "no CUDA version: it skips, it costs nothing");
 }
 
-/* A seed-batch chunk is cut to a worker's fair share, never below half the incident's bmax (nor a batch of 2), never
- * above bmax. */
+/* A seed-batch chunk is cut to a worker's fair share, never below bmax / (2 x GPUs) (nor a batch of 2), never above
+ * bmax. */
 Test(sched, chunks_are_cut_to_a_fair_share)
 {
-    cr_expect_eq(lab_sched_chunk_seeds(256, 0.5, 1000.0), 256u, "within the fair share: as the incident allows");
-    cr_expect_eq(lab_sched_chunk_seeds(256, 0.5, 66.5), 133u, "66.5 s fair at 0.5 s a seed: 133 seeds");
-    cr_expect_eq(lab_sched_chunk_seeds(256, 0.5, 17.8), 128u, "a 16th of 0008 alone: half of bmax, not 35 seeds");
-    cr_expect_eq(lab_sched_chunk_seeds(3, 10.0, 5.0), 2u, "a seed costlier than the share: still a batch of 2");
-    cr_expect_eq(lab_sched_chunk_seeds(1, 10.0, 5.0), 1u, "no batching stays no batching");
-    cr_expect_eq(lab_sched_chunk_seeds(64, 0.0, 5.0), 64u, "no cost known: bmax");
+    cr_expect_eq(lab_sched_chunk_seeds(256, 0.5, 1000.0, 1), 256u, "within the fair share: as the incident allows");
+    cr_expect_eq(lab_sched_chunk_seeds(256, 0.5, 66.5, 1), 133u, "66.5 s fair at 0.5 s a seed: 133 seeds");
+    cr_expect_eq(lab_sched_chunk_seeds(256, 0.5, 17.8, 1), 128u, "a 16th of 0008 alone: half of bmax, not 35 seeds");
+    cr_expect_eq(lab_sched_chunk_seeds(256, 0.5, 17.8, 0), 128u, "no GPU listed counts as one");
+    cr_expect_eq(lab_sched_chunk_seeds(256, 0.5, 17.8, 4), 35u, "four GPUs: the floor is an eighth of bmax (32)");
+    cr_expect_eq(lab_sched_chunk_seeds(256, 0.5, 4.0, 4), 32u, "four GPUs: never below an eighth of bmax");
+    cr_expect_eq(lab_sched_chunk_seeds(3, 10.0, 5.0, 1), 2u, "a seed costlier than the share: still a batch of 2");
+    cr_expect_eq(lab_sched_chunk_seeds(1, 10.0, 5.0, 1), 1u, "no batching stays no batching");
+    cr_expect_eq(lab_sched_chunk_seeds(64, 0.0, 5.0, 1), 64u, "no cost known: bmax");
 }
 
 /* Runs go costliest first, equal costs in their given order. */
@@ -41,4 +46,50 @@ Test(sched, runs_are_ordered_costliest_first)
     cr_assert_eq(lab_sched_order_runs(cost, 6, idx), LAB_OK);
     size_t want[6] = {1, 3, 4, 0, 2, 5};
     for (int i = 0; i < 6; ++i) cr_expect_eq(idx[i], want[i], "position %d: run %zu, want %zu", i, idx[i], want[i]);
+}
+
+static lab_sched_machine host(int ncpu, int ngpu)
+{
+    lab_sched_machine m;
+    memset(&m, 0, sizeof m);
+    m.ncpu = ncpu;
+    m.ngpu = ngpu;
+    for (int i = 0; i < ngpu; ++i) snprintf(m.gpu[i], sizeof m.gpu[i], "%d", i);
+    return m;
+}
+
+/* The worker count: the usable CPUs on the CPU; on CUDA 16 a GPU by default (no more than the CPUs), an explicit -j as
+ * asked up to 40 a GPU, beyond that capped with a note, never a 49th MPS client on one GPU. */
+Test(sched, workers_per_gpu_are_capped_below_the_mps_client_limit)
+{
+    char note[200];
+    lab_sched_machine one = host(64, 1), four = host(64, 4), small = host(16, 4), cpu = host(64, 0);
+    cr_expect_eq(lab_sched_workers(&cpu, LAB_BACKEND_CPU, 0, note, sizeof note), 64);
+    cr_expect_eq(lab_sched_workers(&one, LAB_BACKEND_CPU, 0, note, sizeof note), 64, "the CPU backend ignores GPUs");
+    cr_expect_eq(lab_sched_workers(&one, LAB_BACKEND_CUDA, 0, note, sizeof note), 16, "one GPU of a 64-core host: 16");
+    cr_expect_str_empty(note);
+    cr_expect_eq(lab_sched_workers(&four, LAB_BACKEND_CUDA, 0, note, sizeof note), 64);
+    cr_expect_eq(lab_sched_workers(&small, LAB_BACKEND_CUDA, 0, note, sizeof note), 16, "no more workers than CPUs");
+    cr_expect_eq(lab_sched_workers(&one, LAB_BACKEND_CUDA, 48, note, sizeof note), 40, "-j 48 on one GPU");
+    cr_expect(strstr(note, "-j 48 capped to 40") != NULL, "%s", note);
+    cr_expect_eq(lab_sched_workers(&one, LAB_BACKEND_CUDA, 64, note, sizeof note), 40, "-j 64 on one GPU");
+    cr_expect_eq(lab_sched_workers(&four, LAB_BACKEND_CUDA, 64, note, sizeof note), 64, "-j 64 on four GPUs: 16 each");
+    cr_expect_str_empty(note);
+    cr_expect_eq(lab_sched_workers(&one, LAB_BACKEND_CUDA, 3, note, sizeof note), 3, "below the cap: as asked");
+    cr_expect_leq(LAB_SCHED_GPU_WORKERS_MAX, LAB_SCHED_MPS_CLIENTS - 1);
+}
+
+/* A plan never puts more than 40 workers on one GPU: -j 64 with one GPU listed gives 40 workers, each bound to it. */
+Test(sched, a_plan_never_exceeds_the_gpu_cap)
+{
+    lab_incident inc = {.id = "9102-plan", .variants = one_fix, .n_variants = 1};
+    lab_sched_machine one = host(64, 1), two = host(64, 2);
+    lab_sched_plan p = lab_sched_plan_incident(&one, &inc, LAB_BACKEND_CUDA, 1000, 1, 64);
+    cr_expect_eq(p.workers, 40, "%s", p.why);
+    p = lab_sched_plan_incident(&one, &inc, LAB_BACKEND_CUDA, 1000, 1, 0);
+    cr_expect_eq(p.workers, 16, "%s", p.why);
+    p = lab_sched_plan_incident(&two, &inc, LAB_BACKEND_CUDA, 1000, 1, 0);
+    cr_expect_eq(p.workers, 32, "%s", p.why);
+    p = lab_sched_plan_incident(&one, &inc, LAB_BACKEND_CPU, 1000, 1, 0);
+    cr_expect_eq(p.workers, 64, "%s", p.why);
 }

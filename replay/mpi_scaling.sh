@@ -1,7 +1,7 @@
 #!/bin/bash
 # mpi_scaling.sh: times `lab replay --mpi` on the same cases at several rank counts, prints the speed-up
-# over one rank, and checks that every run's results.jsonl equals the one-rank run case by case (wall
-# times excepted).
+# over one rank, and checks that every run's results.jsonl equals the one-rank run case by case (outcome, detail,
+# metrics: the per-run fields wall_s, cpu_s, done_s, worker and first_run left out).
 # Usage: replay/mpi_scaling.sh [--ranks "1 2 4"] [--jobs J] [--out DIR] [-- lab replay args...]
 #   --jobs J   cases at once per rank (default: the lab's own, online CPUs / ranks on the host); with
 #              --jobs 1 the rank count is the only parallelism, which isolates the scaling of the split.
@@ -42,7 +42,8 @@ import json, sys
 def load(p):
     rows = [json.loads(l) for l in open(p)]
     for r in rows:
-        r.pop("wall_s", None)
+        for k in ("wall_s", "cpu_s", "done_s", "worker", "first_run"):
+            r.pop(k, None)
     return rows
 a, b = load(sys.argv[1]), load(sys.argv[2])
 print("equal (%d cases)" % len(a) if a == b else "DIFFERENT (%d vs %d cases)" % (len(a), len(b)))

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# replay/gpu_scaling.sh: on a multi-GPU host, the same CUDA replay on 1, 2, 4 ... GPUs (CUDA_VISIBLE_DEVICES = the
+# first k), each with default -j and every GPU's utilisation sampled every 0.5 s; prints wall, cases/s, speed-up over
+# one GPU, per-GPU mean utilisation, and whether every run's results equal the one-GPU run's case by case (outcome,
+# detail, metrics; not the per-run fields). Results and samples go to OUTDIR/gK.
+# Usage: replay/gpu_scaling.sh [--gpus "1 2 4"] [--out DIR] [-- lab replay args...]
+# Example: replay/gpu_scaling.sh --gpus "1 2 4" -- --seeds 1000 --incident 0001 --incident 0008
+set -uo pipefail
+cd "$(dirname "$0")/.."
+gpus="1 2 4"
+out=build/gpu-scaling
+lab=${LAB_BIN:-build/lab}
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --gpus) gpus="$2"; shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        --) shift; break ;;
+        *) echo "gpu_scaling.sh: unknown flag '$1' (see the header of $0)" >&2; exit 2 ;;
+    esac
+done
+[ -x "$lab" ] || { echo "gpu_scaling.sh: $lab not built (make)" >&2; exit 2; }
+have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+export NCCL_NVLS_ENABLE=0 # never NVLink multicast on shared hosts
+mkdir -p "$out"
+first=""
+t1=""
+rows=()
+for k in $gpus; do
+    if [ "$k" -gt "$have" ]; then echo "gpu_scaling.sh: $k GPUs asked, $have here: skipped" >&2; continue; fi
+    dir="$out/g$k"
+    rm -rf "$dir"
+    vis=$(seq -s, 0 $((k - 1)))
+    nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 >"$dir.util.csv" &
+    sampler=$!
+    start=$(date +%s.%N)
+    CUDA_VISIBLE_DEVICES=$vis "$lab" replay --backend cuda --no-plots --out "$dir" "$@" >"$dir.log" 2>&1
+    rc=$?
+    end=$(date +%s.%N)
+    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+    row=$(python3 - "$dir" "$k" "$rc" "$start" "$end" "${first:-}" "${t1:-}" <<'PY'
+import json, sys
+d, k, rc, start, end, first, t1 = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), sys.argv[6], sys.argv[7]
+def load(p):
+    rows = []
+    for l in open(p):
+        r = json.loads(l)
+        for f in ("wall_s", "cpu_s", "done_s", "worker", "first_run"):
+            r.pop(f, None)
+        rows.append(r)
+    return rows
+try:
+    s = json.load(open(d + "/summary.json"))
+    wall = s.get("wall_s", end - start)
+    n = sum(1 for _ in open(d + "/results.jsonl"))
+except (OSError, ValueError):
+    print("%d GPU: no result set (exit %s)" % (k, rc)); sys.exit()
+util = {}
+for line in open(d + ".util.csv"):
+    p = [x.strip() for x in line.split(",")]
+    if len(p) >= 2 and p[1].replace(".", "").isdigit() and int(p[0]) < k:
+        util.setdefault(int(p[0]), []).append(float(p[1]))
+# busy share over the replay: samples taken while it ran (the sampler started just before it)
+um = " ".join("%d:%.0f%%" % (g, sum(v) / len(v)) for g, v in sorted(util.items()))
+same = "first"
+if first:
+    a, b = load(first + "/results.jsonl"), load(d + "/results.jsonl")
+    key = lambda r: (r["incident"], r["variant"], str(r["seed"]))
+    a.sort(key=key); b.sort(key=key)
+    diff = [x for x, y in zip(a, b) if x != y]
+    same = "equal (%d cases)" % len(a) if a == b else "DIFFERENT: %d of %d cases, first %s" % (len(diff) + abs(len(a) - len(b)), len(a), diff[:1])
+sp = float(t1) / wall if t1 else 1.0
+print("%d GPU%s  exit %s  %s  wall %.1f s  %d cases  %.0f cases/s  speed-up %.2fx  util %s  results %s" %
+      (k, "" if k == 1 else "s", rc, "OK" if s.get("ok") else "NOT OK", wall, n, n / wall, sp, um, same))
+PY
+)
+    echo "$row"
+    rows+=("$row")
+    if [ -z "$first" ] && [ -f "$dir/summary.json" ]; then
+        first=$dir
+        t1=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" "$dir/summary.json")
+    fi
+    grep -E "^scheduler|^cuda:|rerunning|NOT OK|: OK|ERROR|REGRESSED" "$dir.log" | head -n 12
+done
+echo "== scaling ($(nproc) CPUs online)"
+printf '%s\n' "${rows[@]}"

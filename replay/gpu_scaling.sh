@@ -63,11 +63,18 @@ for line in open(d + ".util.csv"):
 um = " ".join("%d:%.0f%%" % (g, sum(v) / len(v)) for g, v in sorted(util.items()))
 same = "first"
 if first:
+    # outcomes must match case by case; metrics are compared too, but a race's output (a bug variant's) and the order
+    # of float atomics (0001's max_rel_err, 0002's r2r) differ between two runs of one build, so they are counted
     a, b = load(first + "/results.jsonl"), load(d + "/results.jsonl")
     key = lambda r: (r["incident"], r["variant"], str(r["seed"]))
     a.sort(key=key); b.sort(key=key)
-    diff = [x for x, y in zip(a, b) if x != y]
-    same = "equal (%d cases)" % len(a) if a == b else "DIFFERENT: %d of %d cases, first %s" % (len(diff) + abs(len(a) - len(b)), len(a), diff[:1])
+    out = [(key(x), x["outcome"], y["outcome"]) for x, y in zip(a, b) if key(x) != key(y) or x["outcome"] != y["outcome"]]
+    met = sum(1 for x, y in zip(a, b) if x.get("metrics") != y.get("metrics"))
+    metfix = sum(1 for x, y in zip(a, b) if x.get("metrics") != y.get("metrics") and x["role"] == "fix")
+    if len(a) != len(b) or out:
+        same = "OUTCOMES DIFFER: %d of %d cases, first %s" % (len(out) + abs(len(a) - len(b)), len(a), out[:2])
+    else:
+        same = "same outcome for all %d cases (metrics differ on %d, %d of them fixes)" % (len(a), met, metfix)
 sp = float(t1) / wall if t1 else 1.0
 print("%d GPU%s  exit %s  %s  wall %.1f s  %d cases  %.0f cases/s  speed-up %.2fx  util %s  results %s" %
       (k, "" if k == 1 else "s", rc, "OK" if s.get("ok") else "NOT OK", wall, n, n / wall, sp, um, same))

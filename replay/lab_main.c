@@ -19,6 +19,7 @@
 #include "lab_isolate.h"
 #include "lab_mpi.h"
 #include "lab_mps.h"
+#include "lab_sched.h"
 #include "lab_new.h"
 #include "lab_plot.h"
 #include "lab_sanitize.h"
@@ -175,6 +176,54 @@ static lab_status lab_probe_job(void *ctx, size_t job, lab_case_result *r)
 }
 #endif
 
+#ifdef LAB_HAVE_CUDA
+/* The probe of GPU k's MPS daemon: a context made through it. */
+static lab_status lab_probe_gpu_job(void *ctx, size_t job, lab_case_result *r)
+{
+    lab_mps_client(ctx, (int)job);
+    return lab_probe_job(NULL, job, r);
+}
+#endif
+
+/* Every GPU's daemon of *m serves a context (each probed in a child process): LAB_OK, or LAB_ERR_DEVICE with the
+ * first failure in why. */
+static lab_status lab_cmd_mps_probe(lab_mps *m, char *why, size_t len)
+{
+#ifdef LAB_HAVE_CUDA
+    lab_job_outcome o[LAB_MPS_MAX_GPUS];
+    if (lab_isolate_run((size_t)m->ngpu, lab_probe_gpu_job, m, m->ngpu, 60, NULL, o) != LAB_OK)
+        return lab_err_set(LAB_ERR_DEVICE, "%s", lab_err_msg());
+    for (int k = 0; k < m->ngpu; ++k)
+        if (o[k].outcome != LAB_OUT_PASS) {
+            snprintf(why, len, "GPU %s: %s", m->gpu_uuid[k], o[k].r.detail[0] ? o[k].r.detail : o[k].error);
+            return lab_err_set(LAB_ERR_DEVICE, "%s", why);
+        }
+    return LAB_OK;
+#else
+    snprintf(why, len, "this build has no CUDA");
+    return lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why);
+#endif
+}
+
+/* The replay's MPS: one daemon a GPU where there are several GPUs and each one's UUID is known (lab_mps.h says
+ * why), else one daemon for all. */
+static lab_status lab_cmd_mps_start(lab_mps *m, char *why, size_t len)
+{
+    lab_sched_machine *host = malloc(sizeof *host);
+    if (!host) return lab_mps_start(m, why, len);
+    lab_sched_probe(host);
+    int known = host->ngpu > 1;
+    const char *uuids[LAB_MPS_MAX_GPUS];
+    for (int k = 0; k < host->ngpu && k < LAB_MPS_MAX_GPUS; ++k) {
+        uuids[k] = host->uuid[k];
+        known &= host->uuid[k][0] != 0;
+    }
+    lab_status st = known && host->ngpu <= LAB_MPS_MAX_GPUS ? lab_mps_start_per_gpu(m, uuids, host->ngpu, why, len)
+                                                             : lab_mps_start(m, why, len);
+    free(host);
+    return st;
+}
+
 /* --backend auto: cuda when this build has CUDA and a device is usable, else cpu. The probe runs in a
  * child process: a CUDA context made in this one would not survive the fork of every case. *why says
  * why the CPU was chosen. */
@@ -268,11 +317,21 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
      * rank its own GPU, mpirun owns the processes), under compute-sanitizer (no MPS clients) or for one seed: started
      * before the workers, probed through (a context made via the daemon), stopped after the replay, interrupted or
      * not. */
-    lab_mps mps = {0};
+    static lab_mps mps; /* large (one folder a GPU): not on the stack */
+    memset(&mps, 0, sizeof mps);
     if (backend == LAB_BACKEND_CUDA && cuda_ok && !have_seed && !ra.no_mps && !ra.mpi && !ra.sanitize) {
         char why[320];
-        lab_status ms = lab_mps_start(&mps, why, sizeof why);
-        if (ms == LAB_OK) {
+        lab_status ms = lab_cmd_mps_start(&mps, why, sizeof why);
+        if (ms == LAB_OK && mps.ngpu > 0) {
+            char pwhy[240];
+            if (lab_cmd_mps_probe(&mps, pwhy, sizeof pwhy) != LAB_OK) {
+                lab_mps_stop(&mps);
+                snprintf(why, sizeof why, "no context through a GPU's MPS daemon (%s): the workers' contexts take turns on the GPUs", pwhy);
+                ms = LAB_ERR_DEVICE;
+            } else {
+                lab_mps_confirm(&mps);
+            }
+        } else if (ms == LAB_OK) {
             char pwhy[240];
             if (lab_backend_auto(pwhy, sizeof pwhy) != LAB_BACKEND_CUDA) {
                 lab_mps_stop(&mps);

@@ -44,7 +44,13 @@ static int lab_mps_find(char *out, size_t len)
 
 /* Runs the control program with args, stdin from `input` (NULL: /dev/null), stdout and stderr to /dev/null; waits.
  * Its exit status, or -1 when it could not be started or died by a signal. */
+static int lab_mps_control_env(const char *exe, const char *arg, const char *input, char **envp);
 static int lab_mps_control(const char *exe, const char *arg, const char *input)
+{
+    return lab_mps_control_env(exe, arg, input, environ);
+}
+
+static int lab_mps_control_env(const char *exe, const char *arg, const char *input, char **envp)
 {
     int fd[2] = {-1, -1};
     if (input && pipe(fd) != 0) return -1;
@@ -56,7 +62,7 @@ static int lab_mps_control(const char *exe, const char *arg, const char *input)
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     char *argv[3] = {(char *)LAB_MPS_CONTROL, (char *)arg, NULL};
     pid_t pid;
-    int rc = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
+    int rc = posix_spawn(&pid, exe, &fa, NULL, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     if (input) {
         close(fd[0]);
@@ -96,6 +102,8 @@ static int lab_mps_rm_one(const char *path, const struct stat *sb, int flag, str
 static void lab_mps_clear(lab_mps *m)
 {
     if (m->dir[0]) nftw(m->dir, lab_mps_rm_one, 8, FTW_DEPTH | FTW_PHYS);
+    for (int k = 0; k < m->ngpu; ++k)
+        if (m->gpu_dir[k][0]) nftw(m->gpu_dir[k], lab_mps_rm_one, 8, FTW_DEPTH | FTW_PHYS);
     unsetenv("CUDA_MPS_PIPE_DIRECTORY");
     unsetenv("CUDA_MPS_LOG_DIRECTORY");
     memset(m, 0, sizeof *m);
@@ -152,20 +160,136 @@ static int lab_mps_exited(const char *log)
     return done;
 }
 
-void lab_mps_stop(lab_mps *m)
+/* Asks the daemon of folder dir to quit and waits for its exit (at most LAB_MPS_WAIT_S): the daemon logs "Exit with
+ * status N" once its server is down. */
+static void lab_mps_quit(const char *exe, const char *dir)
 {
-    if (!m->running) {
-        if (m->dir[0]) lab_mps_clear(m);
-        return;
+    char pipe[300], logdir[300], log[300], e1[320], e2[320];
+    snprintf(pipe, sizeof pipe, "%s/pipe", dir);
+    snprintf(logdir, sizeof logdir, "%s/log", dir);
+    snprintf(e1, sizeof e1, "CUDA_MPS_PIPE_DIRECTORY=%s", pipe);
+    snprintf(e2, sizeof e2, "CUDA_MPS_LOG_DIRECTORY=%s", logdir);
+    size_t n = 0;
+    while (environ[n]) ++n;
+    char **envp = malloc((n + 3) * sizeof *envp);
+    if (envp) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; ++i)
+            if (strncmp(environ[i], "CUDA_MPS_PIPE_DIRECTORY=", 24) && strncmp(environ[i], "CUDA_MPS_LOG_DIRECTORY=", 23))
+                envp[k++] = environ[i];
+        envp[k++] = e1, envp[k++] = e2, envp[k] = NULL;
+        (void)lab_mps_control_env(exe, NULL, "quit\n", envp);
+        free(envp);
     }
-    char exe[1024], log[300];
-    if (lab_mps_find(exe, sizeof exe)) (void)lab_mps_control(exe, NULL, "quit\n");
-    /* the daemon logs its exit ("Exit with status N") once its server is down: wait for that (at most LAB_MPS_WAIT_S),
-     * then clear the folder */
-    snprintf(log, sizeof log, "%s/log/control.log", m->dir);
+    snprintf(log, sizeof log, "%s/control.log", logdir);
     for (int i = 0; i < LAB_MPS_WAIT_S * 20 && !lab_mps_exited(log); ++i) {
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+}
+
+void lab_mps_stop(lab_mps *m)
+{
+    if (!m->running) {
+        if (m->dir[0] || m->ngpu) lab_mps_clear(m); /* a failed start's folders; never the user's own MPS */
+        return;
+    }
+    char exe[1024];
+    if (lab_mps_find(exe, sizeof exe)) {
+        if (m->ngpu == 0) lab_mps_quit(exe, m->dir);
+        for (int k = 0; k < m->ngpu; ++k) lab_mps_quit(exe, m->gpu_dir[k]);
+    }
     lab_mps_clear(m);
+}
+
+/* A fresh private folder with pipe/ and log/ under TMPDIR into dir. */
+static lab_status lab_mps_folder(char *dir, size_t dlen, char *why, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, dlen, "%s/lab-mps-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        snprintf(why, len, "cannot make a folder for the MPS pipes (%s): %s", dir, strerror(errno));
+        dir[0] = 0;
+        return lab_err_set(LAB_ERR_IO, "%s", why);
+    }
+    static const char *names[2] = {"pipe", "log"};
+    for (int i = 0; i < 2; ++i) {
+        char sub[300];
+        snprintf(sub, sizeof sub, "%s/%s", dir, names[i]);
+        if (mkdir(sub, 0700) != 0) {
+            snprintf(why, len, "cannot make %s: %s", sub, strerror(errno));
+            return lab_err_set(LAB_ERR_IO, "%s", why);
+        }
+    }
+    return LAB_OK;
+}
+
+lab_status lab_mps_start_per_gpu(lab_mps *m, const char *const *uuids, int n, char *why, size_t len)
+{
+    memset(m, 0, sizeof *m);
+    char exe[1024];
+    if (getenv("CUDA_MPS_PIPE_DIRECTORY")) {
+        snprintf(why, len, "CUDA_MPS_PIPE_DIRECTORY is set: the workers use that MPS as it is");
+        return lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why);
+    }
+    if (!lab_mps_find(exe, sizeof exe)) {
+        snprintf(why, len, LAB_MPS_CONTROL " not found on PATH: the workers' contexts take turns on the GPUs");
+        return lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why);
+    }
+    if (n < 1 || n > LAB_MPS_MAX_GPUS) {
+        snprintf(why, len, "%d GPUs: one MPS daemon a GPU serves 1 to %d", n, LAB_MPS_MAX_GPUS);
+        return lab_err_set(LAB_ERR_ARG, "%s", why);
+    }
+    size_t ne = 0;
+    while (environ[ne]) ++ne;
+    char **envp = malloc((ne + 4) * sizeof *envp);
+    if (!envp) return lab_err_set(LAB_ERR_NOMEM, "MPS: out of memory");
+    lab_status st = LAB_OK;
+    for (int k = 0; k < n && st == LAB_OK; ++k) {
+        m->ngpu = k + 1;
+        snprintf(m->gpu_uuid[k], sizeof m->gpu_uuid[k], "%s", uuids[k]);
+        if ((st = lab_mps_folder(m->gpu_dir[k], sizeof m->gpu_dir[k], why, len)) != LAB_OK) break;
+        char e1[320], e2[320], e3[96];
+        snprintf(e1, sizeof e1, "CUDA_MPS_PIPE_DIRECTORY=%s/pipe", m->gpu_dir[k]);
+        snprintf(e2, sizeof e2, "CUDA_MPS_LOG_DIRECTORY=%s/log", m->gpu_dir[k]);
+        snprintf(e3, sizeof e3, "CUDA_VISIBLE_DEVICES=%s", uuids[k]);
+        size_t j = 0;
+        for (size_t i = 0; i < ne; ++i)
+            if (strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21)) envp[j++] = environ[i];
+        envp[j++] = e1, envp[j++] = e2, envp[j++] = e3, envp[j] = NULL;
+        int rc = lab_mps_control_env(exe, "-d", NULL, envp);
+        if (rc != 0) {
+            snprintf(why, len, LAB_MPS_CONTROL " -d for GPU %s failed (exit status %d)", uuids[k], rc);
+            st = lab_err_set(LAB_ERR_IO, "%s", why);
+        }
+        m->running = 1;
+    }
+    free(envp);
+    if (st != LAB_OK) {
+        char keep[320];
+        snprintf(keep, sizeof keep, "%s", why);
+        if (m->running) lab_mps_stop(m);
+        else lab_mps_clear(m);
+        snprintf(why, len, "%s", keep);
+        return lab_err_set(st, "%s", keep);
+    }
+    snprintf(why, len, "workers share each GPU through a private MPS daemon of its own (%d daemons, %s ...)", n, m->gpu_dir[0]);
+    return LAB_OK;
+}
+
+void lab_mps_client(const lab_mps *m, int k)
+{
+    if (!m || !m->running || m->ngpu == 0) return;
+    if (k < 0) {
+        unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+        unsetenv("CUDA_MPS_LOG_DIRECTORY");
+        return;
+    }
+    k %= m->ngpu;
+    char v[300];
+    snprintf(v, sizeof v, "%s/pipe", m->gpu_dir[k]);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", v, 1);
+    snprintf(v, sizeof v, "%s/log", m->gpu_dir[k]);
+    setenv("CUDA_MPS_LOG_DIRECTORY", v, 1);
+    setenv("CUDA_VISIBLE_DEVICES", m->gpu_uuid[k], 1);
 }

@@ -38,12 +38,32 @@ extern "C" {
  * (their strays land in guard zones they allocated, lab_case_result.memory_contained), so a replay has no device
  * fault to share; one that does happen shows as ERROR in the cases running beside it, and `--no-mps` replays them
  * with the contexts time-sliced again. compute-sanitizer does not run MPS clients: `--sanitize` replays without it. */
+#define LAB_MPS_MAX_GPUS 64
+
 typedef struct {
     int running;
-    char dir[256];      /* the private folder: dir/pipe, dir/log */
+    char dir[256];      /* the private folder: dir/pipe, dir/log (one daemon for every GPU) */
+    int ngpu;           /* lab_mps_start_per_gpu: daemons, one a GPU (0: the one daemon of dir) */
+    char gpu_dir[LAB_MPS_MAX_GPUS][256];  /* daemon k's folder */
+    char gpu_uuid[LAB_MPS_MAX_GPUS][64];  /* the GPU daemon k serves, by UUID */
 } lab_mps;
 
 lab_status lab_mps_start(lab_mps *m, char *why, size_t len);
+
+/* One daemon per GPU: daemon k is started with CUDA_VISIBLE_DEVICES=uuids[k] (a UUID: the MPS server remaps
+ * indices, UUIDs it does not), in a private folder of its own; this process's environment is left as it is, and a
+ * worker picks its GPU's daemon with lab_mps_client. Why one a GPU: one daemon's server serves every GPU it sees,
+ * and a 1000-seed replay on four H200s was no faster than on one through one daemon (40.7 s on one GPU, 31.8 s on
+ * two, 37.9 s on four, every case about four times slower on four GPUs: reports/multi-gpu); and a fault or a
+ * server that stops serving then holds up the clients of that GPU only. Errors as lab_mps_start; on an error every
+ * daemon started is stopped. */
+lab_status lab_mps_start_per_gpu(lab_mps *m, const char *const *uuids, int n, char *why, size_t len);
+
+/* In a worker: makes this process a client of the daemon of GPU k (CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY,
+ * and CUDA_VISIBLE_DEVICES = that GPU's UUID), or of none (k < 0: both MPS variables unset, so its contexts are
+ * plain ones). Does nothing for a single daemon (its variables are already in the environment) or none. */
+void lab_mps_client(const lab_mps *m, int k);
+
 void lab_mps_stop(lab_mps *m);
 /* The caller's probe made a context through the daemon of *m: from now on lab_mps_served() is 1 for this process (the
  * report written after the replay, when the daemon is gone, says the replay ran under MPS). */

@@ -114,6 +114,14 @@ static lab_status lab_replay_batch(lab_replay_ctx *ctx, size_t pos, const lab_ca
 #endif
 }
 
+/* Whether an incident's plan lets its workers run other incidents' cases too: single-GPU CUDA cases,
+ * one context per worker, GPUs shared. Those incidents run as one pool, so a worker starts its context
+ * once for all of them (the driver serialises context starts: about 0.2 s each). */
+static int lab_replay_poolable(const lab_replay_opts *opts, const lab_sched_plan *p)
+{
+    return !opts->sanitize && p->gpus_per_worker == 1 && !p->exclusive && !p->gpus_missing;
+}
+
 /* The health rule: once the replay's probe made a context on the GPU (opts->device_ok), a CUDA case that finds no
  * usable device lost it mid-replay (an MPS server that will not serve, a device that fell off the bus): ERROR with
  * the cause, never the neutral SKIP that would let a fix pass unjudged. */
@@ -132,6 +140,9 @@ static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
     memset(r, 0, sizeof *r);
     if (!ctx->bound) {
         lab_sched_bind(&ctx->machine, &ctx->plan, lab_isolate_worker_slot());
+        if (ctx->plan.gpus_per_worker > 0) /* a client of its GPU's MPS daemon, or (multi-GPU cases) of none */
+            lab_mps_client(ctx->opts->mps, lab_replay_poolable(ctx->opts, &ctx->plan) && ctx->machine.ngpu > 0
+                                                ? lab_isolate_worker_slot() % ctx->machine.ngpu : -1);
         lab_replay_probe = ctx->opts->device_probe;
         ctx->bound = 1;
     }
@@ -258,13 +269,6 @@ static double lab_replay_job_timeout(void *vctx, size_t job)
     return ctx->lead && ctx->lead[pos] > 1 ? t * ctx->lead[pos] : t;
 }
 
-/* Whether an incident's plan lets its workers run other incidents' cases too: single-GPU CUDA cases,
- * one context per worker, GPUs shared. Those incidents run as one pool, so a worker starts its context
- * once for all of them (the driver serialises context starts: about 0.2 s each). */
-static int lab_replay_poolable(const lab_replay_opts *opts, const lab_sched_plan *p)
-{
-    return !opts->sanitize && p->gpus_per_worker == 1 && !p->exclusive && !p->gpus_missing;
-}
 
 /* One incident of a run: its records [start, end) in execution order in ctx->order, its group size. */
 typedef struct {

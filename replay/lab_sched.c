@@ -13,20 +13,23 @@
 
 static int lab_sched_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
 
-/* "<model> (pci <bus>)" from the driver's /proc/driver/nvidia/gpus/<bus>/information, "pci <bus>" without it. */
-static void lab_sched_model(const char *bus, char *out, size_t len)
+/* "<model> (pci <bus>)" from the driver's /proc/driver/nvidia/gpus/<bus>/information, "pci <bus>" without it; the
+ * GPU's UUID from the same file into uuid ("" without it). */
+static void lab_sched_model(const char *bus, char *out, size_t len, char *uuid, size_t ulen)
 {
     char path[256], line[256], model[96] = "";
     snprintf(path, sizeof path, "/proc/driver/nvidia/gpus/%s/information", bus);
     FILE *f = fopen(path, "r");
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "Model:", 6)) {
-            char *v = line + 6;
-            while (*v == ' ' || *v == '\t') ++v;
-            v[strcspn(v, "\n")] = 0;
-            snprintf(model, sizeof model, "%s", v);
-            break;
+    uuid[0] = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        char *v = strchr(line, ':');
+        if (!v) continue;
+        for (++v; *v == ' ' || *v == '\t'; ++v) {
         }
+        v[strcspn(v, "\n")] = 0;
+        if (!strncmp(line, "Model:", 6)) snprintf(model, sizeof model, "%s", v);
+        else if (!strncmp(line, "GPU UUID:", 9)) snprintf(uuid, ulen, "%s", v);
+    }
     if (f) fclose(f);
     snprintf(out, len, "%s%spci %s%s", model, model[0] ? " (" : "", bus, model[0] ? ")" : "");
 }
@@ -45,6 +48,8 @@ static void lab_sched_probe_smi(lab_sched_machine *m)
                 line[strcspn(line, "\n")] = 0;
                 snprintf(m->gpu[m->ngpu], sizeof m->gpu[0], "%d", m->ngpu);
                 snprintf(m->what[m->ngpu], sizeof m->what[0], "%s", line);
+                char *u = strstr(line, "UUID: ");
+                if (u) snprintf(m->uuid[m->ngpu], sizeof m->uuid[0], "%.*s", (int)strcspn(u + 6, ")"), u + 6);
                 m->ngpu++;
             }
         int ws;
@@ -53,22 +58,9 @@ static void lab_sched_probe_smi(lab_sched_machine *m)
     snprintf(m->source, sizeof m->source, "%s", m->ngpu ? "nvidia-smi -L" : "no GPU listed by the driver or nvidia-smi");
 }
 
-void lab_sched_probe(lab_sched_machine *m)
+/* The driver's GPUs in PCI order (the listing, else nvidia-smi -L) into *m, source set. */
+static void lab_sched_probe_driver(lab_sched_machine *m)
 {
-    memset(m, 0, sizeof *m);
-    m->ncpu = lab_cpus_describe(m->cpu_source, sizeof m->cpu_source);
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-    if (vis) {
-        char list[1024], *save = NULL;
-        snprintf(list, sizeof list, "%s", vis);
-        for (char *t = strtok_r(list, ",", &save); t && m->ngpu < LAB_SCHED_MAX_GPUS; t = strtok_r(NULL, ",", &save)) {
-            while (*t == ' ') ++t;
-            if (!*t || !strcmp(t, "-1")) break; /* CUDA stops at the first invalid entry */
-            snprintf(m->gpu[m->ngpu++], sizeof m->gpu[0], "%s", t);
-        }
-        snprintf(m->source, sizeof m->source, "CUDA_VISIBLE_DEVICES='%.64s'", vis);
-        return;
-    }
     char bus[LAB_SCHED_MAX_GPUS][32];
     int n = 0;
     DIR *d = opendir("/proc/driver/nvidia/gpus");
@@ -81,7 +73,7 @@ void lab_sched_probe(lab_sched_machine *m)
     qsort(bus, (size_t)n, sizeof bus[0], lab_sched_cmp);
     for (int i = 0; i < n; ++i) {
         snprintf(m->gpu[i], sizeof m->gpu[0], "%d", i); /* PCI order, as the driver lists */
-        lab_sched_model(bus[i], m->what[i], sizeof m->what[0]);
+        lab_sched_model(bus[i], m->what[i], sizeof m->what[0], m->uuid[i], sizeof m->uuid[0]);
     }
     m->ngpu = n;
     if (n == 0 && access("/dev/nvidiactl", F_OK) == 0) {
@@ -89,6 +81,42 @@ void lab_sched_probe(lab_sched_machine *m)
         return;
     }
     snprintf(m->source, sizeof m->source, "%s", n ? "/proc/driver/nvidia/gpus" : "no GPU listed by the driver");
+}
+
+void lab_sched_probe(lab_sched_machine *m)
+{
+    memset(m, 0, sizeof *m);
+    m->ncpu = lab_cpus_describe(m->cpu_source, sizeof m->cpu_source);
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (!vis) {
+        lab_sched_probe_driver(m);
+        return;
+    }
+    /* an allocation: its entries, each named by the driver's listing where it has it */
+    static lab_sched_machine all; /* large: not on the stack */
+    memset(&all, 0, sizeof all);
+    int listed = 0;
+    char list[1024], *save = NULL;
+    snprintf(list, sizeof list, "%s", vis);
+    for (char *t = strtok_r(list, ",", &save); t && m->ngpu < LAB_SCHED_MAX_GPUS; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ') ++t;
+        if (!*t || !strcmp(t, "-1")) break; /* CUDA stops at the first invalid entry */
+        int k = m->ngpu++;
+        snprintf(m->gpu[k], sizeof m->gpu[0], "%s", t);
+        if (!strncmp(t, "GPU-", 4)) {
+            snprintf(m->uuid[k], sizeof m->uuid[0], "%s", t);
+            continue;
+        }
+        char *end;
+        long idx = strtol(t, &end, 10);
+        if (*end || idx < 0) continue;
+        if (!listed) lab_sched_probe_driver(&all), listed = 1;
+        if (idx < all.ngpu) {
+            snprintf(m->uuid[k], sizeof m->uuid[0], "%s", all.uuid[idx]);
+            snprintf(m->what[k], sizeof m->what[0], "%s", all.what[idx]);
+        }
+    }
+    snprintf(m->source, sizeof m->source, "CUDA_VISIBLE_DEVICES='%.64s'", vis);
 }
 
 /* GPUs one CUDA case of the incident needs: the largest of its variants' (0 counts as 1). */

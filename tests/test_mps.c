@@ -17,7 +17,7 @@ static char dir[64], old_path[8192];
 static const char *fake_control =
     "#!/bin/sh\n"
     "echo \"args:$*\" >> \"$FAKE_LOG\"\n"
-    "if [ \"$1\" = -d ]; then echo \"pipe:$CUDA_MPS_PIPE_DIRECTORY\" >> \"$FAKE_LOG\"; exit 0; fi\n"
+    "if [ \"$1\" = -d ]; then echo \"pipe:$CUDA_MPS_PIPE_DIRECTORY\" >> \"$FAKE_LOG\"; echo \"vis:$CUDA_VISIBLE_DEVICES\" >> \"$FAKE_LOG\"; exit 0; fi\n"
     "while read -r line; do echo \"stdin:$line\" >> \"$FAKE_LOG\";\n"
     "  [ \"$line\" = quit ] && echo 'Control 1] Exit with status 0' >> \"$CUDA_MPS_LOG_DIRECTORY/control.log\"; done\n"
     "exit 0\n";
@@ -171,4 +171,42 @@ Test(mps, a_control_program_that_hangs_is_killed_and_the_stop_returns, .init = m
     cr_expect_null(getenv("CUDA_MPS_PIPE_DIRECTORY"));
     struct stat sb;
     cr_expect_neq(stat(folder, &sb), 0, "%s still exists", folder);
+}
+
+/* One daemon a GPU: each started in a folder of its own with CUDA_VISIBLE_DEVICES = its GPU's UUID, this process's
+ * environment untouched; a worker becomes the client of its GPU's daemon (pipe, log, the UUID) or of none (k < 0);
+ * stop quits every daemon and removes every folder. */
+Test(mps, one_daemon_a_gpu_each_with_its_gpu_and_clients_pick_theirs, .init = mk, .fini = rm)
+{
+    static lab_mps m;
+    char why[320];
+    const char *uuids[2] = {"GPU-aaaa-0", "GPU-bbbb-1"};
+    setenv("CUDA_VISIBLE_DEVICES", "0,1", 1);
+    cr_assert_eq(lab_mps_start_per_gpu(&m, uuids, 2, why, sizeof why), LAB_OK, "%s", why);
+    cr_expect(m.running);
+    cr_expect_eq(m.ngpu, 2);
+    cr_expect_null(getenv("CUDA_MPS_PIPE_DIRECTORY"), "the runner itself is no client");
+    cr_expect_str_eq(getenv("CUDA_VISIBLE_DEVICES"), "0,1", "the runner's own list is untouched");
+    char want[700];
+    for (int k = 0; k < 2; ++k) {
+        snprintf(want, sizeof want, "args:-d\npipe:%s/pipe\nvis:%s\n", m.gpu_dir[k], uuids[k]);
+        cr_expect(strstr(calls(), want) != NULL, "daemon %d: calls:\n%s", k, calls());
+    }
+    cr_expect_str_neq(m.gpu_dir[0], m.gpu_dir[1]);
+    lab_mps_client(&m, 1);
+    snprintf(want, sizeof want, "%s/pipe", m.gpu_dir[1]);
+    cr_expect_str_eq(getenv("CUDA_MPS_PIPE_DIRECTORY"), want);
+    cr_expect_str_eq(getenv("CUDA_VISIBLE_DEVICES"), "GPU-bbbb-1");
+    lab_mps_client(&m, -1);
+    cr_expect_null(getenv("CUDA_MPS_PIPE_DIRECTORY"), "a multi-GPU worker is no client");
+    char f0[256], f1[256];
+    snprintf(f0, sizeof f0, "%s", m.gpu_dir[0]);
+    snprintf(f1, sizeof f1, "%s", m.gpu_dir[1]);
+    lab_mps_stop(&m);
+    const char *c = calls(), *q1 = strstr(c, "stdin:quit"), *q2 = q1 ? strstr(q1 + 1, "stdin:quit") : NULL;
+    cr_expect(q1 && q2, "both daemons asked to quit:\n%s", c);
+    struct stat sb;
+    cr_expect_neq(stat(f0, &sb), 0, "%s still exists", f0);
+    cr_expect_neq(stat(f1, &sb), 0, "%s still exists", f1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
 }

@@ -62,9 +62,60 @@ static const char *lab_args_value(int argc, char **argv, int *i)
     return argv[++*i];
 }
 
+/* Options as getopt users write them: "--name=value" is "--name" "value", "-jN" is "-j" "N", and "--" ends the
+ * options (replay takes no operands, so anything after it is refused). The split arguments live as long as the
+ * process (reachable from here: the parsed values point into them). */
+static void **lab_args_kept;
+static size_t lab_args_nkept, lab_args_capkept;
+
+/* Keeps p reachable for the process's life (the parsed values point into it). 0 when out of memory. */
+static int lab_args_keep(void *p)
+{
+    if (lab_args_nkept == lab_args_capkept) {
+        size_t cap = lab_args_capkept ? 2 * lab_args_capkept : 64;
+        void **k = realloc(lab_args_kept, cap * sizeof *k);
+        if (!k) return 0;
+        lab_args_kept = k, lab_args_capkept = cap;
+    }
+    lab_args_kept[lab_args_nkept++] = p;
+    return 1;
+}
+
+static lab_status lab_args_normalise(int argc, char **argv, int *nargc, char ***nargv)
+{
+    char **v = malloc((size_t)(2 * argc + 1) * sizeof *v);
+    if (!v) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory for its arguments");
+    int n = 0;
+    for (int i = 0; i < argc; ++i) {
+        const char *a = argv[i];
+        if (!a) return free(v), lab_err_set(LAB_ERR_ARG, "replay: argument %d is missing", i);
+        if (!strcmp(a, "--")) {
+            if (i + 1 < argc)
+                return free(v), lab_err_set(LAB_ERR_ARG, "replay: takes no operands, '%.*s' follows '--'", LAB_ARGS_QUOTE, argv[i + 1]);
+            break;
+        }
+        const char *eq = !strncmp(a, "--", 2) ? strchr(a, '=') : NULL;
+        if (eq || (a[0] == '-' && a[1] == 'j' && a[2])) {
+            size_t k = eq ? (size_t)(eq - a) : 2;
+            char *name = strndup(a, k), *val = strdup(a + k + (eq != NULL));
+            if (!name || !val || !lab_args_keep(name) || !lab_args_keep(val))
+                return free(v), lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+            v[n++] = name, v[n++] = val;
+            continue;
+        }
+        v[n++] = (char *)a;
+    }
+    v[n] = NULL;
+    if (!lab_args_keep(v)) return free(v), lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    *nargc = n, *nargv = v;
+    return LAB_OK;
+}
+
 lab_status lab_args_replay_parse(int argc, char **argv, lab_args_replay *o)
 {
     memset(o, 0, sizeof *o);
+    lab_status nst = lab_args_normalise(argc, argv, &argc, &argv);
+    if (nst != LAB_OK) return nst;
     o->n_seeds = LAB_ARGS_SEEDS_DEFAULT;
     o->first_seed = 1;
     o->backend = "cpu";

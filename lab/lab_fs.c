@@ -130,3 +130,29 @@ int lab_fs_count_suffix(const char *dir, const char *suffix)
     closedir(d);
     return n;
 }
+
+lab_status lab_fs_out_check(const char *flag, const char *path, const char *const *members)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return LAB_OK; /* missing: made by the writer */
+    if (!S_ISDIR(sb.st_mode))
+        return lab_err_set(LAB_ERR_ARG, "%s %s is not a folder (a %s): name a missing path, an empty folder or a "
+                           "previous result set; nothing was touched", flag, path, S_ISLNK(sb.st_mode) ? "symbolic link" : "file");
+    DIR *d = opendir(path);
+    if (!d) return lab_err_set(LAB_ERR_IO, "%s %s: cannot read the folder: %s", flag, path, strerror(errno));
+    struct dirent *e;
+    char other[256] = "";
+    int member = 0;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        int known = 0;
+        for (size_t i = 0; members[i]; ++i) known |= !strcmp(e->d_name, members[i]);
+        if (known) member = 1;
+        else if (!other[0]) snprintf(other, sizeof other, "%s", e->d_name);
+    }
+    closedir(d);
+    if (other[0] && !member)
+        return lab_err_set(LAB_ERR_ARG, "%s %s holds other things (%s, ...) and no result set of the lab: name a missing "
+                           "path, an empty folder or a previous result set; nothing was touched", flag, path, other);
+    return LAB_OK;
+}

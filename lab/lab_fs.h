@@ -23,6 +23,12 @@ lab_status lab_fs_mkdirs(const char *path);
 
 /* 1 if path exists (any type), else 0. */
 int lab_fs_exists(const char *path);
+
+/* Whether path may be an output folder given by flag (e.g. "--out"): a missing path, an empty folder, or a folder that
+ * holds one of members (a NULL-terminated list of a previous result set's names; its other entries are kept by the
+ * writer). Anything else (a file, a link to one, a folder of other things) is LAB_ERR_ARG naming it, and nothing
+ * is touched. */
+lab_status lab_fs_out_check(const char *flag, const char *path, const char *const *members);
 /* Number of entries in directory dir whose name ends with suffix (0 if dir cannot be read). */
 int lab_fs_count_suffix(const char *dir, const char *suffix);
 

@@ -251,6 +251,7 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     if (ra.sanitize && lab_sanitize_tool_check(ra.sanitize) != LAB_OK)
         return lab_usage_error("--sanitize: %s", lab_err_msg());
     if (ra.mpi && lab_mpi_check() != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+    if (ra.out && lab_fs_out_check("--out", ra.out, lab_replay_set_names) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
     const char **ids = ra.ids, *variant = ra.variant, *out = ra.out, *sanitize = ra.sanitize;
     size_t n_ids = ra.n_ids;
     int have_seed = ra.have_seed, have_seeds = ra.have_seeds, quiet = ra.quiet, mpi = ra.mpi;

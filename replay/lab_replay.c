@@ -234,28 +234,47 @@ double lab_replay_watchdog(const lab_replay_opts *opts, const lab_incident *inc)
  * order), then variant, memory bugs (a sanitizer flags them) last since their worker retires after them.
  * So every seed's cases are consecutive and share the seed's inputs and reference. Returns the largest
  * number of cases of one seed (the group size); out of memory, the canonical order and 1. */
+/* A record's sort key for lab_replay_order: the first position of its seed, whether it is a memory bug, its position. */
+typedef struct {
+    uint64_t seed;
+    size_t first, pos;
+    int memory_bug;
+} lab_replay_key;
+
+static int lab_replay_by_seed(const void *a, const void *b)
+{
+    const lab_replay_key *x = a, *y = b;
+    if (x->seed != y->seed) return x->seed < y->seed ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static int lab_replay_by_group(const void *a, const void *b)
+{
+    const lab_replay_key *x = a, *y = b;
+    if (x->first != y->first) return x->first < y->first ? -1 : 1;
+    if (x->memory_bug != y->memory_bug) return x->memory_bug - y->memory_bug;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
 static size_t lab_replay_order(const lab_case_record *recs, size_t start, size_t end, size_t *order)
 {
-    size_t k = start, gmax = 1;
-    unsigned char *taken = calloc(end - start ? end - start : 1, 1);
-    if (!taken) {
+    size_t n = end - start, gmax = 1;
+    lab_replay_key *k = malloc((n ? n : 1) * sizeof *k);
+    if (!k) {
         for (size_t i = start; i < end; ++i) order[i] = i;
         return 1;
     }
-    for (size_t i = start; i < end; ++i) {
-        if (taken[i - start]) continue;
-        size_t g = 0;
-        for (int memory_bug = 0; memory_bug < 2; ++memory_bug)
-            for (size_t j = i; j < end; ++j) {
-                if (taken[j - start] || recs[j].seed != recs[i].seed) continue;
-                if ((recs[j].variant->sanitizer != NULL) != memory_bug) continue;
-                taken[j - start] = 1;
-                order[k++] = j;
-                g++;
-            }
-        if (g > gmax) gmax = g;
+    /* two sorts, O(n log n): by seed to find each seed's first position, then by (that position, memory bug, position) */
+    for (size_t i = 0; i < n; ++i) k[i] = (lab_replay_key){recs[start + i].seed, 0, start + i, recs[start + i].variant->sanitizer != NULL};
+    qsort(k, n, sizeof *k, lab_replay_by_seed);
+    for (size_t i = 0, g = 0; i < n; ++i) {
+        if (i == 0 || k[i].seed != k[i - 1].seed) g = i;
+        k[i].first = k[g].pos;
+        if (i + 1 - g > gmax) gmax = i + 1 - g;
     }
-    free(taken);
+    qsort(k, n, sizeof *k, lab_replay_by_group);
+    for (size_t i = 0; i < n; ++i) order[start + i] = k[i].pos;
+    free(k);
     return gmax;
 }
 
@@ -654,12 +673,13 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict
 
 /* The files of a result set in an --out folder: the swap replaces these; anything else there is moved
  * into the new set untouched. */
+const char *const lab_replay_set_names[] = {"results.jsonl", "summary.json", "junit.xml", "results.tap", "plots",
+                                           "report.json", "index.html", NULL};
+
 static int lab_replay_set_member(const char *name)
 {
-    static const char *names[] = {"results.jsonl", "summary.json", "junit.xml", "results.tap", "plots",
-                                  "report.json", "index.html"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; ++i)
-        if (!strcmp(name, names[i])) return 1;
+    for (size_t i = 0; lab_replay_set_names[i]; ++i)
+        if (!strcmp(name, lab_replay_set_names[i])) return 1;
     return 0;
 }
 

@@ -48,6 +48,10 @@ typedef struct {
                                               (multi-GPU cases, reruns after a device error) */
 } lab_replay_opts;
 
+/* The names a result set of the lab holds in its folder (NULL-terminated): an --out folder holding one of them is a
+ * previous result set, which a new one replaces (lab_fs_out_check). */
+extern const char *const lab_replay_set_names[];
+
 /* Runs every selected case, prints the per-incident table and the replay command of every case that
  * failed its role to `report`, writes the output files when out_dir is set. *verdict is the run's one
  * verdict (lab_verdict.h): its ok and exit_status are what summary.json, JUnit, TAP and the console say.

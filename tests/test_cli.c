@@ -223,3 +223,50 @@ Test(cli, a_job_the_lab_cannot_do_is_exit_3)
     cr_expect_eq(st, 3, "exit %d:\n%s", st, out);
     free(out);
 }
+
+/* Options as getopt users write them: -j2, --seeds=2, --backend=cpu and a closing "--" are what -j 2, --seeds 2 and
+ * --backend cpu are; an operand after "--" is refused, exit 2. */
+Test(cli, getopt_spellings_are_accepted, .timeout = 120)
+{
+    char *out;
+    int rc = run("", "replay --incident 0004 -j2 --seeds=2 --backend=cpu --no-plots --out=build/test-getopt --", &out);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "2 workers") || strstr(out, "(-j"), "the -j2 was not taken as -j 2: %s", out);
+    cr_expect(strstr(out, "8 cases") != NULL || strstr(out, "cases in") != NULL, "%s", out);
+    free(out);
+    rc = run("", "replay --incident 0004 --seeds 2 -- stray", &out);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "stray") != NULL, "%s", out);
+    free(out);
+}
+
+/* --out naming a regular file, or a folder of other things, is refused (exit 2, named) and left as it was; an empty
+ * folder is taken. */
+Test(cli, out_never_costs_a_file, .timeout = 120)
+{
+    char *out;
+    cr_assert_eq(system("rm -rf build/test-out && mkdir -p build/test-out/foreign && echo keep > build/test-out/file "
+                        "&& echo mine > build/test-out/foreign/notes.txt && mkdir -p build/test-out/empty"), 0);
+    int rc = run("", "replay --incident 0004 --seeds 1 --backend cpu --no-plots --out build/test-out/file", &out);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "build/test-out/file is not a folder") != NULL, "%s", out);
+    free(out);
+    rc = run("", "replay --incident 0004 --seeds 1 --backend cpu --no-plots --out build/test-out/foreign", &out);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "holds other things (notes.txt") != NULL, "%s", out);
+    free(out);
+    char *text;
+    size_t len;
+    cr_assert_eq(lab_fs_read_all("build/test-out/file", &text, &len), LAB_OK, "the file is gone");
+    cr_expect_str_eq(text, "keep\n");
+    free(text);
+    cr_assert_eq(lab_fs_read_all("build/test-out/foreign/notes.txt", &text, &len), LAB_OK, "the foreign file is gone");
+    free(text);
+    rc = run("", "replay --incident 0004 --seeds 1 --backend cpu --no-plots --out build/test-out/empty", &out);
+    cr_expect_eq(rc, 0, "an empty folder is taken: %s", out);
+    free(out);
+    rc = run("", "replay --incident 0004 --seeds 1 --backend cpu --no-plots --out build/test-out/empty", &out);
+    cr_expect_eq(rc, 0, "a previous result set is replaced: %s", out);
+    free(out);
+    cr_expect_eq(system("rm -rf build/test-out build/test-getopt"), 0);
+}

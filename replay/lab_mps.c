@@ -109,35 +109,57 @@ static void lab_mps_clear(lab_mps *m)
     memset(m, 0, sizeof *m);
 }
 
-lab_status lab_mps_start(lab_mps *m, char *why, size_t len)
+/* A fresh private folder with pipe/ and log/ under TMPDIR into dir. */
+static lab_status lab_mps_folder(char *dir, size_t dlen, char *why, size_t len)
 {
-    memset(m, 0, sizeof *m);
-    char exe[1024], sub[300];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, dlen, "%s/lab-mps-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        snprintf(why, len, "cannot make a folder for the MPS pipes (%s): %s", dir, strerror(errno));
+        dir[0] = 0;
+        return lab_err_set(LAB_ERR_IO, "%s", why);
+    }
+    static const char *names[2] = {"pipe", "log"};
+    for (int i = 0; i < 2; ++i) {
+        char sub[300];
+        snprintf(sub, sizeof sub, "%s/%s", dir, names[i]);
+        if (mkdir(sub, 0700) != 0) {
+            snprintf(why, len, "cannot make %s: %s", sub, strerror(errno));
+            return lab_err_set(LAB_ERR_IO, "%s", why);
+        }
+    }
+    return LAB_OK;
+}
+
+/* Whether a private daemon may be started: none of the user's own (CUDA_MPS_PIPE_DIRECTORY) and the control program on
+ * PATH (into exe). LAB_ERR_UNSUPPORTED with why otherwise. */
+static lab_status lab_mps_can_start(char *exe, size_t elen, char *why, size_t len)
+{
     if (getenv("CUDA_MPS_PIPE_DIRECTORY")) {
         snprintf(why, len, "CUDA_MPS_PIPE_DIRECTORY is set: the workers use that MPS as it is");
         return lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why);
     }
-    if (!lab_mps_find(exe, sizeof exe)) {
+    if (!lab_mps_find(exe, elen)) {
         snprintf(why, len, LAB_MPS_CONTROL " not found on PATH: the workers' contexts take turns on the GPU");
         return lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why);
     }
-    const char *tmp = getenv("TMPDIR");
-    snprintf(m->dir, sizeof m->dir, "%s/lab-mps-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(m->dir)) {
-        snprintf(why, len, "cannot make a folder for the MPS pipes (%s): %s", m->dir, strerror(errno));
-        m->dir[0] = 0;
-        return lab_err_set(LAB_ERR_IO, "%s", why);
+    return LAB_OK;
+}
+
+lab_status lab_mps_start(lab_mps *m, char *why, size_t len)
+{
+    memset(m, 0, sizeof *m);
+    char exe[1024], sub[300];
+    lab_status st = lab_mps_can_start(exe, sizeof exe, why, len);
+    if (st != LAB_OK) return st; /* the user's own MPS, or none: the environment stays as it is */
+    if ((st = lab_mps_folder(m->dir, sizeof m->dir, why, len)) != LAB_OK) {
+        lab_mps_clear(m);
+        return st;
     }
-    const char *names[2] = {"pipe", "log"}, *vars[2] = {"CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"};
-    for (int i = 0; i < 2; ++i) {
-        snprintf(sub, sizeof sub, "%s/%s", m->dir, names[i]);
-        if (mkdir(sub, 0700) != 0) {
-            snprintf(why, len, "cannot make %s: %s", sub, strerror(errno));
-            lab_mps_clear(m);
-            return lab_err_set(LAB_ERR_IO, "%s", why);
-        }
-        setenv(vars[i], sub, 1);
-    }
+    snprintf(sub, sizeof sub, "%s/pipe", m->dir);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", sub, 1);
+    snprintf(sub, sizeof sub, "%s/log", m->dir);
+    setenv("CUDA_MPS_LOG_DIRECTORY", sub, 1);
     int rc = lab_mps_control(exe, "-d", NULL);
     if (rc != 0) {
         snprintf(why, len, LAB_MPS_CONTROL " -d failed (exit status %d)", rc);
@@ -202,40 +224,12 @@ void lab_mps_stop(lab_mps *m)
     lab_mps_clear(m);
 }
 
-/* A fresh private folder with pipe/ and log/ under TMPDIR into dir. */
-static lab_status lab_mps_folder(char *dir, size_t dlen, char *why, size_t len)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, dlen, "%s/lab-mps-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        snprintf(why, len, "cannot make a folder for the MPS pipes (%s): %s", dir, strerror(errno));
-        dir[0] = 0;
-        return lab_err_set(LAB_ERR_IO, "%s", why);
-    }
-    static const char *names[2] = {"pipe", "log"};
-    for (int i = 0; i < 2; ++i) {
-        char sub[300];
-        snprintf(sub, sizeof sub, "%s/%s", dir, names[i]);
-        if (mkdir(sub, 0700) != 0) {
-            snprintf(why, len, "cannot make %s: %s", sub, strerror(errno));
-            return lab_err_set(LAB_ERR_IO, "%s", why);
-        }
-    }
-    return LAB_OK;
-}
-
 lab_status lab_mps_start_per_gpu(lab_mps *m, const char *const *uuids, int n, char *why, size_t len)
 {
     memset(m, 0, sizeof *m);
     char exe[1024];
-    if (getenv("CUDA_MPS_PIPE_DIRECTORY")) {
-        snprintf(why, len, "CUDA_MPS_PIPE_DIRECTORY is set: the workers use that MPS as it is");
-        return lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why);
-    }
-    if (!lab_mps_find(exe, sizeof exe)) {
-        snprintf(why, len, LAB_MPS_CONTROL " not found on PATH: the workers' contexts take turns on the GPUs");
-        return lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why);
-    }
+    lab_status cs = lab_mps_can_start(exe, sizeof exe, why, len);
+    if (cs != LAB_OK) return cs;
     if (n < 1 || n > LAB_MPS_MAX_GPUS) {
         snprintf(why, len, "%d GPUs: one MPS daemon a GPU serves 1 to %d", n, LAB_MPS_MAX_GPUS);
         return lab_err_set(LAB_ERR_ARG, "%s", why);

@@ -1,5 +1,6 @@
 /* lab_cuda: is a CUDA device usable, what is it, and CUDA errors as lab statuses; plain C may include it. */
 #include "lab_cuda.h"
+#include "lab_devmem.h"
 #include "lab_isolate.h"
 
 #include <cuda_runtime.h>
@@ -70,6 +71,8 @@ extern "C" lab_status lab_cuda_ready(char *why, size_t len)
     } else if ((e = cudaSetDevice(0)) != cudaSuccess || (lab_cuda_sync_mode(), (e = cudaFree(0)) != cudaSuccess)) {
         /* cudaFree(0) forces context creation: a listed but unusable device shows up here. */
         st = lab_err_set(LAB_ERR_DEVICE, "CUDA device 0 is listed but unusable: %s", cudaGetErrorString(e));
+    } else if ((e = lab_devmem_init()) != cudaSuccess) {
+        st = lab_err_set(LAB_ERR_DEVICE, "CUDA device 0: its memory pool: %s", cudaGetErrorString(e));
     }
     if (st == LAB_OK) {
         if (why && len) why[0] = '\0';

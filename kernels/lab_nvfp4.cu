@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lab_cuda.h"
+#include "lab_devmem.h"
 #include "lab_nvfp4.h"
 
 extern "C" {
@@ -262,16 +263,16 @@ extern "C" lab_status lab_nvfp4_cuda_sf_remap_host(const uint8_t *host_src, size
     size_t n = src_offset + rows * k_sf, cos = lab_nvfp4_sf_cosize(rows, k_sf);
     uint8_t *src = NULL, *dst = NULL;
     lab_status st = LAB_OK;
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&src, n), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dst, cos), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&src, n), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&dst, cos), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(src, host_src, n, cudaMemcpyHostToDevice), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMemset(dst, 0xA5, cos), done);
     if ((st = nv_remap_launch(src + src_offset, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, 0, words_only)) != LAB_OK) goto done;
     LAB_CUDA_CHECK_GOTO(st, cudaDeviceSynchronize(), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(host_dst, dst, cos, cudaMemcpyDeviceToHost), done);
 done:
-    if (src) cudaFree(src);
-    if (dst) cudaFree(dst);
+    if (src) lab_devmem_free(src);
+    if (dst) lab_devmem_free(dst);
     return st;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lab_cuda.h"
+#include "lab_devmem.h"
 #include "lab_semicrf.h"
 
 #define SG_PAD LAB_SEMICRF_C_PAD
@@ -520,7 +521,7 @@ struct sg_ctx {
     std::vector<sg_buf *> bufs;    /* every placed buffer */
     ~sg_ctx()
     {
-        if (arena) cudaFree(arena);
+        if (arena) lab_devmem_free(arena);
         for (sg_buf *b : bufs)
             if (b->own) cudaFree(b->own);
     }
@@ -750,11 +751,11 @@ static lab_status sg_prepare(const lab_semicrf_problem *const *p, const lab_semi
         sg_place(x, SG_SEC_OUT, b.gps, x.npos * esz, gzone);
         sg_place(x, SG_SEC_OUT, b.gpe, x.npos * esz, gzone);
     }
-    /* memory: one arena, or one exact cudaMalloc per buffer */
+    /* memory: one arena from the worker's pool (lab_devmem.h), or one exact cudaMalloc per buffer */
     if (!x.exact) {
         size_t at[SG_NSEC], total = 0;
         for (int s = 0; s < SG_NSEC; ++s) at[s] = total, total += ((x.sec[s] + 255) / 256) * 256;
-        LAB_CUDA_CHECK(cudaMalloc((void **)&x.arena, total + 16));
+        LAB_CUDA_CHECK(lab_devmem_alloc((void **)&x.arena, total + 16));
         for (int s = 0; s < SG_NSEC; ++s) x.base[s] = x.arena + at[s];
         for (sg_buf *b : x.bufs) b->p = x.base[b->sec] + b->off;
     } else {

@@ -167,6 +167,7 @@ static int lab_cmd_list(void)
 
 #ifdef LAB_HAVE_CUDA
 #include "lab_cuda.h"
+#include "lab_devmem.h"
 static lab_status lab_probe_job(void *ctx, size_t job, lab_case_result *r)
 {
     char why[200];
@@ -547,6 +548,9 @@ static int lab_cmd_case(int argc, char **argv)
     lab_case_init(&c, inc, v, seed, backend, lab_root(), gdir, sizeof gdir);
     c.sanitizer = sanitizer;
     if (sanitizer) c.exact_alloc = 1;
+#ifdef LAB_HAVE_CUDA
+    if (sanitizer) lab_devmem_exact(); /* every device buffer its own allocation, for the memory checker */
+#endif
     lab_case_result r;
     lab_status st = lab_replay_case(&c, &r);
     lab_sanitize_print_result(stdout, st, &r);

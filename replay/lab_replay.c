@@ -23,6 +23,7 @@
 
 #include "lab_args.h"
 #include "lab_asan.h"
+#include "lab_ctxgate.h"
 #include "lab_fs.h"
 #include "lab_plot.h"
 #include "lab_sanitize.h"
@@ -85,6 +86,7 @@ typedef struct {
     lab_sched_machine machine;
     lab_sched_plan plan;        /* the plan of the incident being run */
     int bound;                  /* in a worker: its GPUs are bound (the parent never sets it) */
+    lab_ctxgate gate;           /* the pool's CUDA workers make their contexts through it (closed: no pool) */
     lab_replay_done_fn on_done; /* optional: told of each finished case (scale-out streams it) */
     void *on_done_ctx;
 } lab_replay_ctx;
@@ -133,6 +135,21 @@ static lab_status lab_replay_health(const lab_replay_opts *opts, const lab_case 
                        r->detail);
 }
 
+/* A pool worker's first CUDA job: its context, made through the replay's gate (lab_ctxgate.h) before the case runs.
+ * What the probe says is not used here: the case's own probe, a moment later, judges it. */
+static void lab_replay_warm(const lab_ctxgate *gate)
+{
+    if (gate->rfd < 0) return;
+    char why[240];
+    int took = lab_ctxgate_enter(gate, 10.0);
+#ifdef LAB_HAVE_CUDA
+    (void)(lab_replay_probe ? lab_replay_probe(why, sizeof why) : lab_cuda_ready(why, sizeof why));
+#else
+    if (lab_replay_probe) (void)lab_replay_probe(why, sizeof why);
+#endif
+    lab_ctxgate_leave(gate, took);
+}
+
 static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
 {
     lab_replay_ctx *ctx = vctx;
@@ -145,6 +162,7 @@ static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
                                                 ? lab_isolate_worker_slot() % ctx->machine.ngpu : -1);
         lab_replay_probe = ctx->opts->device_probe;
         ctx->bound = 1;
+        if (rec->backend == LAB_BACKEND_CUDA) lab_replay_warm(&ctx->gate);
     }
     lab_case c;
     char gdir[4096];
@@ -547,9 +565,12 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
             size_t nr = 0;
             free(bounds), bounds = NULL;
             st = lab_replay_pool_layout(ctx, parts[i].start, parts + i, j - i, ctx->plan.workers, &bounds, &nr);
+            if (st == LAB_OK && opts->backend == LAB_BACKEND_CUDA && lab_ctxgate_open(&ctx->gate, LAB_CTXGATE_WIDTH) != LAB_OK)
+                fprintf(stderr, "replay: %s; the workers make their contexts all at once\n", lab_err_msg());
             if (st == LAB_OK)
                 st = lab_isolate_run_pool(parts[j - 1].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
                                           bounds, nr, 0, lab_replay_job_timeout, lab_replay_done, out + parts[i].start);
+            lab_ctxgate_close(&ctx->gate);
         } else if (ctx->plan.gpus_missing) {
             /* nothing to run: every case SKIPs here, in the runner (a worker per case spent 3 s on 0006's 3000 cases of
              * a 1000-seed replay on one GPU, after the pool) */
@@ -640,6 +661,7 @@ lab_status lab_replay_execute_records(const lab_replay_opts *opts, lab_case_reco
     ctx.opts = opts;
     ctx.recs = recs;
     ctx.n = n;
+    ctx.gate = (lab_ctxgate)LAB_CTXGATE_CLOSED;
     ctx.t0 = lab_replay_now();
     ctx.on_done = done;
     ctx.on_done_ctx = done_ctx;

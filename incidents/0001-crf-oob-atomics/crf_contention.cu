@@ -3,6 +3,7 @@
 
 #include "crf_contention.h"
 #include "lab_cuda.h"
+#include "lab_devmem.h"
 
 /* Thread t of every block adds val[t] to buf[addr[t]], reps times. */
 __global__ void cc_add(float *buf, const int *addr, const float *val, int lanes, int reps, int op)
@@ -43,9 +44,9 @@ extern "C" lab_status crf_contention_cuda(const float *init, int n_addr, const i
     lab_status st = LAB_OK;
     float *buf = NULL, *val = NULL;
     int *addr = NULL;
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&buf, (size_t)n_addr * sizeof(float)), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&val, (size_t)lanes * sizeof(float)), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&addr, (size_t)lanes * sizeof(int)), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&buf, (size_t)n_addr * sizeof(float)), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&val, (size_t)lanes * sizeof(float)), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&addr, (size_t)lanes * sizeof(int)), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(buf, init, (size_t)n_addr * sizeof(float), cudaMemcpyHostToDevice), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(val, lane_val, (size_t)lanes * sizeof(float), cudaMemcpyHostToDevice), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(addr, lane_addr, (size_t)lanes * sizeof(int), cudaMemcpyHostToDevice), done);
@@ -54,8 +55,8 @@ extern "C" lab_status crf_contention_cuda(const float *init, int n_addr, const i
     LAB_CUDA_CHECK_GOTO(st, cudaDeviceSynchronize(), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(out, buf, (size_t)n_addr * sizeof(float), cudaMemcpyDeviceToHost), done);
 done:
-    cudaFree(buf);
-    cudaFree(val);
-    cudaFree(addr);
+    lab_devmem_free(buf);
+    lab_devmem_free(val);
+    lab_devmem_free(addr);
     return st;
 }

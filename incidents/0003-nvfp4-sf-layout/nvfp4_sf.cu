@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "lab_cuda.h"
+#include "lab_devmem.h"
 #include "nvfp4_sf.h"
 
 int nvfp4_sf_cuda_stale_reused = 0, nvfp4_sf_cuda_stale_buffers = 0;
@@ -143,10 +144,10 @@ static lab_status nv_bench_shape(FILE *fout, const lab_cuda_info *info, size_t r
     LAB_CUDA_CHECK_GOTO(st, cudaStreamCreate(&s), done);
     LAB_CUDA_CHECK_GOTO(st, lab_cuda_event_create(&e0), done);
     LAB_CUDA_CHECK_GOTO(st, lab_cuda_event_create(&e1), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&src, src_bytes), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dst, cosize), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&ref, cosize), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&copy, cosize), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&src, src_bytes), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&dst, cosize), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&ref, cosize), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&copy, cosize), done);
     host = (uint8_t *)malloc(src_bytes);
     back = (uint8_t *)malloc(2 * cosize);
     if (!host || !back) {
@@ -197,10 +198,10 @@ static lab_status nv_bench_shape(FILE *fout, const lab_cuda_info *info, size_t r
 done:
     free(host);
     free(back);
-    if (src) cudaFree(src);
-    if (dst) cudaFree(dst);
-    if (ref) cudaFree(ref);
-    if (copy) cudaFree(copy);
+    if (src) lab_devmem_free(src);
+    if (dst) lab_devmem_free(dst);
+    if (ref) lab_devmem_free(ref);
+    if (copy) lab_devmem_free(copy);
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
     if (s) cudaStreamDestroy(s);

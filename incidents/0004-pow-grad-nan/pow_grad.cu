@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "lab_cuda.h"
+#include "lab_devmem.h"
 #include "pow_grad.h"
 
 extern "C" {
@@ -79,14 +80,14 @@ extern "C" lab_status pow_grad_cuda_case(pow_grad_case *pc, uint64_t seed, pow_g
     if (cols % POW_GRAD_LANES != 0 || rows > 0x7fffffffu || (n + PG_THREADS - 1) / PG_THREADS > 0x7fffffffu)
         return lab_err_set(LAB_ERR_ARG, "pow_grad_cuda_case: shape %zu x %zu not supported", rows, cols);
 
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&x, fb), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&w, fb), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&y, fb), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dsq, fb), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&drms, fb), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&c, rb), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&r, rb), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&g, rb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&x, fb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&w, fb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&y, fb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&dsq, fb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&drms, fb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&c, rb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&r, rb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&g, rb), done);
 
     pg_inputs<<<blocks, PG_THREADS>>>(seed, n, rows, x, w, c);
     PG_LAUNCHED(st, done);
@@ -114,8 +115,8 @@ done:
         float *bufs[] = {x, w, c, y, r, g, dsq, drms};
         for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; ++k) {
             if (!bufs[k]) continue;
-            cudaError_t e = cudaFree(bufs[k]);
-            if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaFree", cudaGetErrorString(e));
+            cudaError_t e = lab_devmem_free(bufs[k]);
+            if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "lab_devmem_free", cudaGetErrorString(e));
         }
     }
     return st;

@@ -9,6 +9,7 @@
 
 #include "lab_cuda.h" /* first: it brings lab_err.h in with C linkage (bfcrf.h includes it outside extern "C") */
 #include "bfcrf.h"
+#include "lab_devmem.h"
 
 extern "C" {
 #include "lab_format.h"
@@ -156,8 +157,8 @@ static lab_status bfcrf_dev_free(bfcrf_dev *d, lab_status st)
     float *bufs[] = {d->trans, d->start, d->end, d->emis, d->alpha, d->logz};
     for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; ++k) {
         if (!bufs[k]) continue;
-        cudaError_t e = cudaFree(bufs[k]);
-        if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaFree", cudaGetErrorString(e));
+        cudaError_t e = lab_devmem_free(bufs[k]);
+        if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "lab_devmem_free", cudaGetErrorString(e));
     }
     memset(d, 0, sizeof *d);
     return st;
@@ -168,12 +169,12 @@ static lab_status bfcrf_dev_upload(bfcrf_dev *d, const bfcrf_params *P, const fl
     lab_status st = LAB_OK;
     size_t eb = (size_t)batch * BFCRF_TMAX * NT * sizeof(float);
     memset(d, 0, sizeof *d);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&d->trans, sizeof P->trans), fail);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&d->start, sizeof P->start), fail);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&d->end, sizeof P->end), fail);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&d->emis, eb), fail);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&d->logz, (size_t)batch * sizeof(float)), fail);
-    if (with_alpha) LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&d->alpha, eb), fail);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&d->trans, sizeof P->trans), fail);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&d->start, sizeof P->start), fail);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&d->end, sizeof P->end), fail);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&d->emis, eb), fail);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&d->logz, (size_t)batch * sizeof(float)), fail);
+    if (with_alpha) LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&d->alpha, eb), fail);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(d->trans, P->trans, sizeof P->trans, cudaMemcpyHostToDevice), fail);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(d->start, P->start, sizeof P->start, cudaMemcpyHostToDevice), fail);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(d->end, P->end, sizeof P->end, cudaMemcpyHostToDevice), fail);
@@ -218,12 +219,12 @@ extern "C" lab_status bfcrf_cuda_elementwise(const float *a, const float *b, siz
     float *da = NULL, *db = NULL, *dadd = NULL, *dsub = NULL, *dexp = NULL, *dlog = NULL;
     size_t nb = n * sizeof(float), cb = 65536 * sizeof(float);
     if (n == 0 || (n + 255) / 256 > 0x7fffffffu) return lab_err_set(LAB_ERR_ARG, "bfcrf_cuda_elementwise: n %zu", n);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&da, nb), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&db, nb), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dadd, nb), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dsub, nb), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dexp, cb), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc((void **)&dlog, cb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&da, nb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&db, nb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&dadd, nb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&dsub, nb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&dexp, cb), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc((void **)&dlog, cb), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(da, a, nb, cudaMemcpyHostToDevice), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(db, b, nb, cudaMemcpyHostToDevice), done);
     bfcrf_ew_pairs<<<(unsigned)((n + 255) / 256), 256>>>(da, db, n, dadd, dsub);
@@ -239,8 +240,8 @@ done:
         float *bufs[] = {da, db, dadd, dsub, dexp, dlog};
         for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; ++k) {
             if (!bufs[k]) continue;
-            cudaError_t e = cudaFree(bufs[k]);
-            if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "cudaFree", cudaGetErrorString(e));
+            cudaError_t e = lab_devmem_free(bufs[k]);
+            if (e != cudaSuccess && st == LAB_OK) st = lab_cuda_fail(__FILE__, __LINE__, "lab_devmem_free", cudaGetErrorString(e));
         }
     }
     return st;
@@ -397,8 +398,8 @@ extern "C" lab_status bfcrf_bench(FILE *out)
     BFCRF_LAUNCHED(st, done);
     LAB_CUDA_CHECK_GOTO(st, cudaEventElapsedTime(&ms_f32, e0, e1), done);
     /* the device ceiling: device-to-device copy bandwidth of 1 GiB */
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc(&cpa, cpbytes), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMalloc(&cpb, cpbytes), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc(&cpa, cpbytes), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc(&cpb, cpbytes), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(cpb, cpa, cpbytes, cudaMemcpyDeviceToDevice), done);
     LAB_CUDA_CHECK_GOTO(st, cudaEventRecord(e0), done);
     for (int k = 0; k < 5; ++k) LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(cpb, cpa, cpbytes, cudaMemcpyDeviceToDevice), done);
@@ -412,8 +413,8 @@ extern "C" lab_status bfcrf_bench(FILE *out)
     fprintf(out, "0005 note: the CRF forward is latency-bound (a 128-step recursion per sequence), far from the copy "
                  "ceiling; its input is %.1f MB per launch\n", (double)n * 4.0 / 1e6);
 done:
-    if (cpa) cudaFree(cpa);
-    if (cpb) cudaFree(cpb);
+    if (cpa) lab_devmem_free(cpa);
+    if (cpb) lab_devmem_free(cpb);
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
     free(emis);

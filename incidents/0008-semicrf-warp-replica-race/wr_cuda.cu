@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "lab_cuda.h"
+#include "lab_devmem.h"
 #include "wr.h"
 
 #define WR_FULL 0xffffffffu
@@ -594,10 +595,10 @@ static wr_cache wr_cached;
 static void wr_cache_clear(void)
 {
     for (int i = 0; i < 4; ++i) {
-        if (wr_cached.logZ[i]) cudaFree(wr_cached.logZ[i]);
-        if (wr_cached.ckpt[i]) cudaFree(wr_cached.ckpt[i]);
+        if (wr_cached.logZ[i]) lab_devmem_free(wr_cached.logZ[i]);
+        if (wr_cached.ckpt[i]) lab_devmem_free(wr_cached.ckpt[i]);
     }
-    if (wr_cached.dev) cudaFree(wr_cached.dev);
+    if (wr_cached.dev) lab_devmem_free(wr_cached.dev);
     free(wr_cached.host);
     memset(&wr_cached, 0, sizeof wr_cached);
 }
@@ -609,7 +610,7 @@ static void wr_dev_free(wr_dev *d)
     /* the inputs, log Z and the checkpoints are wr_cached's */
     void *p[] = {d->a.abuf, d->a.ring, d->a.gcum, d->a.gtr, d->a.gdb, d->a.gps, d->a.gpe, d->out, d->alpha};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i)
-        if (p[i]) cudaFree(p[i]);
+        if (p[i]) lab_devmem_free(p[i]);
     free(d->h_out);
     memset(d, 0, sizeof *d);
 }
@@ -635,7 +636,7 @@ static size_t wr_stage(unsigned char *h, size_t *at, const lab_semicrf_problem *
 template <typename X>
 static lab_status wr_alloc(X **dst, size_t n)
 {
-    LAB_CUDA_CHECK(cudaMalloc((void **)dst, n > 0 ? n * sizeof(X) : sizeof(X)));
+    LAB_CUDA_CHECK(lab_devmem_alloc((void **)dst, n > 0 ? n * sizeof(X) : sizeof(X)));
     return LAB_OK;
 }
 
@@ -690,7 +691,7 @@ static lab_status wr_dev_init(wr_dev *d, const lab_semicrf_problem *const *pp, c
         wr_cache_clear();
         wr_cached.host = wr_stage_buf, wr_cached.cap = wr_stage_cap, wr_cached.bytes = bytes;
         wr_stage_buf = old, wr_stage_cap = old_cap;
-        cudaError_t e = cudaMalloc((void **)&wr_cached.dev, bytes);
+        cudaError_t e = lab_devmem_alloc((void **)&wr_cached.dev, bytes);
         if (e == cudaSuccess) e = cudaMemcpy(wr_cached.dev, wr_cached.host, bytes, cudaMemcpyHostToDevice);
         if (e != cudaSuccess) {
             wr_cache_clear();
@@ -707,9 +708,9 @@ static lab_status wr_dev_init(wr_dev *d, const lab_semicrf_problem *const *pp, c
     d->nws_bytes[2] = (size_t)B * K * d->Wt * es;
     d->nws_bytes[3] = d->nws_bytes[4] = (size_t)B * T * d->Wc * es;
     void **ws[5] = {&a.gcum, &a.gtr, &a.gdb, &a.gps, &a.gpe};
-    for (int i = 0; i < 5; ++i) LAB_CUDA_CHECK(cudaMalloc(ws[i], d->nws_bytes[i]));
+    for (int i = 0; i < 5; ++i) LAB_CUDA_CHECK(lab_devmem_alloc(ws[i], d->nws_bytes[i]));
     size_t nout = (size_t)nq * (d->ntr + d->ndb) + d->ncum + 2 * d->npos;
-    LAB_CUDA_CHECK(cudaMalloc((void **)&d->out, nout * sizeof(float)));
+    LAB_CUDA_CHECK(lab_devmem_alloc((void **)&d->out, nout * sizeof(float)));
     if (!(d->h_out = (float *)malloc((nout + (size_t)B) * sizeof(float))))
         return lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for the host copy of %zu outputs", nout);
     /* the forward at the variant's warp count (same row arithmetic as its Phase 1), once per batch and warp count:
@@ -721,11 +722,11 @@ static lab_status wr_dev_init(wr_dev *d, const lab_semicrf_problem *const *pp, c
         float *logZ = NULL, *ckpt = NULL;
         if ((st = wr_alloc(&logZ, (size_t)B)) != LAB_OK) return st;
         if ((st = wr_alloc(&ckpt, nck)) != LAB_OK) {
-            cudaFree(logZ);
+            lab_devmem_free(logZ);
             return st;
         }
         wr_cached.logZ[slot] = logZ, wr_cached.ckpt[slot] = ckpt; /* freed with the cache */
-        LAB_CUDA_CHECK(cudaMalloc((void **)&d->alpha, nal * sizeof(float)));
+        LAB_CUDA_CHECK(lab_devmem_alloc((void **)&d->alpha, nal * sizeof(float)));
         wr_fill<<<(unsigned)((nal + 255) / 256), 256>>>(d->alpha, nal, WR_NEG_INF);
         LAB_CUDA_CHECK(cudaGetLastError());
         wr_fill<<<(unsigned)((nck + 255) / 256), 256>>>(ckpt, nck, WR_NEG_INF);

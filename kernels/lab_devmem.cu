@@ -1,0 +1,48 @@
+/* lab_devmem: a case's device memory, from a pool its worker process keeps between cases (lab_devmem.h). */
+#include "lab_devmem.h"
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LAB_DEVMEM_KEEP_MB_DEFAULT 512
+
+/* -1: not decided yet; 0: the pool; 1: exact (plain cudaMalloc). */
+static int lab_devmem_mode = -1;
+static int lab_devmem_pool_device = -1; /* the device whose pool threshold is set */
+
+extern "C" void lab_devmem_exact(void) { lab_devmem_mode = 1; }
+
+cudaError_t lab_devmem_init(void)
+{
+    if (lab_devmem_mode < 0) {
+        const char *m = getenv("LAB_DEVMEM");
+        lab_devmem_mode = m && !strcmp(m, "exact") ? 1 : 0;
+    }
+    if (lab_devmem_mode) return cudaSuccess;
+    int dev;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess || dev == lab_devmem_pool_device) return e;
+    uint64_t keep = (uint64_t)LAB_DEVMEM_KEEP_MB_DEFAULT << 20;
+    const char *k = getenv("LAB_DEVMEM_KEEP_MB");
+    if (k && *k) keep = (uint64_t)strtoull(k, NULL, 10) << 20;
+    cudaMemPool_t pool;
+    if ((e = cudaDeviceGetDefaultMemPool(&pool, dev)) != cudaSuccess) return e;
+    if ((e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep)) != cudaSuccess) return e;
+    lab_devmem_pool_device = dev;
+    return cudaSuccess;
+}
+
+cudaError_t lab_devmem_alloc(void **p, size_t bytes)
+{
+    cudaError_t e = lab_devmem_init();
+    if (e != cudaSuccess) return e;
+    return lab_devmem_mode ? cudaMalloc(p, bytes) : cudaMallocAsync(p, bytes, cudaStreamLegacy);
+}
+
+cudaError_t lab_devmem_free(void *p)
+{
+    if (!p) return cudaSuccess;
+    return lab_devmem_mode == 0 ? cudaFreeAsync(p, cudaStreamLegacy) : cudaFree(p);
+}

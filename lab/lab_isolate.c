@@ -120,6 +120,8 @@ typedef struct {
     int cmd;                   /* long-lived children: the runner's end of the child's command socket (-1: none, or
                                   closed to tell the child to end) */
     int idle;                  /* the long-lived child finished its range and waits for the next */
+    int asked;                 /* the long-lived child has asked for work at least once (its init is done) */
+    int no_init;               /* this slot's child died in init: the next one starts with a range, without init */
     size_t got;
     lab_isolate_msg msg;
 } lab_isolate_slot;
@@ -243,7 +245,8 @@ static int lab_isolate_next_range(int cmd, size_t *first, size_t *end)
  * corrupted heap or GPU context, must not judge the next job). With a command socket (cmd >= 0, a long-lived
  * child), a range that ran to its end is followed by LAB_ISOLATE_MORE and the next range the runner sends;
  * a batch ended early, or a closed socket, ends the child. Never returns. */
-static void lab_isolate_child(int fd, int cmd, lab_job_fn fn, void *ctx, size_t first, size_t end, pid_t parent)
+static void lab_isolate_child(int fd, int cmd, lab_job_fn fn, void *ctx, size_t first, size_t end, pid_t parent,
+                              lab_job_init_fn init)
 {
     setpgid(0, 0); /* own process group: the watchdog kills the job's descendants too */
     /* Dies with the runner, however it ends; a runner gone before the prctl is seen by getppid. */
@@ -257,7 +260,8 @@ static void lab_isolate_child(int fd, int cmd, lab_job_fn fn, void *ctx, size_t 
     lab_isolate_msg msg;
     lab_isolate_asan_ctx asan = {fd, &msg};
     lab_asan_on_report(lab_isolate_asan_report, &asan); /* a no-op outside an AddressSanitizer build */
-    double cpu0 = 0.0; /* since the fork: a fresh child's counters start at 0 */
+    if (init) init(ctx); /* a child started without a range: it asks for one below, once it is ready */
+    double cpu0 = lab_isolate_cpu_seconds(); /* a job's CPU seconds are its own, not its child's start-up */
     for (;;) {
         int cut = 0;
         for (size_t job = first; job < end; ++job) {
@@ -351,6 +355,7 @@ static void lab_isolate_drain(lab_isolate_slot *s, void *ctx, lab_job_done_fn do
         if (s->msg.job == LAB_ISOLATE_END) {
             s->ended = 1;
         } else if (s->msg.job == LAB_ISOLATE_MORE) {
+            s->asked = 1;
             s->idle = s->first == s->end; /* a child that asks with jobs of its range unreported is not idle: the
                                              watchdog ends it, and its jobs go to a fresh child */
         } else if (s->msg.job == s->first && s->first < s->end) {
@@ -425,7 +430,7 @@ lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs,
  * one through its command socket instead of exiting. */
 static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, const size_t *bounds, size_t nranges,
                                      double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
-                                     lab_job_outcome *out, int reuse)
+                                     lab_job_outcome *out, int reuse, lab_job_init_fn init)
 {
     if (jobs < 1) jobs = 1;
     if (timeout_s <= 0) timeout_s = 60;
@@ -488,6 +493,13 @@ static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int job
                 result = lab_err_set(LAB_ERR_IO, "isolate: socketpair: %s", strerror(errno));
                 break;
             }
+            lab_job_init_fn first_init = reuse && init && !s->no_init ? init : NULL;
+            if (first_init) {
+                size_t starting = 0; /* children still in init: each will ask for a range */
+                for (int k = 0; k < jobs; ++k) starting += slots[k].pid && !slots[k].asked && slots[k].first == slots[k].end;
+                if (starting >= q.n) continue;
+                a = b = 0; /* it asks for its first range when it is ready */
+            }
             pid_t pid = fork();
             if (pid < 0) {
                 close(p[0]);
@@ -505,14 +517,16 @@ static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int job
                         close(slots[k].fd);
                         if (slots[k].cmd >= 0) close(slots[k].cmd);
                     }
-                lab_isolate_child(p[1], c[1], fn, ctx, a, b, self);
+                lab_isolate_child(p[1], c[1], fn, ctx, a, b, self, first_init);
             }
-            q.n--;
+            if (!first_init) q.n--;
             setpgid(pid, pid); /* also in the parent: no race with an early kill */
             close(p[1]);
             if (reuse) close(c[1]);
             fcntl(p[0], F_SETFL, O_NONBLOCK);
+            int no_init = s->no_init;
             memset(s, 0, sizeof *s);
+            s->no_init = no_init;
             s->pid = pid;
             s->fd = p[0];
             s->cmd = c[0];
@@ -563,6 +577,7 @@ static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int job
             if (s->cmd >= 0) close(s->cmd);
             s->cmd = -1;
             s->idle = 0;
+            if (init && !s->asked && s->first == s->end) s->no_init = 1; /* it died or hung in init */
             if (s->first < s->end && !(s->ended && !hung && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
                 /* The job in progress died with its process; the rest of the batch goes back. */
                 lab_isolate_died(wstatus, hung, job_timeout, lab_isolate_now() - s->start, &out[s->first]);
@@ -623,12 +638,12 @@ lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, 
                                   double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
                                   lab_job_outcome *out)
 {
-    return lab_isolate_ranges(n, fn, ctx, jobs, bounds, nranges, timeout_s, timeout_of, done, out, 0);
+    return lab_isolate_ranges(n, fn, ctx, jobs, bounds, nranges, timeout_s, timeout_of, done, out, 0, NULL);
 }
 
 lab_status lab_isolate_run_pool(size_t n, lab_job_fn fn, void *ctx, int jobs, const size_t *bounds, size_t nranges,
                                 double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
-                                lab_job_outcome *out)
+                                lab_job_outcome *out, lab_job_init_fn init)
 {
-    return lab_isolate_ranges(n, fn, ctx, jobs, bounds, nranges, timeout_s, timeout_of, done, out, 1);
+    return lab_isolate_ranges(n, fn, ctx, jobs, bounds, nranges, timeout_s, timeout_of, done, out, 1, init);
 }

@@ -101,10 +101,17 @@ lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, 
  * reports neither a verdict nor a skip, or sets r.retire_worker ends its child (the rest of its range goes to a fresh
  * child), so no job runs after one that may have left the process broken. While it waits for work a child is not
  * watched (it runs nothing); when nothing is left to hand out, the waiting children are told to end. The order ranges
- * are handed out in, and the outcomes, are those of lab_isolate_run_ranges. */
+ * are handed out in, and the outcomes, are those of lab_isolate_run_ranges.
+ *
+ * init (NULL: none) runs once in each new child before it takes any work: such a child is started without a range
+ * and is handed one when it asks, so a child slow to start (a CUDA context, made a few at a time: lab_ctxgate) holds
+ * no work meanwhile and the first ranges go to the first children ready. init runs under the watchdog (timeout_s);
+ * a child that dies or hangs in it takes no job with it, and its slot's next child starts with a range and without
+ * init, so a broken start is met by a job, and reported as that job's outcome, instead of restarted forever. */
+typedef void (*lab_job_init_fn)(void *ctx);
 lab_status lab_isolate_run_pool(size_t n, lab_job_fn fn, void *ctx, int jobs, const size_t *bounds, size_t nranges,
                                 double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
-                                lab_job_outcome *out);
+                                lab_job_outcome *out, lab_job_init_fn init);
 
 /* In a child of lab_isolate_run(_batched, _ranges, _pool): the slot (0 .. jobs-1) it runs in, so a worker can take the
  * resources of its slot (a GPU); -1 in the parent. */

@@ -150,20 +150,27 @@ static void lab_replay_warm(const lab_ctxgate *gate)
     lab_ctxgate_leave(gate, took);
 }
 
+/* A worker's start: its GPU (lab_sched_bind), its MPS daemon or none, the replay's device probe, and in a pool of
+ * CUDA workers its context, made through the gate. The pool runs it before the worker takes any work
+ * (lab_isolate_run_pool's init); elsewhere the worker's first job does. */
+static void lab_replay_worker_init(void *vctx)
+{
+    lab_replay_ctx *ctx = vctx;
+    lab_sched_bind(&ctx->machine, &ctx->plan, lab_isolate_worker_slot());
+    if (ctx->plan.gpus_per_worker > 0) /* a client of its GPU's MPS daemon, or (multi-GPU cases) of none */
+        lab_mps_client(ctx->opts->mps, lab_replay_poolable(ctx->opts, &ctx->plan) && ctx->machine.ngpu > 0
+                                            ? lab_isolate_worker_slot() % ctx->machine.ngpu : -1);
+    lab_replay_probe = ctx->opts->device_probe;
+    ctx->bound = 1;
+    if (ctx->opts->backend == LAB_BACKEND_CUDA) lab_replay_warm(&ctx->gate);
+}
+
 static lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
 {
     lab_replay_ctx *ctx = vctx;
     const lab_case_record *rec = &ctx->recs[ctx->order[ctx->offset + job]];
     memset(r, 0, sizeof *r);
-    if (!ctx->bound) {
-        lab_sched_bind(&ctx->machine, &ctx->plan, lab_isolate_worker_slot());
-        if (ctx->plan.gpus_per_worker > 0) /* a client of its GPU's MPS daemon, or (multi-GPU cases) of none */
-            lab_mps_client(ctx->opts->mps, lab_replay_poolable(ctx->opts, &ctx->plan) && ctx->machine.ngpu > 0
-                                                ? lab_isolate_worker_slot() % ctx->machine.ngpu : -1);
-        lab_replay_probe = ctx->opts->device_probe;
-        ctx->bound = 1;
-        if (rec->backend == LAB_BACKEND_CUDA) lab_replay_warm(&ctx->gate);
-    }
+    if (!ctx->bound) lab_replay_worker_init(ctx);
     lab_case c;
     char gdir[4096];
     lab_case_init(&c, rec->incident, rec->variant, rec->seed, rec->backend, ctx->opts->root, gdir, sizeof gdir);
@@ -569,7 +576,8 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
                 fprintf(stderr, "replay: %s; the workers make their contexts all at once\n", lab_err_msg());
             if (st == LAB_OK)
                 st = lab_isolate_run_pool(parts[j - 1].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
-                                          bounds, nr, 0, lab_replay_job_timeout, lab_replay_done, out + parts[i].start);
+                                          bounds, nr, 0, lab_replay_job_timeout, lab_replay_done, out + parts[i].start,
+                                          lab_replay_worker_init);
             lab_ctxgate_close(&ctx->gate);
         } else if (ctx->plan.gpus_missing) {
             /* nothing to run: every case SKIPs here, in the runner (a worker per case spent 3 s on 0006's 3000 cases of

@@ -293,7 +293,7 @@ Test(isolate, pool_keeps_its_children_across_ranges_and_ends_them_on_a_bad_job, 
     lab_job_outcome out[P_N], sep[P_N];
     memset(out, 0xff, sizeof out); /* no outcome: a job never reported fails below */
     memset(sep, 0xff, sizeof sep);
-    cr_assert_eq(lab_isolate_run_pool(P_N, job_pool, NULL, 2, bounds, P_N / P_LEN, 0.5, NULL, NULL, out), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(lab_isolate_run_pool(P_N, job_pool, NULL, 2, bounds, P_N / P_LEN, 0.5, NULL, NULL, out, NULL), LAB_OK, "%s", lab_err_msg());
     for (size_t i = 0; i < P_N; ++i) {
         lab_outcome want = i == 6 ? LAB_OUT_CRASH : i == 12 ? LAB_OUT_HANG : i == 18 ? LAB_OUT_ERROR : LAB_OUT_PASS;
         cr_expect_eq(out[i].outcome, want, "job %zu: %s, not %s", i, lab_outcome_name(out[i].outcome), lab_outcome_name(want));
@@ -308,4 +308,49 @@ Test(isolate, pool_keeps_its_children_across_ranges_and_ends_them_on_a_bad_job, 
     cr_assert_eq(lab_isolate_run_ranges(P_N, job_pool, NULL, 2, bounds, P_N / P_LEN, 0.5, NULL, NULL, sep), LAB_OK);
     cr_expect_geq(distinct_pids(sep, P_N), 8u, "run_ranges starts a child per range");
     for (size_t i = 0; i < P_N; ++i) cr_expect_eq(sep[i].outcome, out[i].outcome, "job %zu", i);
+}
+
+/* The pool's init: a child starts without a range and takes one when its init is done, so a slow start holds no work;
+ * a child that dies or hangs in init loses no job, and its slot's next child starts with a range, without init. */
+static int init_mode; /* 0: slot 1 slow; 1: slot 1 crashes; 2: slot 1 hangs */
+static void init_slots(void *ctx)
+{
+    (void)ctx;
+    if (lab_isolate_worker_slot() != 1) return;
+    if (init_mode == 0) usleep(600000);
+    else if (init_mode == 1) raise(SIGSEGV);
+    else for (;;) pause();
+}
+static lab_status job_quick_pid(void *ctx, size_t i, lab_case_result *r)
+{
+    (void)ctx, (void)i;
+    usleep(10000);
+    lab_result_metric(r, "pid", (double)getpid());
+    lab_result_verdict(r, 1, "fine");
+    return LAB_OK;
+}
+Test(isolate, pool_init_runs_before_any_work_and_a_broken_init_loses_no_job, .timeout = 60)
+{
+    enum { N = 12 };
+    size_t bounds[N + 1];
+    for (size_t r = 0; r <= N; ++r) bounds[r] = r; /* 12 ranges of one job, 10 ms each */
+    for (init_mode = 0; init_mode < 3; ++init_mode) {
+        lab_job_outcome out[N];
+        memset(out, 0xff, sizeof out);
+        cr_assert_eq(lab_isolate_run_pool(N, job_quick_pid, NULL, 2, bounds, N, 0.4, NULL, NULL, out, init_slots), LAB_OK,
+                     "%s", lab_err_msg());
+        for (size_t i = 0; i < N; ++i)
+            cr_expect_eq(out[i].outcome, LAB_OUT_PASS, "init mode %d, job %zu: %s", init_mode, i, lab_outcome_name(out[i].outcome));
+        double p0 = lab_result_get(&out[0].r, "pid");
+        if (init_mode == 1) { /* died at once: its slot's next child, without init, shares the work */
+            int other = 0;
+            for (size_t i = 1; i < N; ++i) other |= lab_result_get(&out[i].r, "pid") != p0;
+            cr_expect(other, "a child without init took work in slot 1");
+            continue;
+        }
+        /* while slot 1 starts (0.6 s) or hangs until the watchdog (0.4 s), slot 0 takes the work: the first jobs all
+         * ran in one process */
+        for (size_t i = 1; i < 8; ++i)
+            cr_expect_eq(lab_result_get(&out[i].r, "pid"), p0, "init mode %d: job %zu ran beside a child still starting", init_mode, i);
+    }
 }

@@ -180,11 +180,14 @@ extern const double bfcrf_lrs[BFCRF_N_LRS];
 /* The write-up's second configuration, run by every BFCRF_DUAL_EVERY-th seed (7, 14, ...): lr 1e-4, the dual
  * loss CE + 0.1 * CRF, BFCRF_DUAL_STEPS steps (past the write-up's NaN near step 1700). */
 #define BFCRF_DUAL_EVERY 7
+/* The write-up's first configuration was a dual loss too: CE + 0.5 * CRF (lr 1.5e-4; the lab also runs it at
+ * bfcrf_lrs' higher rates, for the spread). */
+#define BFCRF_CFG1_CRF_WEIGHT 0.5
 #define BFCRF_DUAL_LR 1.0e-4
 #define BFCRF_DUAL_CRF_WEIGHT 0.1
 #define BFCRF_DUAL_STEPS 2000
 /* The training config of a case of seed `seed` in precision p (full run, stop at the first non-finite): the
- * first configuration (CRF loss alone, lr from bfcrf_lrs, BFCRF_DEFAULT_STEPS) or, for seeds that are multiples
+ * first configuration (CE + BFCRF_CFG1_CRF_WEIGHT * CRF, lr from bfcrf_lrs, BFCRF_DEFAULT_STEPS) or, for seeds that are multiples
  * of BFCRF_DUAL_EVERY, the second. */
 bfcrf_train_cfg bfcrf_case_cfg(uint64_t seed, bfcrf_prec p);
 

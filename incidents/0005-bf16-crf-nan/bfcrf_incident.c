@@ -30,6 +30,8 @@ bfcrf_train_cfg bfcrf_case_cfg(uint64_t seed, bfcrf_prec p)
     cfg.stop_at_nonfinite = 1;
     cfg.clip = BFCRF_DEFAULT_CLIP;
     cfg.feat_scale = BFCRF_DEFAULT_FEAT_SCALE;
+    cfg.dual_loss = 1;
+    cfg.crf_weight = BFCRF_CFG1_CRF_WEIGHT;
     if (seed != 0 && seed % BFCRF_DUAL_EVERY == 0) {
         cfg.lr = BFCRF_DUAL_LR;
         cfg.steps = BFCRF_DUAL_STEPS;
@@ -197,7 +199,7 @@ void bfcrf_criterion(const bfcrf_train_cfg *cfg, const bfcrf_train_stats *s, dou
 {
     lab_result_metric(r, "first_nan_step", (double)s->first_nonfinite_step);
     lab_result_metric(r, "lr", cfg->lr);
-    lab_result_metric(r, "crf_weight", cfg->dual_loss ? cfg->crf_weight : 0.0);
+    lab_result_metric(r, "crf_weight", cfg->dual_loss ? cfg->crf_weight : 0.0); /* 0: the CRF loss alone */
     lab_result_metric(r, "final_ce", s->final_ce);
     lab_result_metric(r, "steps_run", (double)s->steps_run);
     lab_result_metric(r, "min_loss", s->min_loss);
@@ -211,11 +213,13 @@ void bfcrf_criterion(const bfcrf_train_cfg *cfg, const bfcrf_train_stats *s, dou
     lab_result_metric(r, "probe_marg_err", probe_marg_err);
     lab_result_metric(r, "crf_params_bf16_frac", s->crf_view_bf16_frac);
     const char *g = golden_checked ? " (against the golden)" : "";
+    char loss[48] = "";
+    if (cfg->dual_loss) snprintf(loss, sizeof loss, "dual loss CE + %g CRF", cfg->crf_weight);
     if (s->first_nonfinite_step)
         lab_result_verdict(r, 0, "non-finite at step %d of %d (lr %.2g): %.0f non-finite gradients; marginals off "
-                           "since step %d (max %.3g), gradient > %.0e since step %d%s", s->first_nonfinite_step,
+                           "since step %d (max %.3g), gradient > %.0e since step %d%s%s%s", s->first_nonfinite_step,
                            cfg->steps, cfg->lr, s->nonfinite_count, s->first_marg_step, s->max_marg, BFCRF_GRAD_HUGE,
-                           s->first_grad_overflow_step, cfg->dual_loss ? " [dual loss CE + 0.1 CRF]" : "");
+                           s->first_grad_overflow_step, loss[0] ? " [" : "", loss, loss[0] ? "]" : "");
     else if (!(s->max_abs_score < BFCRF_SCORE_BOUND))
         lab_result_verdict(r, 0, "a score reached %.4g, beyond %g where the tolerances hold", s->max_abs_score,
                            BFCRF_SCORE_BOUND);
@@ -233,9 +237,9 @@ void bfcrf_criterion(const bfcrf_train_cfg *cfg, const bfcrf_train_stats *s, dou
                            "bf16 values (at most %.0f%%: the fix keeps them in float32)", 100 * s->crf_view_bf16_frac,
                            100 * BFCRF_MAX_VIEW_BF16_FRAC);
     else
-        lab_result_verdict(r, 1, "%d steps at lr %.2g finite%s; min CRF loss %.3g, max |marg sum - 1| %.2g, max score "
+        lab_result_verdict(r, 1, "%d steps at lr %.2g finite%s%s%s; min CRF loss %.3g, max |marg sum - 1| %.2g, max score "
                            "%.0f; probe logZ err %.2g, marg err %.2g%s", s->steps_run, cfg->lr,
-                           cfg->dual_loss ? " (dual loss CE + 0.1 CRF)" : "", s->min_loss, s->max_marg_sum_err,
+                           loss[0] ? " (" : "", loss, loss[0] ? ")" : "", s->min_loss, s->max_marg_sum_err,
                            s->max_abs_score, probe_logz_err, probe_marg_err, g);
 }
 

@@ -69,7 +69,9 @@ static const struct {
      "                                     replay (same flags as replay), then write a self-contained report\n"
      "                                     folder (default build/report): report.json, index.html (plots inline),\n"
      "                                     the device and build, results files; exit status as replay. The\n"
-     "                                     benchmarks go into it with --bench, and by default on --backend cuda\n"
+     "                                     benchmarks go into it with --bench, and by default on --backend cuda.\n"
+     "                                     DIR as replay's --out: missing, empty or an earlier result set of the\n"
+     "                                     lab; a file or a folder of other things is refused, exit 2\n"
      "  report --replot DIR                render a report's plots here (made where gnuplot was missing)\n"
      "  report --from DIR                  the report of a replay already in DIR (`lab replay --out DIR`), on the\n"
      "                                     machine and build that ran it: report.json and index.html there; exit 2\n"
@@ -81,10 +83,13 @@ static const struct {
      "                                     exit 1 if an outcome regressed (--strict: also moves and missing ones),\n"
      "                                     2 if a report cannot be read or is invalid (the field is named).\n"
      "                                     --out DIR: also per incident both distributions against the tolerance\n"
-     "                                     (DIR/<id>.png, DIR/index.html); 3 when they cannot be drawn\n"},
+     "                                     (DIR/<id>.png, DIR/index.html); 3 when they cannot be drawn. DIR may\n"
+     "                                     be missing, empty or an earlier compare folder; anything else (a file,\n"
+     "                                     a folder of other things, a replay or report folder) is refused, exit 2\n"},
     {"trend",
      "  trend [--out DIR] REPORT...        each fix's margin to its tolerance across reports in time order\n"
-     "                                     (DIR/trend.png, default build/trend)\n"},
+     "                                     (DIR/trend.png, default build/trend). DIR may be missing, empty or\n"
+     "                                     an earlier trend folder; anything else is refused, exit 2\n"},
     {"new", "  new NNNN-slug                      a new incident directory from incidents/_template\n"},
     {"help", "  help                               this text (`lab COMMAND --help`: one command's)\n"},
 };
@@ -683,6 +688,7 @@ static int lab_cmd_compare(int argc, char **argv)
         }
     }
     if (nd != 2) return lab_usage_error("compare needs two report folders: lab compare A B");
+    if (plot_dir && lab_compare_plot_out_check(plot_dir) != LAB_OK) return lab_usage_error("compare: %s", lab_err_msg());
     lab_compare_result res;
     lab_status st = lab_compare_reports(dirs[0], dirs[1], &co, stdout, &res);
     if (st != LAB_OK) {

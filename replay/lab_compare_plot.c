@@ -13,6 +13,7 @@
 #include "lab_fs.h"
 #include "lab_gnuplot.h"
 #include "lab_incident.h"
+#include "lab_stall.h"
 #include "lab_plot.h"
 #include "lab_report.h"
 
@@ -187,6 +188,7 @@ lab_status lab_compare_plot_run(const char *dir_a, const char *dir_b, const char
         cJSON_Delete(rb);
         return st;
     }
+    lab_stall_point(LAB_STALL_PLOTTING);
     char desc_a[256], desc_b[256];
     lab_cp_describe(ra, desc_a, sizeof desc_a);
     lab_cp_describe(rb, desc_b, sizeof desc_b);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "lab_new.h"
 #include "lab_plot.h"
 #include "lab_sanitize.h"
+#include "lab_stall.h"
 #include "lab_replay.h"
 #include "lab_report.h"
 #include "lab_results.h"
@@ -648,10 +650,18 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
     time_t t0 = time(NULL);
     int rc = lab_cmd_replay(rn, rargv, lab_bin);
     free(rargv);
-    /* Under --mpi, rank 0 writes the report; no report for bad usage, a lab failure or an interrupt. */
+    /* Under --mpi, rank 0 writes the report; no report for bad usage, a lab failure or an interrupt (one that comes
+     * after the replay's set was written, or while the report would be written, too: that set is kept as it is). */
     if (rc == LAB_EXIT_USAGE || rc == LAB_EXIT_FAILED || rc >= 128 || lab_mpi_rank() != 0) return rc;
     if (lab_bench_report_step(out, bench, stdout) != LAB_OK) /* [issue 14] bench.json, into report.json */
         fprintf(stderr, "lab report: benchmarks: %s\n", lab_err_msg());
+    lab_stall_point(LAB_STALL_HTML);
+    if (lab_isolate_interrupted()) {
+        int sig = lab_isolate_interrupted();
+        printf("INTERRUPTED by %s before the report was written: the replay's result set in %s is kept, no "
+               "report.json or index.html\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", out);
+        return 128 + sig;
+    }
     lab_report_opts ro = {t0, command, 1};
     if (lab_report_write(out, &ro) != LAB_OK) {
         fprintf(stderr, "lab report: %s\n", lab_err_msg());

@@ -11,8 +11,8 @@ extern "C" {
 #define LAB_STALL_PLANNING   "planning"    /* lab replay: the cases and their order, before any case starts */
 #define LAB_STALL_COLLECTING "collecting"  /* lab replay: every case ended, before the tally and the verdict */
 #define LAB_STALL_WRITING    "writing"     /* lab replay: results, summary, JUnit, TAP into the staged set */
-#define LAB_STALL_PLOTTING   "plotting"    /* lab replay, lab plots: the figures */
-#define LAB_STALL_HTML       "html"        /* lab report: report.json and index.html; lab compare: its figures */
+#define LAB_STALL_PLOTTING   "plotting"    /* lab replay, lab plots, lab compare --out: the figures */
+#define LAB_STALL_HTML       "html"        /* lab report: report.json and index.html */
 
 /* When LAB_STALL equals phase: says so on stderr ("lab: stalled in PHASE (LAB_STALL)") and waits, in 10 ms steps,
  * until an interrupt caught by lab_isolate_catch_signals arrives (a process that has not installed the handlers

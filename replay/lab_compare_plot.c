@@ -13,6 +13,7 @@
 #include "lab_fs.h"
 #include "lab_gnuplot.h"
 #include "lab_incident.h"
+#include "lab_isolate.h"
 #include "lab_stall.h"
 #include "lab_plot.h"
 #include "lab_report.h"
@@ -198,6 +199,10 @@ lab_status lab_compare_plot_run(const char *dir_a, const char *dir_b, const char
     const cJSON *inc;
     cJSON_ArrayForEach(inc, cJSON_GetObjectItemCaseSensitive(ra, "incidents")) {
         if (st != LAB_OK) break;
+        if (lab_isolate_interrupted()) {
+            st = lab_err_set(LAB_ERR_IO, "compare: interrupted while drawing");
+            break;
+        }
         const char *id = lab_cp_str(inc, "id");
         const cJSON *incb = lab_cp_find(cJSON_GetObjectItemCaseSensitive(rb, "incidents"), "id", id);
         if (!incb || !lab_gnuplot_stem_ok(id)) continue;

@@ -518,7 +518,13 @@ static int lab_cmd_plots(int argc, char **argv)
         else return lab_usage_error("plots: unknown flag '%s'", argv[i]);
     }
     int n = 0;
+    /* SIGINT/SIGTERM end the drawing between figures (caught even where the shell left them ignored) */
+    if (lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab plots: %s\n", lab_err_msg());
     lab_status st = lab_plot_results(out, lab_root(), stdout, &n);
+    if (lab_isolate_interrupted()) {
+        printf("INTERRUPTED: the figures drawn so far are in %s/plots\n", out);
+        return 128 + lab_isolate_interrupted();
+    }
     if (st != LAB_OK) {
         fprintf(stderr, "lab plots: %s\n", lab_err_msg());
         return LAB_EXIT_FAILED;
@@ -707,10 +713,14 @@ static int lab_cmd_compare(int argc, char **argv)
         return LAB_EXIT_USAGE;
     }
     int npng = 0;
+    /* SIGINT/SIGTERM end the drawing between figures (caught even where the shell left them ignored) */
+    if (plot_dir && lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab compare: %s\n", lab_err_msg());
     if (plot_dir && lab_compare_plot_run(dirs[0], dirs[1], plot_dir, co.factor, lab_root(), stdout, &npng) != LAB_OK) {
+        if (lab_isolate_interrupted()) return 128 + lab_isolate_interrupted();
         fprintf(stderr, "lab compare: figures: %s\n", lab_err_msg());
         return LAB_EXIT_FAILED;
     }
+    if (lab_isolate_interrupted()) return 128 + lab_isolate_interrupted();
     return res.failed ? LAB_EXIT_NOT_OK : LAB_EXIT_OK;
 }
 

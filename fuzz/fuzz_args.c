@@ -1,14 +1,62 @@
 /* fuzz_args: libFuzzer target for the command-line parser (lab_args): the input, split at NUL bytes, is
  * the argv of `lab replay`; whatever it holds, parsing must not crash, and a parse that succeeds must give
- * numbers within the ranges `lab help` states and a seed array size computed without overflow. */
+ * numbers within the ranges `lab help` states and a seed array size computed without overflow. The legal
+ * extremes (--seeds 1048576, -j1024, the last first seed, ...) must parse to exactly those values, and one
+ * past each must be refused (fuzz_args_check_extremes); the corpus holds them too, for mutation around them. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lab_args.h"
 
+/* The legal extremes, each spelling the parser takes: every limit `lab help` states parses to exactly that value, and
+ * one past it is refused. Checked once per fuzzing process (an abort is a finding), before any fuzzed input. */
+typedef struct {
+    const char *argv[6];
+    int ok;                    /* 1: must parse; 0: must be refused */
+    uint64_t seeds, first, jobs, timeout, seed;
+} fuzz_args_extreme;
+
+static const fuzz_args_extreme fuzz_args_extremes[] = {
+    {{"--seeds", "1048576"}, 1, LAB_ARGS_SEEDS_MAX, 1, 0, 0, 0},
+    {{"--seeds=1048576"}, 1, LAB_ARGS_SEEDS_MAX, 1, 0, 0, 0},
+    {{"--incident", "0004", "--seeds", "1048576", "-j2"}, 1, LAB_ARGS_SEEDS_MAX, 1, 2, 0, 0},
+    {{"--seeds", "1048576", "--first-seed", "9007199253692417"}, 1, LAB_ARGS_SEEDS_MAX, LAB_ARGS_SEED_MAX - LAB_ARGS_SEEDS_MAX + 1, 0, 0, 0},
+    {{"--seed", "9007199254740992"}, 1, LAB_ARGS_SEEDS_DEFAULT, 1, 0, 0, LAB_ARGS_SEED_MAX},
+    {{"-j1024", "--timeout=86400"}, 1, LAB_ARGS_SEEDS_DEFAULT, 1, LAB_ARGS_JOBS_MAX, LAB_ARGS_TIMEOUT_MAX, 0},
+    {{"-j", "1", "--timeout", "1", "--"}, 1, LAB_ARGS_SEEDS_DEFAULT, 1, 1, 1, 0},
+    {{"--seeds", "1048577"}, 0},
+    {{"--seeds", "1048576", "--first-seed", "9007199253692418"}, 0},
+    {{"--seed", "9007199254740993"}, 0},
+    {{"-j1025"}, 0},
+    {{"-j0"}, 0},
+    {{"--timeout", "86401"}, 0},
+};
+
+static void fuzz_args_check_extremes(void)
+{
+    for (size_t i = 0; i < sizeof fuzz_args_extremes / sizeof *fuzz_args_extremes; ++i) {
+        const fuzz_args_extreme *e = &fuzz_args_extremes[i];
+        char *argv[7];
+        int argc = 0;
+        while (argc < 6 && e->argv[argc]) argv[argc] = (char *)e->argv[argc], argc++;
+        argv[argc] = NULL;
+        lab_args_replay o;
+        int ok = lab_args_replay_parse(argc, argv, &o) == LAB_OK;
+        if (ok != e->ok) abort();
+        if (!ok) continue;
+        if (o.n_seeds != e->seeds || o.first_seed != e->first || o.jobs != e->jobs || o.timeout_s != e->timeout) abort();
+        if (e->seed && (!o.have_seed || o.seed != e->seed)) abort();
+        size_t n, bytes;
+        if (lab_args_replay_seed_bytes(&o, &n, &bytes) != LAB_OK || bytes != n * sizeof(uint64_t)) abort();
+        if (n != (o.have_seed ? 1 : o.n_seeds)) abort();
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static int extremes_checked;
+    if (!extremes_checked) fuzz_args_check_extremes(), extremes_checked = 1;
     char *buf = malloc(size + 1);
     if (!buf) return 0;
     memcpy(buf, data, size);

@@ -3,11 +3,17 @@
 comma := ,
 CC      ?= cc
 SANITIZE ?=
-# Build outputs: build/ for the normal build, build/san-<list> for a sanitizer build.
-ifeq ($(strip $(SANITIZE)),)
-BUILD   := build
-else
+# Build outputs: build/ for the normal build, build/san-<list> for a sanitizer build, build/nocuda for a
+# build asked to leave CUDA out (CUDA=0 on the command line or in the environment) so that it and the
+# normal build coexist. A machine without nvcc builds without CUDA in build/ (CUDA defaults to 0 there).
+ifneq ($(strip $(SANITIZE)),)
 BUILD   := build/san-$(subst $(comma),-,$(SANITIZE))
+else ifeq ($(filter command line environment,$(origin CUDA))$(CUDA),command line0)
+BUILD   := build/nocuda
+else ifeq ($(filter command line environment,$(origin CUDA))$(CUDA),environment0)
+BUILD   := build/nocuda
+else
+BUILD   := build
 endif
 
 # -ffp-contract=off: no silent FMA contraction, so float results are the ones the source says.

@@ -118,7 +118,7 @@ help:
 	@echo "make mutants      planted regressions in a scratch copy: which the replay and the tests kill (MUTANTS_ARGS=...)"
 	@echo "make fuzz         run the libFuzzer targets (npy, manifest) for FUZZ_SECONDS=$(FUZZ_SECONDS) s each"
 	@echo "make test SANITIZE=address,undefined   the same tests under sanitizers (build in build/san-*)"
-	@echo "CUDA=0 disables the CUDA parts; CUDA_ARCH=$(CUDA_ARCH) picks the GPU architecture"
+	@echo "CUDA=0 disables the CUDA parts (build in build/nocuda); CUDA_ARCH=$(CUDA_ARCH) picks the GPU architecture"
 
 clean:
 	rm -rf build

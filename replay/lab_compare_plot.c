@@ -13,6 +13,8 @@
 #include "lab_fs.h"
 #include "lab_gnuplot.h"
 #include "lab_incident.h"
+#include "lab_isolate.h"
+#include "lab_stall.h"
 #include "lab_plot.h"
 #include "lab_report.h"
 
@@ -187,6 +189,7 @@ lab_status lab_compare_plot_run(const char *dir_a, const char *dir_b, const char
         cJSON_Delete(rb);
         return st;
     }
+    lab_stall_point(LAB_STALL_PLOTTING);
     char desc_a[256], desc_b[256];
     lab_cp_describe(ra, desc_a, sizeof desc_a);
     lab_cp_describe(rb, desc_b, sizeof desc_b);
@@ -196,6 +199,10 @@ lab_status lab_compare_plot_run(const char *dir_a, const char *dir_b, const char
     const cJSON *inc;
     cJSON_ArrayForEach(inc, cJSON_GetObjectItemCaseSensitive(ra, "incidents")) {
         if (st != LAB_OK) break;
+        if (lab_isolate_interrupted()) {
+            st = lab_err_set(LAB_ERR_IO, "compare: interrupted while drawing");
+            break;
+        }
         const char *id = lab_cp_str(inc, "id");
         const cJSON *incb = lab_cp_find(cJSON_GetObjectItemCaseSensitive(rb, "incidents"), "id", id);
         if (!incb || !lab_gnuplot_stem_ok(id)) continue;
@@ -390,6 +397,31 @@ lab_status lab_compare_plot_trend(const char *const *dirs, int n, const char *ou
     return st;
 }
 
+static const char *const lab_cp_compare_names[] = {"index.html", LAB_GNUPLOT_COMPARE, NULL};
+static const char *const lab_cp_trend_names[] = {"trend.png", "trend.dat", "trend.par", "trend.cmd", "trend.caption",
+                                                 LAB_GNUPLOT_TREND, NULL};
+
+lab_status lab_compare_plot_out_check(const char *out_dir)
+{
+    lab_status st = lab_fs_out_check("--out", out_dir, lab_cp_compare_names);
+    if (st != LAB_OK) return st;
+    static const char *const sets[] = {"results.jsonl", "summary.json", "report.json"};
+    for (size_t i = 0; i < sizeof sets / sizeof *sets; ++i) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", out_dir, sets[i]);
+        if (lab_fs_exists(path))
+            return lab_err_set(LAB_ERR_ARG, "--out %s is a replay or report result set (it holds %s), whose index.html the "
+                               "compare page would replace: name a missing path, an empty folder or an earlier compare "
+                               "folder; nothing was touched", out_dir, sets[i]);
+    }
+    return LAB_OK;
+}
+
+lab_status lab_compare_plot_trend_out_check(const char *out_dir)
+{
+    return lab_fs_out_check("--out", out_dir, lab_cp_trend_names);
+}
+
 int lab_compare_plot_trend_cmd(int argc, char **argv, const char *root)
 {
     const char *out = "build/trend";
@@ -414,6 +446,11 @@ int lab_compare_plot_trend_cmd(int argc, char **argv, const char *root)
     }
     if (n < 1) {
         fprintf(stderr, "lab: trend needs report folders: lab trend [--out DIR] REPORT...\n");
+        free(dirs);
+        return 2;
+    }
+    if (lab_compare_plot_trend_out_check(out) != LAB_OK) {
+        fprintf(stderr, "lab: trend: %s\n", lab_err_msg());
         free(dirs);
         return 2;
     }

@@ -31,6 +31,14 @@ lab_status lab_compare_plot_run(const char *dir_a, const char *dir_b, const char
  * LAB_ERR_ARG when n < 1. */
 lab_status lab_compare_plot_trend(const char *const *dirs, int n, const char *out_dir, const char *root, FILE *log);
 
+/* The --out rule of `lab compare` and `lab trend` (lab_fs_out_check's, with their own result sets): out_dir may be a
+ * missing path, an empty folder or an earlier folder of the same command (compare: it holds index.html or
+ * compare.gp; trend: trend.png or another trend.* file). Anything else is LAB_ERR_ARG naming it, nothing touched:
+ * a regular file, a folder of other things, and for compare also a replay or report result set (results.jsonl,
+ * summary.json or report.json there), whose index.html the compare page would replace. */
+lab_status lab_compare_plot_out_check(const char *out_dir);
+lab_status lab_compare_plot_trend_out_check(const char *out_dir);
+
 /* `lab trend [--out DIR] REPORT...` (default DIR build/trend): the command's argument parsing and run.
  * Returns the exit status: 0 drawn, 2 usage or an unreadable report, 3 the figure could not be drawn. */
 int lab_compare_plot_trend_cmd(int argc, char **argv, const char *root);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "lab_new.h"
 #include "lab_plot.h"
 #include "lab_sanitize.h"
+#include "lab_stall.h"
 #include "lab_replay.h"
 #include "lab_report.h"
 #include "lab_results.h"
@@ -69,7 +71,9 @@ static const struct {
      "                                     replay (same flags as replay), then write a self-contained report\n"
      "                                     folder (default build/report): report.json, index.html (plots inline),\n"
      "                                     the device and build, results files; exit status as replay. The\n"
-     "                                     benchmarks go into it with --bench, and by default on --backend cuda\n"
+     "                                     benchmarks go into it with --bench, and by default on --backend cuda.\n"
+     "                                     DIR as replay's --out: missing, empty or an earlier result set of the\n"
+     "                                     lab; a file or a folder of other things is refused, exit 2\n"
      "  report --replot DIR                render a report's plots here (made where gnuplot was missing)\n"
      "  report --from DIR                  the report of a replay already in DIR (`lab replay --out DIR`), on the\n"
      "                                     machine and build that ran it: report.json and index.html there; exit 2\n"
@@ -81,10 +85,13 @@ static const struct {
      "                                     exit 1 if an outcome regressed (--strict: also moves and missing ones),\n"
      "                                     2 if a report cannot be read or is invalid (the field is named).\n"
      "                                     --out DIR: also per incident both distributions against the tolerance\n"
-     "                                     (DIR/<id>.png, DIR/index.html); 3 when they cannot be drawn\n"},
+     "                                     (DIR/<id>.png, DIR/index.html); 3 when they cannot be drawn. DIR may\n"
+     "                                     be missing, empty or an earlier compare folder; anything else (a file,\n"
+     "                                     a folder of other things, a replay or report folder) is refused, exit 2\n"},
     {"trend",
      "  trend [--out DIR] REPORT...        each fix's margin to its tolerance across reports in time order\n"
-     "                                     (DIR/trend.png, default build/trend)\n"},
+     "                                     (DIR/trend.png, default build/trend). DIR may be missing, empty or\n"
+     "                                     an earlier trend folder; anything else is refused, exit 2\n"},
     {"new", "  new NNNN-slug                      a new incident directory from incidents/_template\n"},
     {"help", "  help                               this text (`lab COMMAND --help`: one command's)\n"},
 };
@@ -512,7 +519,13 @@ static int lab_cmd_plots(int argc, char **argv)
         else return lab_usage_error("plots: unknown flag '%s'", argv[i]);
     }
     int n = 0;
+    /* SIGINT/SIGTERM end the drawing between figures (caught even where the shell left them ignored) */
+    if (lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab plots: %s\n", lab_err_msg());
     lab_status st = lab_plot_results(out, lab_root(), stdout, &n);
+    if (lab_isolate_interrupted()) {
+        printf("INTERRUPTED: the figures drawn so far are in %s/plots\n", out);
+        return 128 + lab_isolate_interrupted();
+    }
     if (st != LAB_OK) {
         fprintf(stderr, "lab plots: %s\n", lab_err_msg());
         return LAB_EXIT_FAILED;
@@ -647,10 +660,18 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
     time_t t0 = time(NULL);
     int rc = lab_cmd_replay(rn, rargv, lab_bin);
     free(rargv);
-    /* Under --mpi, rank 0 writes the report; no report for bad usage, a lab failure or an interrupt. */
+    /* Under --mpi, rank 0 writes the report; no report for bad usage, a lab failure or an interrupt (one that comes
+     * after the replay's set was written, or while the report would be written, too: that set is kept as it is). */
     if (rc == LAB_EXIT_USAGE || rc == LAB_EXIT_FAILED || rc >= 128 || lab_mpi_rank() != 0) return rc;
     if (lab_bench_report_step(out, bench, stdout) != LAB_OK) /* [issue 14] bench.json, into report.json */
         fprintf(stderr, "lab report: benchmarks: %s\n", lab_err_msg());
+    lab_stall_point(LAB_STALL_HTML);
+    if (lab_isolate_interrupted()) {
+        int sig = lab_isolate_interrupted();
+        printf("INTERRUPTED by %s before the report was written: the replay's result set in %s is kept, no "
+               "report.json or index.html\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", out);
+        return 128 + sig;
+    }
     lab_report_opts ro = {t0, command, 1};
     if (lab_report_write(out, &ro) != LAB_OK) {
         fprintf(stderr, "lab report: %s\n", lab_err_msg());
@@ -687,6 +708,7 @@ static int lab_cmd_compare(int argc, char **argv)
         }
     }
     if (nd != 2) return lab_usage_error("compare needs two report folders: lab compare A B");
+    if (plot_dir && lab_compare_plot_out_check(plot_dir) != LAB_OK) return lab_usage_error("compare: %s", lab_err_msg());
     lab_compare_result res;
     lab_status st = lab_compare_reports(dirs[0], dirs[1], &co, stdout, &res);
     if (st != LAB_OK) {
@@ -695,10 +717,14 @@ static int lab_cmd_compare(int argc, char **argv)
         return LAB_EXIT_USAGE;
     }
     int npng = 0;
+    /* SIGINT/SIGTERM end the drawing between figures (caught even where the shell left them ignored) */
+    if (plot_dir && lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab compare: %s\n", lab_err_msg());
     if (plot_dir && lab_compare_plot_run(dirs[0], dirs[1], plot_dir, co.factor, lab_root(), stdout, &npng) != LAB_OK) {
+        if (lab_isolate_interrupted()) return 128 + lab_isolate_interrupted();
         fprintf(stderr, "lab compare: figures: %s\n", lab_err_msg());
         return LAB_EXIT_FAILED;
     }
+    if (lab_isolate_interrupted()) return 128 + lab_isolate_interrupted();
     return res.failed ? LAB_EXIT_NOT_OK : LAB_EXIT_OK;
 }
 

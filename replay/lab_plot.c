@@ -11,6 +11,7 @@
 #include "lab_fs.h"
 #include "lab_gnuplot.h"
 #include "lab_isolate.h"
+#include "lab_stall.h"
 
 int lab_plot_spec_value(const lab_metric_spec *m, const lab_resread_rec *r, double *v)
 {
@@ -248,12 +249,14 @@ lab_status lab_plot_results(const char *out_dir, const char *root, FILE *report,
         if (!seen) incs[ni++] = rs.recs[i].inc;
     }
     int missing_gnuplot = 0;
-    for (size_t i = 0; i < ni && st == LAB_OK; ++i) {
+    lab_stall_point(LAB_STALL_PLOTTING);
+    /* an interrupt (lab_isolate_catch_signals) ends the drawing between figures */
+    for (size_t i = 0; i < ni && st == LAB_OK && !lab_isolate_interrupted(); ++i) {
         const lab_incident *inc = incs[i];
         lab_metric_spec fallback = {inc->plot_metric, NAN, 1, NULL, "distribution over seeds per variant and backend"};
         const lab_metric_spec *specs = inc->n_metric_specs > 0 ? inc->metric_specs : inc->plot_metric ? &fallback : NULL;
         int n_specs = inc->n_metric_specs > 0 ? inc->n_metric_specs : inc->plot_metric ? 1 : 0;
-        for (int k = 0; k < n_specs && st == LAB_OK; ++k) {
+        for (int k = 0; k < n_specs && st == LAB_OK && !lab_isolate_interrupted(); ++k) {
             st = lab_plot_metric_fig(root, dir, &rs, inc, &specs[k], k);
             if (st == LAB_ERR_UNSUPPORTED) missing_gnuplot = 1, st = LAB_OK;
         }
@@ -261,7 +264,7 @@ lab_status lab_plot_results(const char *out_dir, const char *root, FILE *report,
         if (st == LAB_OK && inc->n_metric_specs > 0) st = lab_plot_margin_fig(root, dir, &rs, inc, &drawn);
         if (st == LAB_ERR_UNSUPPORTED) missing_gnuplot = 1, st = LAB_OK;
     }
-    if (st == LAB_OK && !missing_gnuplot) {
+    if (st == LAB_OK && !missing_gnuplot && !lab_isolate_interrupted()) {
         int failed = 0;
         st = lab_plot_figures(incs, ni, &rs, root, dir, report, &failed);
     }

@@ -29,6 +29,7 @@
 #include "lab_sanitize.h"
 #include "lab_sched.h"
 #include "lab_seedbatch.h"
+#include "lab_stall.h"
 
 #ifdef LAB_HAVE_CUDA
 #include "lab_cuda.h"
@@ -692,7 +693,15 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict
         return st;
     }
     double t0 = lab_replay_now();
-    st = lab_replay_execute_records(opts, recs, n, NULL, NULL);
+    lab_stall_point(LAB_STALL_PLANNING);
+    if (lab_isolate_interrupted()) /* interrupted while planning: no case starts */
+        for (size_t j = 0; j < n; ++j) {
+            recs[j].o.outcome = LAB_OUT_ERROR;
+            recs[j].o.not_run = 1;
+            snprintf(recs[j].o.error, sizeof recs[j].o.error, "interrupted");
+        }
+    else
+        st = lab_replay_execute_records(opts, recs, n, NULL, NULL);
     if (st != LAB_OK) fprintf(report, "replay: %s (the cases not started are ERROR)\n", lab_err_msg());
     lab_verdict_run run = {.harness_failed = st != LAB_OK};
     lab_status st2 = lab_replay_report(opts, report, recs, n, lab_replay_now() - t0, &run, verdict);
@@ -872,6 +881,7 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
     memset(verdict, 0, sizeof *verdict);
     verdict->exit_status = LAB_EXIT_FAILED;
     /* An interrupted run reports (and writes) the cases that finished, and only them. */
+    lab_stall_point(LAB_STALL_COLLECTING);
     int sig = lab_isolate_interrupted();
     size_t n = 0;
     for (size_t j = 0; j < n_all; ++j) n += !recs_all[j].o.not_run;
@@ -938,21 +948,35 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
         char stage[PATH_MAX], path[PATH_MAX + 32];
         st2 = lab_replay_stage(opts->out_dir, stage, sizeof stage);
         int staged = st2 == LAB_OK;
-        snprintf(path, sizeof path, "%s/results.jsonl", stage);
-        if (st2 == LAB_OK) st2 = lab_results_write_jsonl(path, recs, n, opts->lab_bin);
-        snprintf(path, sizeof path, "%s/summary.json", stage);
-        if (st2 == LAB_OK) st2 = lab_results_write_summary(path, t, nt, lab_backend_name(opts->backend), n, wall, &v);
-        if (st2 == LAB_OK && (sig || opts->summary_fields)) st2 = lab_replay_amend_summary(stage, opts, sig, n_all, resume);
-        snprintf(path, sizeof path, "%s/junit.xml", stage);
-        if (st2 == LAB_OK) st2 = lab_results_write_junit(path, recs, n, t, nt, &v, opts->lab_bin);
-        snprintf(path, sizeof path, "%s/results.tap", stage);
-        if (st2 == LAB_OK && opts->tap) st2 = lab_results_write_tap(path, recs, n, t, nt, &v, opts->lab_bin);
-        if (st2 == LAB_OK && opts->plots) {
-            int npng = 0;
-            lab_status sp = lab_plot_results(stage, opts->root, report, &npng);
-            if (sp == LAB_OK) fprintf(report, "plots: %d PNG in %s/plots\n", npng, opts->out_dir);
-            else fprintf(report, "plots: %s\n", lab_err_msg()); /* a missing gnuplot does not fail the replay */
-            st2 = LAB_OK;
+        lab_stall_point(LAB_STALL_WRITING);
+        /* Written twice only when an interrupt comes after the verdict (while writing or plotting): every case had
+         * finished and is kept, and the set is rewritten with the verdict of an interrupted run (NOT OK, 130/143),
+         * the plots left as far as they got. */
+        for (int pass = 0; pass < 2 && st2 == LAB_OK; ++pass) {
+            snprintf(path, sizeof path, "%s/results.jsonl", stage);
+            if (st2 == LAB_OK) st2 = lab_results_write_jsonl(path, recs, n, opts->lab_bin);
+            snprintf(path, sizeof path, "%s/summary.json", stage);
+            if (st2 == LAB_OK) st2 = lab_results_write_summary(path, t, nt, lab_backend_name(opts->backend), n, wall, &v);
+            if (st2 == LAB_OK && (sig || opts->summary_fields)) st2 = lab_replay_amend_summary(stage, opts, sig, n_all, resume);
+            snprintf(path, sizeof path, "%s/junit.xml", stage);
+            if (st2 == LAB_OK) st2 = lab_results_write_junit(path, recs, n, t, nt, &v, opts->lab_bin);
+            snprintf(path, sizeof path, "%s/results.tap", stage);
+            if (st2 == LAB_OK && opts->tap) st2 = lab_results_write_tap(path, recs, n, t, nt, &v, opts->lab_bin);
+            if (st2 == LAB_OK && opts->plots && pass == 0 && !lab_isolate_interrupted()) {
+                int npng = 0;
+                lab_status sp = lab_plot_results(stage, opts->root, report, &npng);
+                if (sp == LAB_OK) fprintf(report, "plots: %d PNG in %s/plots\n", npng, opts->out_dir);
+                else fprintf(report, "plots: %s\n", lab_err_msg()); /* a missing gnuplot does not fail the replay */
+                st2 = LAB_OK;
+            }
+            if (sig || !lab_isolate_interrupted()) break;
+            sig = lab_isolate_interrupted();
+            run.interrupted = sig;
+            v = lab_verdict_decide(t, nt, recs, n, &run);
+            snprintf(resume, sizeof resume, "(none: every case finished)");
+            fprintf(report, "INTERRUPTED by %s while writing the result set: all %zu cases finished and are kept (NOT "
+                            "OK)%s\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n,
+                    opts->plots ? "; the plots as far as they got" : "");
         }
         if (st2 == LAB_OK) st2 = lab_replay_swap(stage, opts->out_dir);
         if (st2 != LAB_OK && staged) {

@@ -229,7 +229,8 @@ def run(argv, cwd, timeout):
 
 
 def build(scratch, jobs):
-    rc, out, _ = run(["make", "-j%d" % jobs, "CUDA=0", "all", "build/lab-tests"], scratch, 1800)
+    # BUILD=build: the scratch copy's only build, without CUDA, in build/ (CUDA=0 alone would build in build/nocuda)
+    rc, out, _ = run(["make", "-j%d" % jobs, "CUDA=0", "BUILD=build", "all", "build/lab-tests"], scratch, 1800)
     return rc == 0, out
 
 

@@ -178,7 +178,8 @@ Test(bench_compare, bench_json_is_attached_to_a_report, .init = setup_tmp, .fini
     cJSON_Delete(rep);
 }
 
-/* `lab bench --json` prints a bench section that parses, whatever the machine (skips without a GPU). */
+/* `lab bench --json` prints a bench section that parses, whatever the machine (skips without a GPU, and in a build
+ * without CUDA says so). */
 Test(bench_cli, json_section, .timeout = 600)
 {
     char cmd[4200], *out;
@@ -200,6 +201,11 @@ Test(bench_cli, json_section, .timeout = 600)
         cr_expect_str_eq(status, "skipped", "%s", out);
         cr_expect_eq(rc, 0);
     }
+#ifndef LAB_HAVE_CUDA
+    /* a build without CUDA lists the bench and says why it skipped */
+    cr_expect_str_eq(status, "skipped", "%s", out);
+    EXPECT_IN(cJSON_GetObjectItem(inc, "message")->valuestring, "this build has no CUDA");
+#endif
     cJSON_Delete(s);
     free(out);
 }

@@ -270,3 +270,76 @@ Test(cli, out_never_costs_a_file, .timeout = 120)
     free(out);
     cr_expect_eq(system("rm -rf build/test-out build/test-getopt"), 0);
 }
+
+/* The same --out rule for `lab report`, `lab compare` and `lab trend`: a regular file or a folder of other things is
+ * refused (exit 2, named) and left as it was; compare also refuses a report folder (its page would replace the
+ * report's index.html); an empty folder is taken, and each command's own earlier folder is replaced. */
+static void expect_file(const char *path, const char *want)
+{
+    char *text;
+    size_t len;
+    cr_assert_eq(lab_fs_read_all(path, &text, &len), LAB_OK, "%s is gone", path);
+    cr_expect_str_eq(text, want, "%s changed", path);
+    free(text);
+}
+
+Test(cli, report_compare_trend_out_never_cost_a_file, .timeout = 300)
+{
+    const char *d = "build/test-out2";
+    char args[1024], *out, *page;
+    size_t page_len;
+    cr_assert_eq(system("rm -rf build/test-out2 && mkdir -p build/test-out2/foreign build/test-out2/empty "
+                        "build/test-out2/empty2 && echo keep > build/test-out2/file && echo mine > build/test-out2/foreign/notes.txt"), 0);
+    const char *rep = "report --incident 0004 --seeds 1 --backend cpu --no-plots --quiet --out";
+    struct { const char *fmt, *target, *want; } refused[] = {
+        {"%s %s/file", "file", "build/test-out2/file is not a folder"},
+        {"%s %s/foreign", "foreign", "holds other things (notes.txt"},
+    };
+    for (size_t i = 0; i < 2; ++i) {
+        snprintf(args, sizeof args, refused[i].fmt, rep, d);
+        cr_expect_eq(run("", args, &out), 2, "report --out %s: %s", refused[i].target, out);
+        EXPECT_IN(out, refused[i].want);
+        free(out);
+    }
+    snprintf(args, sizeof args, "%s %s/rep", rep, d);
+    cr_assert_eq(run("", args, &out), 0, "%s", out);
+    free(out);
+    cr_assert_eq(run("", args, &out), 0, "a previous report is replaced: %s", out);
+    free(out);
+    cr_assert_eq(lab_fs_read_all("build/test-out2/rep/index.html", &page, &page_len), LAB_OK);
+
+    const char *targets[] = {"file", "foreign", "rep"};
+    const char *want_compare[] = {"build/test-out2/file is not a folder", "holds other things (notes.txt",
+                                  "build/test-out2/rep is a replay or report result set"};
+    const char *want_trend[] = {"build/test-out2/file is not a folder", "holds other things (notes.txt",
+                                "build/test-out2/rep holds other things"};
+    for (size_t i = 0; i < 3; ++i) {
+        snprintf(args, sizeof args, "compare %s/rep %s/rep --out %s/%s", d, d, d, targets[i]);
+        cr_expect_eq(run("", args, &out), 2, "%s: %s", args, out);
+        EXPECT_IN(out, want_compare[i]);
+        free(out);
+        snprintf(args, sizeof args, "trend --out %s/%s %s/rep", d, targets[i], d);
+        cr_expect_eq(run("", args, &out), 2, "%s: %s", args, out);
+        EXPECT_IN(out, want_trend[i]);
+        free(out);
+    }
+    expect_file("build/test-out2/file", "keep\n");
+    expect_file("build/test-out2/foreign/notes.txt", "mine\n");
+    expect_file("build/test-out2/rep/index.html", page);
+    free(page);
+    /* empty folders are taken, and an earlier folder of the same command replaced; trend refuses compare's folder */
+    for (int again = 0; again < 2; ++again) {
+        snprintf(args, sizeof args, "compare %s/rep %s/rep --out %s/empty", d, d, d);
+        cr_expect_eq(run("", args, &out), 0, "%s: %s", args, out);
+        free(out);
+        snprintf(args, sizeof args, "trend --out %s/empty2 %s/rep", d, d);
+        cr_expect_eq(run("", args, &out), 0, "%s: %s", args, out);
+        free(out);
+    }
+    cr_expect(lab_fs_exists("build/test-out2/empty/index.html"));
+    cr_expect(lab_fs_exists("build/test-out2/empty2/trend.dat"));
+    snprintf(args, sizeof args, "trend --out %s/empty %s/rep", d, d);
+    cr_expect_eq(run("", args, &out), 2, "%s: %s", args, out);
+    free(out);
+    cr_expect_eq(system("rm -rf build/test-out2"), 0);
+}

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lab_fs.h"
@@ -228,4 +229,114 @@ Test(interrupt, bug_error_is_printed_as_error_not_xpass)
     EXPECT_IN(buf, "ERROR 0004-pow-grad-nan/");
     EXPECT_IN(buf, "golden missing");
     free(buf);
+}
+
+/* Starts `LAB_STALL=phase lab ARGS` as a child (stdout+stderr to DIR/log), waits until it says it is stalled in
+ * that phase (lab_stall.h), sends SIGINT and returns the wait status and the seconds from the signal to the end. */
+static int interrupt_in_phase(const char *phase, const char *args, double *secs)
+{
+    char *abs = realpath(lab_test_bin(), NULL);
+    cr_assert_not_null(abs, "%s not built", lab_test_bin());
+    char cmd[4096], log[128], want[64];
+    snprintf(cmd, sizeof cmd, "LAB_STALL=%s exec '%s' %s", phase, abs, args);
+    snprintf(log, sizeof log, "%s/log", dir);
+    snprintf(want, sizeof want, "stalled in %s", phase);
+    free(abs);
+    unlink(log); /* never read the previous command's log as this one's */
+    fflush(NULL);
+    pid_t p = fork();
+    cr_assert_geq(p, 0);
+    if (p == 0) {
+        FILE *f = freopen(log, "w", stdout);
+        (void)f;
+        dup2(STDOUT_FILENO, STDERR_FILENO);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    int stalled = 0;
+    for (int i = 0; i < 3000 && !stalled; ++i) {
+        char *text = slurp("log");
+        stalled = strstr(text, want) != NULL;
+        free(text);
+        if (!stalled) usleep(10000);
+    }
+    cr_assert(stalled, "never stalled in %s", phase);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cr_assert_eq(kill(p, SIGINT), 0);
+    int ws;
+    cr_assert_eq(waitpid(p, &ws, 0), p);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    return ws;
+}
+
+/* A replay interrupted in each phase after it starts: exit 130 within 1 s, and the set holds every finished case
+ * (none while planning; all 8 afterwards), summary.json marked interrupted and not ok. (The running phase:
+ * sigint_keeps_the_finished_cases.) */
+Test(interrupt, every_phase_of_a_replay_ends_within_1_s, .init = mk, .fini = rm, .timeout = 240)
+{
+    struct { const char *phase; int kept; } phases[] = {
+        {"planning", 0}, {"collecting", 8}, {"writing", 8}, {"plotting", 8}};
+    for (size_t i = 0; i < sizeof phases / sizeof *phases; ++i) {
+        char args[512];
+        snprintf(args, sizeof args, "replay --incident 0004 --seeds 4 -j 2 --backend cpu --out '%s/out'", dir);
+        double secs;
+        int ws = interrupt_in_phase(phases[i].phase, args, &secs);
+        char *log = slurp("log");
+        cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "%s: status 0x%x:\n%s", phases[i].phase, ws, log);
+        cr_expect_lt(secs, 1.0, "%s: %.2f s from SIGINT to the end", phases[i].phase, secs);
+        cr_log_info("replay interrupted while %s: ended in %.3f s", phases[i].phase, secs);
+        char *res = slurp("out/results.jsonl");
+        cr_expect_eq(lines(res), phases[i].kept, "%s: %d cases in results.jsonl", phases[i].phase, lines(res));
+        char *sum = slurp("out/summary.json");
+        cJSON *o = cJSON_Parse(sum);
+        cr_expect_not_null(o, "%s: %s", phases[i].phase, sum);
+        if (o) {
+            cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(o, "interrupted")), "%s", phases[i].phase);
+            cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(o, "ok")), "%s", phases[i].phase);
+            cr_expect_eq(cJSON_GetObjectItem(o, "exit_status")->valuedouble, 130.0, "%s", phases[i].phase);
+        }
+        cJSON_Delete(o);
+        free(sum);
+        free(res);
+        free(log);
+    }
+}
+
+/* lab report interrupted before its page (the html phase): exit 130 within 1 s, the replay's set kept, no report.
+ * lab plots and lab compare --out interrupted while drawing: exit 130 within 1 s (caught even where the shell that
+ * started the suite left SIGINT ignored, as a background job's is). */
+Test(interrupt, report_plots_and_compare_end_within_1_s, .init = mk, .fini = rm, .timeout = 240)
+{
+    char args[1024];
+    double secs;
+    snprintf(args, sizeof args, "report --incident 0004 --seeds 2 --backend cpu --no-plots --out '%s/rep'", dir);
+    int ws = interrupt_in_phase("html", args, &secs);
+    char *log = slurp("log");
+    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "report: status 0x%x:\n%s", ws, log);
+    cr_expect_lt(secs, 1.0, "report: %.2f s", secs);
+    EXPECT_IN(log, "before the report was written");
+    free(log);
+    char *res = slurp("rep/results.jsonl");
+    cr_expect_eq(lines(res), 4, "the replay's 4 cases kept");
+    free(res);
+    char path[256];
+    snprintf(path, sizeof path, "%s/rep/report.json", dir);
+    cr_expect(!lab_fs_exists(path), "a report was written after the interrupt");
+
+    snprintf(args, sizeof args, "plots --out '%s/rep'", dir);
+    ws = interrupt_in_phase("plotting", args, &secs);
+    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "plots: status 0x%x", ws);
+    cr_expect_lt(secs, 1.0, "plots: %.2f s", secs);
+
+    /* two report folders for compare */
+    snprintf(args, sizeof args, "report --incident 0004 --seeds 2 --backend cpu --no-plots --quiet --out '%s/rep'", dir);
+    char *out;
+    cr_assert_eq(lab_test_lab("", args, &out), 0, "%s", out);
+    free(out);
+    snprintf(args, sizeof args, "compare '%s/rep' '%s/rep' --out '%s/cmp'", dir, dir, dir);
+    ws = interrupt_in_phase("plotting", args, &secs);
+    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "compare: status 0x%x", ws);
+    cr_expect_lt(secs, 1.0, "compare: %.2f s", secs);
 }

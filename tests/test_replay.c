@@ -541,7 +541,7 @@ Test(replay, batched_cases_equal_one_process_each, .timeout = 900)
 /* Single-GPU CUDA incidents run as one pool: a worker process runs its slice of every incident (one CUDA context).
  * Two synthetic incidents, 6 seeds each, 2 workers, one GPU listed: on a GPU at most 2 worker processes (long-lived,
  * one per slot) ran all 12 cases, and each of them ran cases of both incidents; without one every case is SKIP
- * needs-gpu through the same pool (each exactly once). */
+ * needs-gpu through the same pool (each exactly once); in a build without CUDA, SKIP missing saying so. */
 static const lab_variant pool_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid"}};
 static const lab_incident pool_a = {.id = "9007-pool-a", .title = "pool a", .summary = "synthetic",
                                     .variants = pool_variants, .n_variants = 1, .run_cpu = run_pid,
@@ -571,7 +571,13 @@ Test(replay, single_gpu_incidents_share_one_pool, .init = mkout, .fini = rmout)
         cr_expect_eq(recs[i].seed, seeds[i % 6]);
         cr_expect_eq(recs[i].o.not_run, 0);
         if (recs[i].o.outcome == LAB_OUT_SKIP) {
+#ifdef LAB_HAVE_CUDA
             cr_expect_eq(recs[i].o.r.skip_class, LAB_SKIP_NEEDS_GPU, "%s", recs[i].o.r.detail);
+#else
+            /* a build without CUDA runs no CUDA case: SKIP missing (NOT OK: asked for, not built), saying so */
+            cr_expect_eq(recs[i].o.r.skip_class, LAB_SKIP_MISSING, "%s", recs[i].o.r.detail);
+            cr_expect(strstr(recs[i].o.r.detail, "this build has no CUDA") != NULL, "%s", recs[i].o.r.detail);
+#endif
             continue;
         }
         cr_expect_eq(recs[i].o.outcome, LAB_OUT_PASS, "%s", recs[i].o.r.detail);
@@ -583,6 +589,9 @@ Test(replay, single_gpu_incidents_share_one_pool, .init = mkout, .fini = rmout)
         ran++;
     }
     /* the pool's workers are long-lived: one process per slot ran every run it took (lab_isolate_run_pool) */
+#ifndef LAB_HAVE_CUDA
+    cr_expect_eq(ran, 0, "a build without CUDA ran a CUDA case");
+#endif
     if (ran) cr_expect_leq(distinct, 2, "%zu worker processes for 12 cases of two incidents at -j 2", distinct);
     for (size_t k = 0; k < distinct; ++k) cr_expect_eq(both[k], 3, "process %g ran cases of one incident only", pids[k]);
     free(recs);

@@ -538,7 +538,13 @@ static lab_status nv_run_cuda(const lab_case *c, lab_case_result *r)
 #define NV_BENCH nvfp4_sf_bench
 #else
 #define NV_RUN_CUDA NULL
-#define NV_BENCH NULL
+/* Without CUDA the bench is still listed and says why it cannot run, as 0002's and 0008's do. */
+static lab_status nv_bench_no_cuda(FILE *out)
+{
+    (void)out;
+    return lab_err_set(LAB_ERR_UNSUPPORTED, "0003 bench: this build has no CUDA (nvcc missing or CUDA=0)");
+}
+#define NV_BENCH nv_bench_no_cuda
 #endif
 
 /* ---------------------------------------------------------------------------------------------- */

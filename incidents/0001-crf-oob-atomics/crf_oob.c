@@ -12,11 +12,6 @@
 #include "lab_cuda.h"
 #endif
 
-void crf_oob_golden_dir(const char *root, char *out, size_t len)
-{
-    snprintf(out, len, "%s/incidents/" CRF_OOB_ID "/golden", root && *root ? root : ".");
-}
-
 lab_status crf_oob_golden_bless(const char *dir)
 {
     const uint64_t seeds[2] = {CRF_OOB_GOLDEN_SEED_A, CRF_OOB_GOLDEN_SEED_B};

@@ -40,7 +40,6 @@ typedef struct {
 lab_status crf_oob_run(uint64_t seed, lab_semicrf_layout layout, unsigned guards, const char *golden_dir,
                        lab_case_result *r, crf_oob_verdict *v);
 
-void crf_oob_golden_dir(const char *root, char *out, size_t len);
 lab_status crf_oob_golden_bless(const char *dir);
 
 extern const lab_incident crf_oob_incident;

@@ -22,11 +22,6 @@ uint64_t crf_drift_schedule_seed(uint64_t seed, int which)
     return (hi << 32 | lo) & ((1ull << 53) - 1);
 }
 
-void crf_drift_golden_dir(const char *root, char *out, size_t len)
-{
-    snprintf(out, len, "%s/incidents/" CRF_DRIFT_ID "/golden", root && *root ? root : ".");
-}
-
 lab_status crf_drift_golden_bless(const char *dir)
 {
     const uint64_t seeds[2] = {CRF_DRIFT_GOLDEN_SEED_A, CRF_DRIFT_GOLDEN_SEED_B};

@@ -46,7 +46,6 @@ lab_status crf_drift_run(uint64_t seed, lab_semicrf_accum accum, const char *gol
 lab_status crf_drift_train(uint64_t seed, int T, lab_semicrf_accum accum, int steps, float lr, double *sep,
                            double *nll_a, int *nan_step);
 
-void crf_drift_golden_dir(const char *root, char *out, size_t len);
 lab_status crf_drift_golden_bless(const char *dir);
 lab_status crf_drift_figures(const struct lab_figure_ctx *fx);
 

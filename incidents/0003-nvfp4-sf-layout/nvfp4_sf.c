@@ -186,11 +186,6 @@ nvfp4_sf_judgement nvfp4_sf_judge(const nvfp4_sf_work *w, const float *out, cons
 /* ---------------------------------------------------------------------------------------------- */
 /* Goldens                                                                                         */
 
-void nvfp4_sf_golden_dir(const char *root, char *out, size_t len)
-{
-    snprintf(out, len, "%s/incidents/" NVFP4_SF_ID "/golden", root && *root ? root : ".");
-}
-
 void nvfp4_sf_golden_name(int shape_index, uint64_t seed, char *out, size_t len)
 {
     snprintf(out, len, "ref_%s_seed%llu.npy", nvfp4_sf_shapes[shape_index].name, (unsigned long long)seed);

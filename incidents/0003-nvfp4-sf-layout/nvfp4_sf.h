@@ -122,8 +122,7 @@ nvfp4_sf_judgement nvfp4_sf_judge(const nvfp4_sf_work *w, const float *out, cons
 /* Float64 reference of a workload (ref, abs: m*n doubles). */
 lab_status nvfp4_sf_reference(const nvfp4_sf_work *w, double *ref, double *abs);
 
-/* Golden directory under root, and the golden file name of a shape. */
-void nvfp4_sf_golden_dir(const char *root, char *out, size_t len);
+/* The golden file name of a shape. */
 void nvfp4_sf_golden_name(int shape_index, uint64_t seed, char *out, size_t len);
 lab_status nvfp4_sf_golden_bless(const char *dir);
 

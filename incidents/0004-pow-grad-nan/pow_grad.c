@@ -171,11 +171,6 @@ static double pg_max(double acc, double v)
 
 static double pg_ulp(uint64_t u) { return u == UINT64_MAX ? NAN : (double)u; }
 
-void pow_grad_golden_dir(const char *root, char *out, size_t len)
-{
-    snprintf(out, len, "%s/incidents/" POW_GRAD_ID "/golden", root && *root ? root : ".");
-}
-
 void pow_grad_golden_names(uint64_t seed, char *sq, char *rms, size_t len)
 {
     snprintf(sq, len, "ref_square_seed%llu.npy", (unsigned long long)seed);

@@ -179,8 +179,6 @@ lab_status pow_grad_check(const pow_grad_case *pc, uint64_t seed, const char *go
 lab_status pow_grad_check_ref(const pow_grad_case *pc, const double *ref_sq, const double *ref_rms, uint64_t seed,
                               const char *golden_dir, lab_case_result *r, pow_grad_verdict *v);
 
-/* Directory of the goldens under the repository root: "<root>/incidents/0004-pow-grad-nan/golden". */
-void pow_grad_golden_dir(const char *root, char *out, size_t len);
 /* Golden file names of a seed. */
 void pow_grad_golden_names(uint64_t seed, char *sq, char *rms, size_t len);
 /* Regenerates the goldens of both golden seeds into dir from the float64 reference only. */

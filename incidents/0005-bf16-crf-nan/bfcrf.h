@@ -203,8 +203,6 @@ bfcrf_train_cfg bfcrf_case_cfg(uint64_t seed, bfcrf_prec p);
 #define BFCRF_PROBE_SCALE 8.0f
 #define BFCRF_GOLDEN_SEED 1u
 
-/* "<root>/incidents/0005-bf16-crf-nan/golden". */
-void bfcrf_golden_dir(const char *root, char *out, size_t len);
 /* Float64 reference of the probe of seed: logz [BFCRF_PROBE_BATCH], marg [BFCRF_PROBE_BATCH][BFCRF_TMAX][BFCRF_TAGS].
  * LAB_ERR_NOMEM. */
 lab_status bfcrf_probe_reference(uint64_t seed, double *logz, double *marg);

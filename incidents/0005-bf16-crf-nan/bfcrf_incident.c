@@ -44,11 +44,6 @@ bfcrf_train_cfg bfcrf_case_cfg(uint64_t seed, bfcrf_prec p)
 /* ---------------------------------------------------------------------------------------------- */
 /* Probe: the CRF alone on fixed large-score inputs, against the float64 reference (and the golden) */
 
-void bfcrf_golden_dir(const char *root, char *out, size_t len)
-{
-    snprintf(out, len, "%s/incidents/" BFCRF_ID "/golden", root && *root ? root : ".");
-}
-
 /* The probe's tags: a grammatical chain from the label stream (every sequence full length). */
 static void bfcrf_probe_tags(uint64_t seed, int *tags)
 {

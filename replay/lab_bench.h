@@ -27,7 +27,7 @@ extern "C" {
 #define LAB_BENCH_SCHEMA "lab-bench/1"
 #define LAB_BENCH_FILE "bench.json"
 /* Relative change of a ratio that is never judged a regression, whatever the spreads say: the run-to-run
- * noise between two processes measured on an H100 (README: benchmarks), above the within-run spread. */
+ * noise between two processes measured on an H100 (docs/gpu.md: benchmarks), above the within-run spread. */
 #define LAB_BENCH_NOISE_FLOOR 0.05
 /* Per incident, the longest a benchmark may run before it is killed (seconds). */
 #define LAB_BENCH_TIMEOUT_S 300.0

@@ -62,7 +62,7 @@ Test(binom, critical_count_is_the_definition)
     cr_expect_eq(lab_binom_critical(1, 0.9, 0.05), -1, "0 of 1 at 0.9 has probability 0.1: not rare");
 }
 
-/* The seed counts the README states, found by a loop here over the independent cdf; the values were also
+/* The seed counts docs/verdict.md states, found by a loop here over the independent cdf; the values were also
  * checked with 60-digit decimal arithmetic (78/65/0.80818, 169/155/0.80626, 905/890/0.80105). */
 Test(binom, seeds_needed_per_stated_rate)
 {

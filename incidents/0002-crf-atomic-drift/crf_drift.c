@@ -233,7 +233,7 @@ lab_status crf_drift_figures(const struct lab_figure_ctx *fx)
     }
     lab_status st = lab_gnuplot_dat_close(f, dat);
     if (st != LAB_OK) return st;
-    lab_gnuplot_spec spec = {dat, png, "run-to-run gradient difference, worst seed (deterministic: 0, not drawn)",
+    lab_gnuplot_spec spec = {dat, png, "run-to-run gradient difference, worst seed (fix-deterministic: exactly 0 at every T, no place on a log axis)",
                              "T", "max abs run-to-run difference (f64 fix: its accumulators)", 0, 1, 1};
     if ((st = lab_gnuplot_xy(fx->root, &spec)) != LAB_OK && st != LAB_ERR_UNSUPPORTED) return st;
 

@@ -307,7 +307,7 @@ static lab_status bfcrf_fig_nan_vs_lr(const lab_figure_ctx *fx)
     }
     lab_status st = lab_gnuplot_dat_close(f, dat);
     if (st != LAB_OK) return st;
-    lab_gnuplot_spec spec = {dat, png, "0005: training step of the first NaN against the learning rate (none: not drawn)",
+    lab_gnuplot_spec spec = {dat, png, "0005: training step of the first NaN against the learning rate (fp32: no NaN in any run, so no point)",
                              "peak learning rate", "step of first non-finite value", 0, 0, 0};
     return lab_gnuplot_xy(fx->root, &spec);
 }

@@ -1278,6 +1278,7 @@ static lab_status lab_replay_run_windowed(const lab_replay_opts *opts, FILE *rep
     lab_stall_point(LAB_STALL_PLANNING);
     lab_status run_st = LAB_OK;
     lab_case_record *recs = NULL;
+    size_t recs_cap = 0;
     if (opts->progress)
         fprintf(stderr, "replay: %zu cases, run %zu at a time (a window: only its cases are held in memory)\n", planned,
                 window);
@@ -1292,9 +1293,13 @@ static lab_status lab_replay_run_windowed(const lab_replay_opts *opts, FILE *rep
                 break;
             }
             size_t s1 = s0 + per < ns ? s0 + per : ns, m = 0;
-            if (!recs && !(recs = malloc(per * nv * sizeof *recs))) {
-                st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
-                break;
+            if ((s1 - s0) * nv > recs_cap) { /* incidents differ in their variants: the largest window so far */
+                free(recs);
+                recs_cap = (s1 - s0) * nv;
+                if (!(recs = malloc(recs_cap * sizeof *recs))) {
+                    st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+                    break;
+                }
             }
             memset(recs, 0, (s1 - s0) * nv * sizeof *recs);
             for (int v = 0; v < inc->n_variants; ++v) {

@@ -93,6 +93,17 @@ static cJSON *lab_results_case_json(const lab_case_record *c, const char *lab_bi
     return o;
 }
 
+int lab_results_jsonl_line(FILE *f, const lab_case_record *c, const char *lab_bin)
+{
+    cJSON *o = lab_results_case_json(c, lab_bin);
+    char *js = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!js) return 0;
+    int good = fputs(js, f) >= 0 && fputc('\n', f) != EOF;
+    cJSON_free(js);
+    return good;
+}
+
 lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs, size_t n, const char *lab_bin)
 {
     size_t cap = 4096, len = 0;
@@ -198,29 +209,6 @@ lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *
     return st;
 }
 
-/* Appends printf output to a growing buffer; returns 0 on allocation failure. */
-static int lab_results_appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int lab_results_appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
-        va_end(ap);
-        if (w < 0) return 0;
-        if ((size_t)w < *cap - *len) {
-            *len += (size_t)w;
-            return 1;
-        }
-        size_t ncap = *cap * 2 + (size_t)w;
-        char *nb = realloc(*buf, ncap);
-        if (!nb) return 0;
-        *buf = nb;
-        *cap = ncap;
-    }
-}
-
 /* What a case line says about its role: "PASS", "detected (FAIL)", "XPASS", ... */
 static const char *lab_results_role_word(const lab_case_record *c)
 {
@@ -233,39 +221,56 @@ static const char *lab_results_role_word(const lab_case_record *c)
     return o == LAB_OUT_PASS ? "XPASS (bug not detected)" : "INCONCLUSIVE (not the bug's own failure)";
 }
 
+int lab_results_tap_case(FILE *f, const lab_case_record *c, size_t number, const char *lab_bin)
+{
+    int ok = lab_verdict_case_ok(c);
+    char cmd[512];
+    lab_results_replay_cmd(c, lab_bin, cmd, sizeof cmd);
+    int good = fprintf(f, "%s %zu - %s %s seed=%llu %s: %s %s%s\n", ok == 0 ? "not ok" : "ok", number, c->incident->id,
+                       c->variant->name, (unsigned long long)c->seed, lab_backend_name(c->backend),
+                       lab_outcome_name(c->o.outcome), lab_results_role_word(c), ok < 0 ? " # SKIP" : "") >= 0;
+    if (good && ok <= 0)
+        good = fprintf(f, "  ---\n  detail: \"%s\"\n  error: \"%s\"\n  replay: \"%s\"\n  ...\n", c->o.r.detail, c->o.error,
+                       cmd) >= 0;
+    return good;
+}
+
+int lab_results_tap_head(FILE *f, size_t n, size_t nt)
+{
+    return fprintf(f, "TAP version 13\n1..%zu\n", n + nt + 1) >= 0;
+}
+
+int lab_results_tap_tail(FILE *f, size_t n, const lab_verdict_tally *t, size_t nt, const lab_verdict *v)
+{
+    int good = 1;
+    /* The variants' verdicts (a stated rate is judged here, not per case), then the run's. */
+    for (size_t k = 0; good && k < nt; ++k)
+        good = fprintf(f, "%s %zu - %s %s verdict: %s%s\n", t[k].ok ? "ok" : "not ok", n + k + 1, t[k].incident->id,
+                       t[k].variant->name, t[k].verdict, t[k].kind == LAB_VERDICT_SKIPPED ? " # SKIP" : "") >= 0;
+    if (good) good = fprintf(f, "%s %zu - replay verdict: %s\n", v->ok ? "ok" : "not ok", n + nt + 1, v->line) >= 0;
+    return good;
+}
+
+/* Writes what an open_memstream f holds (closed here) to path atomically. */
+static lab_status lab_results_flush_mem(const char *path, FILE *f, char **buf, size_t *len, int good)
+{
+    good &= fclose(f) == 0;
+    lab_status st = good ? lab_fs_write_atomic(path, *buf, *len) : lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
+    free(*buf);
+    return st;
+}
+
 lab_status lab_results_write_tap(const char *path, const lab_case_record *recs, size_t n, const lab_verdict_tally *t,
                                  size_t nt, const lab_verdict *v, const char *lab_bin)
 {
-    size_t cap = 8192, len = 0;
-    char *buf = malloc(cap);
-    if (!buf) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
-    buf[0] = '\0';
-    int good = lab_results_appendf(&buf, &len, &cap, "TAP version 13\n1..%zu\n", n + nt + 1);
-    for (size_t i = 0; good && i < n; ++i) {
-        const lab_case_record *c = &recs[i];
-        int ok = lab_verdict_case_ok(c);
-        char cmd[512];
-        lab_results_replay_cmd(c, lab_bin, cmd, sizeof cmd);
-        good = lab_results_appendf(&buf, &len, &cap, "%s %zu - %s %s seed=%llu %s: %s %s%s\n",
-                                   ok == 0 ? "not ok" : "ok", i + 1, c->incident->id, c->variant->name,
-                                   (unsigned long long)c->seed, lab_backend_name(c->backend),
-                                   lab_outcome_name(c->o.outcome), lab_results_role_word(c),
-                                   ok < 0 ? " # SKIP" : "");
-        if (good && ok <= 0)
-            good = lab_results_appendf(&buf, &len, &cap, "  ---\n  detail: \"%s\"\n  error: \"%s\"\n  replay: \"%s\"\n  ...\n",
-                                       c->o.r.detail, c->o.error, cmd);
-    }
-    /* The variants' verdicts (a stated rate is judged here, not per case), then the run's. */
-    for (size_t k = 0; good && k < nt; ++k)
-        good = lab_results_appendf(&buf, &len, &cap, "%s %zu - %s %s verdict: %s%s\n", t[k].ok ? "ok" : "not ok",
-                                   n + k + 1, t[k].incident->id, t[k].variant->name, t[k].verdict,
-                                   t[k].kind == LAB_VERDICT_SKIPPED ? " # SKIP" : "");
-    if (good)
-        good = lab_results_appendf(&buf, &len, &cap, "%s %zu - replay verdict: %s\n", v->ok ? "ok" : "not ok", n + nt + 1,
-                                   v->line);
-    lab_status st = good ? lab_fs_write_atomic(path, buf, len) : lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
-    free(buf);
-    return st;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
+    int good = lab_results_tap_head(f, n, nt);
+    for (size_t i = 0; good && i < n; ++i) good = lab_results_tap_case(f, &recs[i], i + 1, lab_bin);
+    if (good) good = lab_results_tap_tail(f, n, t, nt, v);
+    return lab_results_flush_mem(path, f, &buf, &len, good);
 }
 
 /* XML-escapes s into out (truncating). */
@@ -292,68 +297,83 @@ static void lab_results_xml(const char *s, char *out, size_t len)
     out[j] = '\0';
 }
 
-lab_status lab_results_write_junit(const char *path, const lab_case_record *recs, size_t n,
-                                   const lab_verdict_tally *t, size_t nt, const lab_verdict *v, const char *lab_bin)
+int lab_results_junit_case(FILE *f, const lab_case_record *c, const char *lab_bin)
 {
-    size_t cap = 8192, len = 0, failures = 0, skipped = 0;
-    char *buf = malloc(cap);
-    if (!buf) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
-    for (size_t i = 0; i < n; ++i) {
-        int ok = lab_verdict_case_ok(&recs[i]);
-        failures += ok == 0;
-        skipped += ok < 0;
-    }
+    char cmd[512], detail[512], err[512];
+    lab_results_replay_cmd(c, lab_bin, cmd, sizeof cmd);
+    lab_results_xml(c->o.r.detail, detail, sizeof detail);
+    lab_results_xml(c->o.error, err, sizeof err);
+    int ok = lab_verdict_case_ok(c);
+    int good = fprintf(f, "  <testcase classname=\"%s.%s\" name=\"seed %llu %s\" time=\"%.3f\">", c->incident->id,
+                       c->variant->name, (unsigned long long)c->seed, lab_backend_name(c->backend), c->o.wall_s) >= 0;
+    if (good && ok == 0)
+        good = fprintf(f, "<failure message=\"%s: %s\">%s %s&#10;replay: %s</failure>", lab_outcome_name(c->o.outcome),
+                       lab_results_role_word(c), detail, err, cmd) >= 0;
+    else if (good && ok < 0)
+        good = fprintf(f, "<skipped message=\"%s\"/>", detail) >= 0;
+    if (good) good = fprintf(f, "</testcase>\n") >= 0;
+    return good;
+}
+
+int lab_results_junit_head(FILE *f, size_t n, size_t case_failures, size_t case_skipped, const lab_verdict_tally *t,
+                           size_t nt, const lab_verdict *v)
+{
+    size_t failures = case_failures, skipped = case_skipped;
     for (size_t k = 0; k < nt; ++k) {
         failures += !t[k].ok;
         skipped += t[k].kind == LAB_VERDICT_SKIPPED;
     }
     failures += !v->ok;
     size_t tests = n + nt + 1;
-    int good = lab_results_appendf(&buf, &len, &cap,
-                                   "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                                   "<testsuites name=\"lab replay\" tests=\"%zu\" failures=\"%zu\" skipped=\"%zu\">\n"
-                                   "<testsuite name=\"lab replay\" tests=\"%zu\" failures=\"%zu\" skipped=\"%zu\">\n",
-                                   tests, failures, skipped, tests, failures, skipped);
-    for (size_t i = 0; good && i < n; ++i) {
-        const lab_case_record *c = &recs[i];
-        char cmd[512], detail[512], err[512];
-        lab_results_replay_cmd(c, lab_bin, cmd, sizeof cmd);
-        lab_results_xml(c->o.r.detail, detail, sizeof detail);
-        lab_results_xml(c->o.error, err, sizeof err);
-        int ok = lab_verdict_case_ok(c);
-        good = lab_results_appendf(&buf, &len, &cap,
-                                   "  <testcase classname=\"%s.%s\" name=\"seed %llu %s\" time=\"%.3f\">",
-                                   c->incident->id, c->variant->name, (unsigned long long)c->seed,
-                                   lab_backend_name(c->backend), c->o.wall_s);
-        if (good && ok == 0)
-            good = lab_results_appendf(&buf, &len, &cap, "<failure message=\"%s: %s\">%s %s&#10;replay: %s</failure>",
-                                       lab_outcome_name(c->o.outcome), lab_results_role_word(c), detail, err, cmd);
-        else if (good && ok < 0)
-            good = lab_results_appendf(&buf, &len, &cap, "<skipped message=\"%s\"/>", detail);
-        if (good) good = lab_results_appendf(&buf, &len, &cap, "</testcase>\n");
-    }
+    return fprintf(f,
+                   "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                   "<testsuites name=\"lab replay\" tests=\"%zu\" failures=\"%zu\" skipped=\"%zu\">\n"
+                   "<testsuite name=\"lab replay\" tests=\"%zu\" failures=\"%zu\" skipped=\"%zu\">\n",
+                   tests, failures, skipped, tests, failures, skipped) >= 0;
+}
+
+int lab_results_junit_tail(FILE *f, const lab_verdict_tally *t, size_t nt, const lab_verdict *v)
+{
+    int good = 1;
     /* The variants' verdicts (a stated rate is judged here, not per case), then the run's. */
     for (size_t k = 0; good && k < nt; ++k) {
         char verdict[512];
         lab_results_xml(t[k].verdict, verdict, sizeof verdict);
-        good = lab_results_appendf(&buf, &len, &cap, "  <testcase classname=\"%s.%s\" name=\"verdict\" time=\"0\">",
-                                   t[k].incident->id, t[k].variant->name);
+        good = fprintf(f, "  <testcase classname=\"%s.%s\" name=\"verdict\" time=\"0\">", t[k].incident->id,
+                       t[k].variant->name) >= 0;
         if (good && !t[k].ok)
-            good = lab_results_appendf(&buf, &len, &cap, "<failure message=\"%s: %s\">%s</failure>",
-                                       lab_verdict_kind_name(t[k].kind), verdict, verdict);
+            good = fprintf(f, "<failure message=\"%s: %s\">%s</failure>", lab_verdict_kind_name(t[k].kind), verdict,
+                           verdict) >= 0;
         else if (good && t[k].kind == LAB_VERDICT_SKIPPED)
-            good = lab_results_appendf(&buf, &len, &cap, "<skipped message=\"every case skipped\"/>");
-        if (good) good = lab_results_appendf(&buf, &len, &cap, "</testcase>\n");
+            good = fprintf(f, "<skipped message=\"every case skipped\"/>") >= 0;
+        if (good) good = fprintf(f, "</testcase>\n") >= 0;
     }
     if (good) {
         char line[512];
         lab_results_xml(v->line, line, sizeof line);
-        good = lab_results_appendf(&buf, &len, &cap, "  <testcase classname=\"lab replay\" name=\"verdict\" time=\"0\">");
-        if (good && !v->ok) good = lab_results_appendf(&buf, &len, &cap, "<failure message=\"%s\">%s</failure>", line, line);
-        if (good) good = lab_results_appendf(&buf, &len, &cap, "</testcase>\n");
+        good = fprintf(f, "  <testcase classname=\"lab replay\" name=\"verdict\" time=\"0\">") >= 0;
+        if (good && !v->ok) good = fprintf(f, "<failure message=\"%s\">%s</failure>", line, line) >= 0;
+        if (good) good = fprintf(f, "</testcase>\n") >= 0;
     }
-    if (good) good = lab_results_appendf(&buf, &len, &cap, "</testsuite>\n</testsuites>\n");
-    lab_status st = good ? lab_fs_write_atomic(path, buf, len) : lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
-    free(buf);
-    return st;
+    if (good) good = fprintf(f, "</testsuite>\n</testsuites>\n") >= 0;
+    return good;
+}
+
+lab_status lab_results_write_junit(const char *path, const lab_case_record *recs, size_t n,
+                                   const lab_verdict_tally *t, size_t nt, const lab_verdict *v, const char *lab_bin)
+{
+    size_t failures = 0, skipped = 0;
+    for (size_t i = 0; i < n; ++i) {
+        int ok = lab_verdict_case_ok(&recs[i]);
+        failures += ok == 0;
+        skipped += ok < 0;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
+    int good = lab_results_junit_head(f, n, failures, skipped, t, nt, v);
+    for (size_t i = 0; good && i < n; ++i) good = lab_results_junit_case(f, &recs[i], lab_bin);
+    if (good) good = lab_results_junit_tail(f, t, nt, v);
+    return lab_results_flush_mem(path, f, &buf, &len, good);
 }

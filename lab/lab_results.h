@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "lab_incident.h"
 #include "lab_isolate.h"
@@ -43,6 +44,19 @@ lab_status lab_results_write_tap(const char *path, const lab_case_record *recs, 
                                  size_t nt, const lab_verdict *v, const char *lab_bin);
 lab_status lab_results_write_junit(const char *path, const lab_case_record *recs, size_t n,
                                    const lab_verdict_tally *t, size_t nt, const lab_verdict *v, const char *lab_bin);
+
+/* The pieces of those files, for a replay that writes its cases as they come (lab_replay's windows): one case's
+ * results.jsonl line, TAP point (numbered `number`) and JUnit testcase; the TAP plan and the JUnit header (its
+ * counts: case_failures cases with lab_verdict_case_ok 0, case_skipped with -1, of n) and the per-variant and run
+ * points that end each file. Written to f exactly as the write_* functions write them; 1, or 0 on a write error. */
+int lab_results_jsonl_line(FILE *f, const lab_case_record *c, const char *lab_bin);
+int lab_results_tap_case(FILE *f, const lab_case_record *c, size_t number, const char *lab_bin);
+int lab_results_tap_head(FILE *f, size_t n, size_t nt);
+int lab_results_tap_tail(FILE *f, size_t n, const lab_verdict_tally *t, size_t nt, const lab_verdict *v);
+int lab_results_junit_case(FILE *f, const lab_case_record *c, const char *lab_bin);
+int lab_results_junit_head(FILE *f, size_t n, size_t case_failures, size_t case_skipped, const lab_verdict_tally *t,
+                           size_t nt, const lab_verdict *v);
+int lab_results_junit_tail(FILE *f, const lab_verdict_tally *t, size_t nt, const lab_verdict *v);
 
 #ifdef __cplusplus
 }

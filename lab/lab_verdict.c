@@ -127,6 +127,27 @@ static void lab_verdict_judge(lab_verdict_tally *t)
     if (t->ok && ran == 0) lab_verdict_set(t, LAB_VERDICT_SKIPPED, "skipped");
 }
 
+/* Counts one record into tally t (the per-case half of tally_records). */
+static void lab_verdict_count(lab_verdict_tally *t, const lab_case_record *rec)
+{
+    lab_outcome o = rec->o.outcome;
+    if (!t->seeds) t->stated_rate = 2; /* not yet known: the lowest of its cases' rates */
+    double cr = rec->variant->role == LAB_ROLE_BUG ? lab_verdict_case_rate(rec) : NAN;
+    if (cr < t->stated_rate) t->stated_rate = cr;
+    t->seeds++;
+    t->counts[o]++;
+    if (isfinite(rec->o.wall_s)) t->wall_s += rec->o.wall_s;
+    if (isfinite(rec->o.cpu_s)) t->cpu_s += rec->o.cpu_s;
+    if (rec->variant->role == LAB_ROLE_BUG) {
+        if (lab_verdict_detected(rec->variant, o)) t->detected++;
+        else if (o == LAB_OUT_FAIL || o == LAB_OUT_CRASH || o == LAB_OUT_HANG) t->inconclusive++;
+    }
+    if (o == LAB_OUT_SKIP && !lab_skip_expected((lab_skip_class)rec->o.r.skip_class)) t->skip_missing++;
+    int ok = lab_verdict_case_ok(rec);
+    t->cases_not_ok += ok == 0;
+    t->cases_neutral += ok < 0;
+}
+
 lab_status lab_verdict_tally_records(const lab_case_record *recs, size_t n, lab_verdict_tally **tallies,
                                      size_t *n_tallies)
 {
@@ -141,24 +162,41 @@ lab_status lab_verdict_tally_records(const lab_case_record *recs, size_t n, lab_
             t[nt].variant = recs[i].variant;
             nt++;
         }
-        lab_outcome o = recs[i].o.outcome;
-        if (!t[k].seeds) t[k].stated_rate = 2; /* not yet known: the lowest of its cases' rates */
-        double cr = recs[i].variant->role == LAB_ROLE_BUG ? lab_verdict_case_rate(&recs[i]) : NAN;
-        if (cr < t[k].stated_rate) t[k].stated_rate = cr;
-        t[k].seeds++;
-        t[k].counts[o]++;
-        if (isfinite(recs[i].o.wall_s)) t[k].wall_s += recs[i].o.wall_s;
-        if (isfinite(recs[i].o.cpu_s)) t[k].cpu_s += recs[i].o.cpu_s;
-        if (recs[i].variant->role == LAB_ROLE_BUG) {
-            if (lab_verdict_detected(recs[i].variant, o)) t[k].detected++;
-            else if (o == LAB_OUT_FAIL || o == LAB_OUT_CRASH || o == LAB_OUT_HANG) t[k].inconclusive++;
-        }
-        if (o == LAB_OUT_SKIP && !lab_skip_expected((lab_skip_class)recs[i].o.r.skip_class)) t[k].skip_missing++;
+        lab_verdict_count(&t[k], &recs[i]);
     }
     for (size_t k = 0; k < nt; ++k) lab_verdict_judge(&t[k]);
     *tallies = t;
     *n_tallies = nt;
     return LAB_OK;
+}
+
+lab_status lab_verdict_tally_add(lab_verdict_tally **tallies, size_t *n_tallies, size_t *cap,
+                                 const lab_case_record *rec, size_t *index)
+{
+    lab_verdict_tally *t = *tallies;
+    size_t nt = *n_tallies, k = 0;
+    while (k < nt && !(t[k].incident == rec->incident && t[k].variant == rec->variant)) ++k;
+    if (k == nt) {
+        if (nt == *cap) {
+            size_t nc = *cap ? 2 * *cap : 8;
+            lab_verdict_tally *g = realloc(t, nc * sizeof *g);
+            if (!g) return lab_err_set(LAB_ERR_NOMEM, "tally: out of memory");
+            t = *tallies = g;
+            *cap = nc;
+        }
+        memset(&t[nt], 0, sizeof t[nt]);
+        t[nt].incident = rec->incident;
+        t[nt].variant = rec->variant;
+        *n_tallies = ++nt;
+    }
+    lab_verdict_count(&t[k], rec);
+    if (index) *index = k;
+    return LAB_OK;
+}
+
+void lab_verdict_tally_judge(lab_verdict_tally *t, size_t nt)
+{
+    for (size_t k = 0; k < nt; ++k) lab_verdict_judge(&t[k]);
 }
 
 /* Appends "<count> <what>" to the NOT OK line. */
@@ -171,13 +209,14 @@ static void lab_verdict_add(char *buf, size_t len, int *first, size_t count, con
     *first = 0;
 }
 
+/* The run's verdict from its counts (decide and decide_tallies). */
+static lab_verdict lab_verdict_decide_counts(lab_verdict v, const lab_verdict_run *run);
+
 lab_verdict lab_verdict_decide(const lab_verdict_tally *t, size_t nt, const lab_case_record *recs, size_t n,
                                const lab_verdict_run *run)
 {
     lab_verdict v;
     memset(&v, 0, sizeof v);
-    lab_verdict_run whole = {0, 0, 0, 0};
-    if (!run) run = &whole;
     v.cases = n;
     v.variants = nt;
     for (size_t k = 0; k < nt; ++k) {
@@ -193,6 +232,30 @@ lab_verdict lab_verdict_decide(const lab_verdict_tally *t, size_t nt, const lab_
             if (t[k].incident == recs[i].incident && t[k].variant == recs[i].variant) variant_ok = t[k].ok;
         v.mismatch |= variant_ok;
     }
+    return lab_verdict_decide_counts(v, run);
+}
+
+lab_verdict lab_verdict_decide_tallies(const lab_verdict_tally *t, size_t nt, const lab_verdict_run *run)
+{
+    lab_verdict v;
+    memset(&v, 0, sizeof v);
+    v.variants = nt;
+    for (size_t k = 0; k < nt; ++k) {
+        v.kinds[t[k].kind < LAB_VERDICT_KIND_COUNT ? t[k].kind : LAB_VERDICT_ERROR]++;
+        v.variants_not_ok += !t[k].ok;
+        v.cases += t[k].seeds;
+        v.skipped += t[k].counts[LAB_OUT_SKIP];
+        v.cases_not_ok += t[k].cases_not_ok;
+        v.mismatch |= t[k].ok && t[k].cases_not_ok > 0;
+    }
+    return lab_verdict_decide_counts(v, run);
+}
+
+static lab_verdict lab_verdict_decide_counts(lab_verdict v, const lab_verdict_run *run)
+{
+    lab_verdict_run whole = {0, 0, 0, 0};
+    if (!run) run = &whole;
+    size_t n = v.cases;
     size_t planned = run->cases_planned ? run->cases_planned : n;
     int whole_run = !run->harness_failed && !run->ranks_failed && !run->interrupted && n == planned;
     v.ok = whole_run && v.variants_not_ok == 0 && v.cases_not_ok == 0 && !v.mismatch;

@@ -88,6 +88,8 @@ typedef struct {
     double p_value;                   /* stated rate < 1: P(X <= detected | judged, rate); else NaN */
     double power;                     /* stated rate < 1: power at `judged` seeds against doubled misses */
     size_t seeds_needed;              /* too-few-seeds: the judged seeds the test needs; else 0 */
+    size_t cases_not_ok;              /* cases that did not meet their role (lab_verdict_case_ok 0) */
+    size_t cases_neutral;             /* expected SKIPs (lab_verdict_case_ok -1) */
     lab_verdict_kind kind;
     int ok;                           /* the variant met its role */
     char verdict[200];                /* "ok", "XPASS on 3 of 16 seeds", "TOO FEW SEEDS: ...", ... */
@@ -97,6 +99,14 @@ typedef struct {
  * judges each (the rules above). LAB_ERR_NOMEM. */
 lab_status lab_verdict_tally_records(const lab_case_record *recs, size_t n, lab_verdict_tally **tallies,
                                      size_t *n_tallies);
+
+/* Streaming form of lab_verdict_tally_records, for a replay that does not hold its records: counts rec into
+ * *tallies (*n_tallies entries, *cap allocated; grown with realloc, the caller frees), a new (incident, variant)
+ * appended in first-seen order; *index (if not NULL) gets its tally's position. Tallies made this way are judged
+ * by lab_verdict_tally_judge once every record is in. LAB_ERR_NOMEM. */
+lab_status lab_verdict_tally_add(lab_verdict_tally **tallies, size_t *n_tallies, size_t *cap,
+                                 const lab_case_record *rec, size_t *index);
+void lab_verdict_tally_judge(lab_verdict_tally *t, size_t nt);
 
 /* What the runner knows of the run as a whole, beyond its records. */
 typedef struct {
@@ -121,6 +131,10 @@ typedef struct {
 /* Decides the run's verdict from its tallies, its records and run (NULL: a whole run, nothing failed). */
 lab_verdict lab_verdict_decide(const lab_verdict_tally *t, size_t nt, const lab_case_record *recs, size_t n,
                                const lab_verdict_run *run);
+
+/* lab_verdict_decide from the tallies alone (their cases_not_ok stand in for the records): the same verdict for
+ * tallies of the same records. */
+lab_verdict lab_verdict_decide_tallies(const lab_verdict_tally *t, size_t nt, const lab_verdict_run *run);
 
 #ifdef __cplusplus
 }

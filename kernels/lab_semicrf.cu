@@ -460,6 +460,179 @@ __global__ void sg_det_reduce(const sg_prob *P, int dur, long n_part, size_t str
     }
 }
 
+/* ---- the deterministic accumulation, spread over the GPU (production) ------------------------------
+ * The same sums as the kernels above, in the same order, so the same bits (tests/test_bench.c compares them on
+ * the shapes of every incident and the bench on its own): only who computes them changed. The kernels above give
+ * one thread a whole chunk of 16 rows and every duration (starts and durations together): at B = 8, T = 200 that
+ * is 3900 threads, too few for 132 SMs. Here, two launches:
+ * - sg_det_spread: four kinds of work item in one grid (block ranges, each a grid-stride loop over its items):
+ *   start sums, one thread per (b, s, c), k ascending (into g_ps); end sums, one thread per (b, t, c), t >= 1, k
+ *   ascending (into g_pe[t - 1]); duration partials, one thread per (chunk of SG_DET_ROWS_D rows, k, c), rows
+ *   ascending; transition partials, one thread per (chunk of SG_DET_ROWS_T rows, c, c2), rows ascending. The
+ *   marginal of a segment is computed by up to three threads (start, end, duration): the same operands in the
+ *   same operations, so the same value each time.
+ * - sg_det_finish: the two fixed-order reductions of the partials (sg_det_reduce's strands and tree) and g_cum
+ *   = end - start per (b, t, c) from g_pe and g_ps, in block ranges of one grid.
+ * Every sum is a function of the data and the compile-time constants only, not of the grid or the block size. */
+
+/* The block ranges of a grid of several kinds of work: kind j owns blocks [first[j], first[j + 1]). */
+struct sg_det_split {
+    long n[4];          /* work items of each kind */
+    unsigned first[5];  /* first block of each kind; first[4]: the grid */
+};
+
+/* Kind of this block, its index within the kind's range, the range's block count and the kind's work items
+ * (unrolled: the split stays in registers). */
+template <int KINDS>
+__device__ __forceinline__ int sg_det_kind(const sg_det_split &S, unsigned *rb, unsigned *nb, long *n)
+{
+    int j = 0;
+    unsigned lo = S.first[0], hi = S.first[1];
+    long nn = S.n[0];
+#pragma unroll
+    for (int q = 1; q < KINDS; ++q)
+        if (blockIdx.x >= S.first[q]) j = q, lo = S.first[q], hi = S.first[q + 1], nn = S.n[q];
+    *rb = blockIdx.x - lo;
+    *nb = hi - lo;
+    *n = nn;
+    return j;
+}
+
+/* The marginal of segment (b, s, k) at lane c: sg_seg's arithmetic as sg_det_starts_dur does it (s-terms first,
+ * the same operations in the same order), then sg_marginal. */
+__device__ __forceinline__ float sg_det_e(const sg_inputs &in, const float *__restrict__ ain, const float *__restrict__ beta,
+                                          float z, int b, int s, int k, int c, unsigned guards)
+{
+    const int C = in.C, T = in.T;
+    long crow = (long)b * (T + 1);
+    size_t base = (size_t)b * (size_t)(T + 1) * SG_PAD;
+    float v = __fsub_rn(in.cum[(crow + s + k) * C + c], in.cum[(crow + s) * C + c]);
+    v = __fadd_rn(v, in.dur[(long)(k - 1) * C + c]);
+    if (in.use_proj) {
+        v = __fadd_rn(v, in.ps[((long)b * T + s) * C + c]);
+        v = __fadd_rn(v, in.pe[((long)b * T + s + k - 1) * C + c]);
+    }
+    return sg_marginal(ain[base + (size_t)s * SG_PAD + c], v, beta[base + (size_t)(s + k) * SG_PAD + c], z, guards);
+}
+
+__global__ void __launch_bounds__(512) sg_det_spread(const sg_prob *P, unsigned guards, sg_det_split S)
+{
+    const sg_prob &X = P[blockIdx.y];
+    const sg_inputs in = X.in;
+    const float *__restrict__ ain = X.ain, *__restrict__ beta = X.beta, *__restrict__ logZ = X.logz;
+    const int C = in.C, K = in.K, T = in.T;
+    const long BT = (long)in.B * T;
+    unsigned rb, nb;
+    long n;
+    const int kind = sg_det_kind<4>(S, &rb, &nb, &n);
+    const long stride = (long)nb * blockDim.x;
+    for (long w = (long)rb * blockDim.x + threadIdx.x; w < n; w += stride) {
+        if (kind == 0) { /* start sum of (b, s, c) into g_ps (the workspace of g_cum's minus part) */
+            long i = w / C;
+            int c = (int)(w % C), b = (int)(i / T), s = (int)(i % T), L = in.len[b];
+            float st = 0.0f;
+            if (s < L) {
+                int nk = L - s < K ? L - s : K;
+                float z = logZ[b];
+#pragma unroll 6
+                for (int k = 1; k <= nk; ++k) st = __fadd_rn(st, sg_det_e(in, ain, beta, z, b, s, k, c, guards));
+            }
+            float *start = (float *)X.g.ps + (size_t)i * SG_PAD;
+            start[c] = st;
+            for (int pl = C + c; pl < SG_PAD; pl += C) start[pl] = 0.0f;
+        } else if (kind == 1) { /* end sum of (b, t, c), t = 1..T, into g_pe[b][t - 1] */
+            long i = w / C;
+            int c = (int)(w % C), b = (int)(i / T), t = (int)(i % T) + 1, L = in.len[b];
+            float end = 0.0f;
+            if (t <= L) {
+                int nk = t < K ? t : K;
+                float z = logZ[b];
+#pragma unroll 6
+                for (int k = 1; k <= nk; ++k) end = __fadd_rn(end, sg_det_e(in, ain, beta, z, b, t - k, k, c, guards));
+            }
+            float *gpe = (float *)X.g.pe + (size_t)i * SG_PAD;
+            gpe[c] = end;
+            for (int pl = C + c; pl < SG_PAD; pl += C) gpe[pl] = 0.0f;
+        } else if (kind == 2) { /* duration partial of (chunk p, k, c) */
+            int c = (int)(w % C), k = (int)((w / C) % K) + 1;
+            long p = w / ((long)C * K);
+            float acc = 0.0f;
+            for (long i = p * SG_DET_ROWS_D; i < (p + 1) * SG_DET_ROWS_D && i < BT; ++i) {
+                int b = (int)(i / T), s = (int)(i % T), L = in.len[b];
+                if (s < L && k <= L - s) acc = __fadd_rn(acc, sg_det_e(in, ain, beta, logZ[b], b, s, k, c, guards));
+            }
+            X.dpart[((size_t)p * K + (k - 1)) * SG_PAD + c] = acc;
+        } else { /* transition partial of (chunk p, c, c2) */
+            int c2 = (int)(w % C), c = (int)((w / C) % C);
+            long p = w / ((long)C * C);
+            float tr = in.trans[(long)c * C + c2], acc = 0.0f;
+            for (long i = p * SG_DET_ROWS_T; i < (p + 1) * SG_DET_ROWS_T && i < BT; ++i) {
+                int b = (int)(i / T), s = (int)(i % T);
+                if (s == 0 || s >= in.len[b]) continue; /* no transition into the first segment; no segment starts */
+                size_t row = ((size_t)b * (size_t)(T + 1) + s) * SG_PAD;
+                acc = __fadd_rn(acc, sg_marginal(X.alpha[row + c], tr, X.bout[row + c2], logZ[b], guards));
+            }
+            X.tpart[(size_t)p * SG_PAD * SG_PAD + (size_t)c * SG_PAD + c2] = acc;
+        }
+    }
+}
+
+/* Blocks of (32, SG_DET_STRANDS) threads: kind 0 reduces the transition partials into g_trans, kind 1 the duration
+ * partials into g_dur (sg_det_reduce's strands and tree, the same order), kind 2 writes g_cum[b][t] = end - start
+ * (end: g_pe[b][t - 1], 0 at t = 0; start: g_ps[b][t], 0 at t = T), padding lanes 0. */
+__global__ void __launch_bounds__(32 * SG_DET_STRANDS) sg_det_finish(const sg_prob *P, long n_dchunks, long n_tchunks, sg_det_split S)
+{
+    const sg_prob &X = P[blockIdx.y];
+    const int C = X.in.C, K = X.in.K, T = X.in.T;
+    unsigned rb, nb;
+    long n;
+    const int kind = sg_det_kind<3>(S, &rb, &nb, &n);
+    const int x = threadIdx.x, y = threadIdx.y;
+    if (kind == 2) {
+        const float *__restrict__ gps = (const float *)X.g.ps, *__restrict__ gpe = (const float *)X.g.pe;
+        float *__restrict__ gcum = (float *)X.g.cum;
+        long stride = (long)nb * 32 * SG_DET_STRANDS;
+        for (long w = (long)rb * 32 * SG_DET_STRANDS + y * 32 + x; w < n; w += stride) {
+            int c = (int)(w % SG_PAD);
+            long bt = w / SG_PAD;
+            int t = (int)(bt % (T + 1)), b = (int)(bt / (T + 1));
+            float v = 0.0f;
+            if (c < C) {
+                float end = t >= 1 ? gpe[((size_t)b * T + t - 1) * SG_PAD + c] : 0.0f;
+                float st = t < T ? gps[((size_t)b * T + t) * SG_PAD + c] : 0.0f;
+                v = __fsub_rn(end, st);
+            }
+            gcum[w] = v;
+        }
+        return;
+    }
+    const int dur = kind == 1;
+    const float *__restrict__ part = dur ? X.dpart : X.tpart;
+    float *__restrict__ out = (float *)(dur ? X.g.dur : X.g.trans);
+    const long n_part = dur ? n_dchunks : n_tchunks;
+    const size_t stride = dur ? (size_t)K * SG_PAD : (size_t)SG_PAD * SG_PAD;
+    const int rows = dur ? K : SG_PAD, real_rows = dur ? K : C;
+    __shared__ float sm[SG_DET_STRANDS][32];
+    for (long e0 = (long)rb * 32; e0 < (long)rows * SG_PAD; e0 += (long)nb * 32) {
+        long e = e0 + x;
+        int r = (int)(e / SG_PAD), col = (int)(e % SG_PAD);
+        int real = e < (long)rows * SG_PAD && r < real_rows && col < C;
+        float sum = 0.0f;
+        if (real) {
+#pragma unroll 4
+            for (long p = y; p < n_part; p += SG_DET_STRANDS) sum = __fadd_rn(sum, part[(size_t)p * stride + e]);
+        }
+        sm[y][x] = sum;
+        __syncthreads();
+        for (int h = 1; h < SG_DET_STRANDS; h <<= 1) {
+            if (y % (2 * h) == 0) sm[y][x] = __fadd_rn(sm[y][x], sm[y + h][x]);
+            __syncthreads();
+        }
+        if (y == 0 && e < (long)rows * SG_PAD) out[e] = real ? sm[0][x] : 0.0f;
+        __syncthreads();
+    }
+}
+
 /* ---- host side -------------------------------------------------------------------------------------
  * A run is a batch of n problems of one shape (one problem: a batch of one). Its memory is three sections: the
  * inputs (uploaded from a host image in one copy), the outputs (every problem's log Z, then the stray counters,
@@ -497,9 +670,10 @@ __global__ void sg_fill_passes(const sg_prob *P, size_t n)
 
 static unsigned sg_blocks(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
 
-/* How the accumulation is done: atomics (cfg->accum F32/F64), the per-block workspaces and trees as they
- * were (the bench's "before"), or the production deterministic kernels. */
-enum { SG_ATOMIC = 0, SG_DET_V1 = 1, SG_DET = 2 };
+/* How the accumulation is done: atomics (cfg->accum F32/F64), the per-block workspaces and trees of the first
+ * deterministic version, the production deterministic kernels (sg_det_spread, sg_det_finish), or the previous
+ * ones (sg_det_starts_dur ..., the same bits: the reference the bench and the tests hold the production to). */
+enum { SG_ATOMIC = 0, SG_DET_V1 = 1, SG_DET = 2, SG_DET_PREV = 3 };
 
 /* One prepared batch: inputs on the device, the forward and backward passes done, gradient buffers ready. */
 struct sg_ctx {
@@ -600,6 +774,27 @@ static lab_status sg_accumulate(sg_ctx &x)
     const int B = x.B, T = x.T, K = x.K, C = x.C;
     if (x.mode == SG_DET) {
         /* every entry of every gradient buffer is written: only the counters are reset */
+        lab_status st = sg_reset_outputs(x, x.oob_off, x.grad_off);
+        if (st != LAB_OK) return st;
+        sg_det_split a, f;
+        memset(&a, 0, sizeof a);
+        memset(&f, 0, sizeof f);
+        a.n[0] = (long)B * T * C, a.n[1] = (long)B * T * C, a.n[2] = x.n_dchunks * K * C, a.n[3] = x.n_tchunks * C * C;
+        unsigned th = x.det_threads;
+        for (int j = 0; j < 4; ++j) a.first[j + 1] = a.first[j] + sg_det_grid(x, a.n[j]).x;
+        sg_det_spread<<<dim3(a.first[4], (unsigned)x.n), th>>>(P, x.cfg.guards, a);
+        LAB_CUDA_CHECK(cudaGetLastError());
+        /* finish: the reductions' grids as sg_det_reduce's, then g_cum over blocks of 32 x SG_DET_STRANDS */
+        f.n[0] = (long)SG_PAD * SG_PAD, f.n[1] = (long)K * SG_PAD, f.n[2] = (long)B * (T + 1) * SG_PAD;
+        unsigned fb[3] = {SG_PAD * SG_PAD / 32, (unsigned)K * SG_PAD / 32,
+                          x.det_blocks ? x.det_blocks : (unsigned)((f.n[2] + 32 * SG_DET_STRANDS - 1) / (32 * SG_DET_STRANDS))};
+        for (int j = 0; j < 3; ++j) f.first[j + 1] = f.first[j] + fb[j];
+        f.first[4] = f.first[3];
+        sg_det_finish<<<dim3(f.first[3], (unsigned)x.n), dim3(32, SG_DET_STRANDS)>>>(P, x.n_dchunks, x.n_tchunks, f);
+        LAB_CUDA_CHECK(cudaGetLastError());
+        return LAB_OK;
+    }
+    if (x.mode == SG_DET_PREV) {
         lab_status st = sg_reset_outputs(x, x.oob_off, x.grad_off);
         if (st != LAB_OK) return st;
         unsigned th = x.det_threads;
@@ -730,7 +925,7 @@ static lab_status sg_prepare(const lab_semicrf_problem *const *p, const lab_semi
             sg_place(x, SG_SEC_WORK, b.wse, (size_t)B * T * K * SG_PAD * 4, 0);
             sg_place(x, SG_SEC_WORK, b.wsg, (size_t)B * T * SG_PAD * SG_PAD * 4, 0);
         }
-        if (mode == SG_DET) {
+        if (mode == SG_DET || mode == SG_DET_PREV) {
             sg_place(x, SG_SEC_WORK, b.dpart, (size_t)x.n_dchunks * K * SG_PAD * 4, 0);
             sg_place(x, SG_SEC_WORK, b.tpart, (size_t)x.n_tchunks * SG_PAD * SG_PAD * 4, 0);
         }
@@ -918,13 +1113,13 @@ static lab_status sg_readback(const lab_semicrf_problem *p, const sg_ctx &x, siz
 
 static int sg_mode_of(const lab_semicrf_config *cfg) { return cfg->accum == LAB_SEMICRF_ACC_DETERMINISTIC ? SG_DET : SG_ATOMIC; }
 
-extern "C" lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
-                                           lab_semicrf_out *o, double *ms_backward)
+static lab_status sg_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int mode, int reps, lab_semicrf_out *o,
+                         double *ms_backward)
 {
     if (o) memset(o, 0, sizeof *o);
     if (reps < 1) return lab_err_set(LAB_ERR_ARG, "semicrf cuda: reps = %d: need >= 1", reps);
     sg_ctx x;
-    lab_status st = sg_prepare(&p, cfg, 1, sg_mode_of(cfg), x);
+    lab_status st = sg_prepare(&p, cfg, 1, mode, x);
     if (st != LAB_OK) return st;
     cudaEvent_t e1, e2;
     LAB_CUDA_CHECK(lab_cuda_event_create(&e1));
@@ -949,6 +1144,22 @@ extern "C" lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const l
     if (!o) return LAB_OK;
     if ((st = sg_download(x)) != LAB_OK) return st;
     return sg_readback(p, x, 0, o);
+}
+
+extern "C" lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
+                                           lab_semicrf_out *o, double *ms_backward)
+{
+    return sg_run(p, cfg, sg_mode_of(cfg), reps, o, ms_backward);
+}
+
+extern "C" lab_status lab_semicrf_cuda_run_det_previous(const lab_semicrf_problem *p, const lab_semicrf_config *cfg,
+                                                        lab_semicrf_out *o)
+{
+    if (cfg->accum != LAB_SEMICRF_ACC_DETERMINISTIC) {
+        if (o) memset(o, 0, sizeof *o);
+        return lab_err_set(LAB_ERR_ARG, "semicrf cuda: the previous deterministic kernels need the deterministic accumulation");
+    }
+    return sg_run(p, cfg, SG_DET_PREV, 1, o, NULL);
 }
 
 extern "C" lab_status lab_semicrf_cuda_run_batch(const lab_semicrf_problem *const *p, const lab_semicrf_config *cfgs, size_t n,
@@ -1030,11 +1241,13 @@ static double sg_quantile(std::vector<double> v, double q)
 #define SG_BENCH_REPS 21
 
 /* The benchmark: the accumulation stage of the float32-atomic bug, the float64-atomic fix, the production
- * deterministic fix and (where its 385 MB-class workspaces fit in a quarter of free memory) the deterministic
- * kernels as they were, on one problem; each prepared once, then SG_BENCH_WARMUP warm-up rounds and
+ * deterministic fix (sg_det_spread, sg_det_finish) and the previous deterministic kernels, on one problem; each
+ * prepared once, then SG_BENCH_WARMUP warm-up rounds and
  * SG_BENCH_REPS timed rounds, a round timing every variant once in turn with CUDA events (so drifting clocks hit
  * all alike); per-round ratios give the spread. Prints lines and two `lab-bench-record` lines (replay/lab_bench.h):
- * deterministic / f32-atomic (target 1.15) and deterministic / f64-atomic (target 1: faster). */
+ * deterministic / f32-atomic (target 1.15) and deterministic / f64-atomic (target 1: faster). The production and
+ * the previous deterministic kernels' gradients are compared byte for byte after the rounds: LAB_ERR_MISMATCH if
+ * they differ. */
 extern "C" lab_status lab_semicrf_cuda_bench(void *fv, int B, int T, int K, int C)
 {
     FILE *f = (FILE *)fv;
@@ -1048,18 +1261,12 @@ extern "C" lab_status lab_semicrf_cuda_bench(void *fv, int B, int T, int K, int 
         return st;
     }
     enum { NV = 4 };
-    static const char *const names[NV] = {"f32-atomic (bug)", "f64-atomic (fix)", "deterministic (fix)", "deterministic before"};
+    static const char *const names[NV] = {"f32-atomic (bug)", "f64-atomic (fix)", "deterministic (fix)", "deterministic previous"};
     static const lab_semicrf_accum acc[NV] = {LAB_SEMICRF_ACC_F32_ATOMIC, LAB_SEMICRF_ACC_F64_ATOMIC,
                                               LAB_SEMICRF_ACC_DETERMINISTIC, LAB_SEMICRF_ACC_DETERMINISTIC};
-    static const int mode[NV] = {SG_ATOMIC, SG_ATOMIC, SG_DET, SG_DET_V1};
-    double ws_bytes = (double)B * T * ((double)K * SG_PAD + SG_PAD * SG_PAD) * 4.0;
-    size_t free_b = 0, total_b = 0;
-    cudaError_t ce = cudaMemGetInfo(&free_b, &total_b);
-    if (ce != cudaSuccess) {
-        lab_semicrf_problem_free(&p);
-        return lab_cuda_fail(__FILE__, __LINE__, "cudaMemGetInfo", cudaGetErrorString(ce));
-    }
-    int nv = ws_bytes < (double)free_b / 4 ? NV : NV - 1;
+    static const int mode[NV] = {SG_ATOMIC, SG_ATOMIC, SG_DET, SG_DET_PREV};
+    const int nv = NV;
+    cudaError_t ce = cudaSuccess;
     std::vector<sg_ctx *> x(NV, nullptr);
     std::vector<std::vector<double>> t(NV);
     std::vector<double> fb;
@@ -1085,6 +1292,10 @@ extern "C" lab_status lab_semicrf_cuda_bench(void *fv, int B, int T, int K, int 
         }
         if (st == LAB_OK && ce != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEvent*", cudaGetErrorString(ce));
     }
+    /* the production kernels' gradients against the previous kernels', every byte (both wrote them last round) */
+    size_t differ = 0;
+    if (st == LAB_OK && (st = sg_download(*x[2])) == LAB_OK && (st = sg_download(*x[3])) == LAB_OK)
+        for (size_t i = x[2]->grad_off; i < x[2]->back.size() && i < x[3]->back.size(); ++i) differ += x[2]->back[i] != x[3]->back[i];
     double gbs = 0.0;
     if (st == LAB_OK) st = sg_d2d_bandwidth((size_t)1 << 30, &gbs);
     if (st == LAB_OK) {
@@ -1120,13 +1331,15 @@ extern "C" lab_status lab_semicrf_cuda_bench(void *fv, int B, int T, int K, int 
                     B, T, K, C, base == 0 ? "f32-atomic" : "f64-atomic", info.name, med[2], med[base], ratio, lo, hi, SG_BENCH_REPS,
                     SG_BENCH_WARMUP, target, gbs, floor_ms, in_bytes + out_bytes);
         }
-        if (nv == NV)
-            fprintf(f, "deterministic before / now = %.2f (workspaces %.0f MB then, %.1f MB of partials now)\n", med[3] / med[2],
-                    ws_bytes / 1e6, (double)(x[2]->n_dchunks * K * SG_PAD + x[2]->n_tchunks * SG_PAD * SG_PAD) * 4.0 / 1e6);
+        fprintf(f, "deterministic previous / now = %.2f; gradients of the two: %s (%zu of %zu output bytes differ)\n",
+                med[3] / med[2], differ ? "DIFFERENT BITS" : "the same bits", differ, x[2]->back.size() - x[2]->grad_off);
         fprintf(f, "whole backward (forward+beta included): deterministic / f32-atomic = %.3f, / f64-atomic = %.3f\n",
                 (med[2] + mfb) / (med[0] + mfb), (med[2] + mfb) / (med[1] + mfb));
         fprintf(f, "device ceiling: D2D cudaMemcpy %.0f GB/s (1 GiB, read+write); the deterministic stage moves >= %.1f MB: "
                    ">= %.4f ms at that bandwidth\n", gbs, (in_bytes + out_bytes) / 1e6, floor_ms);
+        if (differ)
+            st = lab_err_set(LAB_ERR_MISMATCH, "semicrf bench B=%d T=%d K=%d C=%d: the deterministic kernels' gradients differ from "
+                             "the previous kernels' in %zu bytes", B, T, K, C, differ);
     }
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);

@@ -322,6 +322,12 @@ lab_status lab_semicrf_reference_cuda(const lab_semicrf_problem *p, lab_semicrf_
  * a bad config or length. */
 lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
                                 lab_semicrf_out *o, double *ms_backward);
+/* The deterministic accumulation by the previous kernels (one thread per chunk of rows and every duration, which
+ * leaves most of the GPU idle at small batches), one run: the reference the production kernels are held to bit for
+ * bit (tests/test_bench.c on every incident's shapes, `lab bench` on its own). cfg->accum must be
+ * LAB_SEMICRF_ACC_DETERMINISTIC (else LAB_ERR_ARG); otherwise as lab_semicrf_cuda_run with reps = 1. */
+lab_status lab_semicrf_cuda_run_det_previous(const lab_semicrf_problem *p, const lab_semicrf_config *cfg,
+                                             lab_semicrf_out *o);
 /* A seed batch: n problems of one shape (B, T, K, C, use_proj alike) under configs alike but for their guard and
  * schedule seeds (cfgs[q] for p[q]), run once, every kernel launched once for the whole batch (a problem per grid
  * row), so that one launch fills the GPU instead of two of its SMs. Every problem keeps buffers of its own: its

@@ -97,8 +97,9 @@ __global__ void nv_gemm(const uint8_t *__restrict__ qa, const uint8_t *__restric
 /* The fixed remap at copy speed (kind FIX): one block per (128-row m-tile, chunk of NV_TILE_KC scale columns).
  * Each block reads its 128 rows x NV_TILE_KC source bytes coalesced with 16-byte loads (when K_sf is a multiple
  * of 16 and src 16-byte aligned: straight into 32-bit words, 4 scale columns of one row, rows padded to an odd
- * word count so the gather below hits 32 banks; otherwise the aligned vectors covering each row's segment into
- * a staging row, gathered byte by byte at store time), zero where the coordinate is padding (m >= rows or
+ * word count so the gather below hits 32 banks; otherwise the aligned vectors covering the block's bytes into
+ * staging words, one contiguous run when a chunk is the whole row, else per row, each output word then funnel-
+ * shifted out of the two staged words it straddles), zero where the coordinate is padding (m >= rows or
  * k >= K_sf), then writes its NV_TILE_KC / 4 whole
  * 512-byte tiles, which are contiguous in the layout, as 16-byte stores: 16 bytes at tile offset m32 * 16 are
  * the words of rows m32, m32 + 32, m32 + 64, m32 + 96. Every byte of the layout is written once, with the
@@ -113,7 +114,7 @@ __global__ void __launch_bounds__(NV_THREADS) nv_remap_tiles(const uint8_t *__re
                                                              uint8_t *__restrict__ dst)
 {
     __shared__ uint32_t sm[128][NV_TILE_WORDS];
-    __shared__ uint32_t stage[128][NV_STAGE_WORDS];
+    __shared__ __align__(16) uint32_t stage[128][NV_STAGE_WORDS];
     const size_t kp = k_tiles * 4;
     for (size_t blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
         size_t mt = blk / k_chunks, kc = blk % k_chunks, m0 = mt * 128, k0 = kc * NV_TILE_KC;
@@ -170,7 +171,8 @@ __global__ void __launch_bounds__(NV_THREADS) nv_remap_tiles(const uint8_t *__re
                     for (int j = 0; j < 16; ++j) b[j] = q + j >= src && q + j < end ? __ldg(q + j) : (uint8_t)0;
                     memcpy(&x, b, 16);
                 }
-                to[0] = x.x, to[1] = x.y, to[2] = x.z, to[3] = x.w;
+                if (flat) *(uint4 *)to = x; /* 16-byte aligned: one store */
+                else to[0] = x.x, to[1] = x.y, to[2] = x.z, to[3] = x.w;
             }
             __syncthreads();
             uint4 *out = (uint4 *)(dst + (mt * k_tiles + k0 / 4) * 512);

@@ -91,8 +91,6 @@ __device__ float sg_seg(const sg_inputs &in, int b, int s, int k, long rd)
 struct sg_grads {
     void *cum, *trans, *dur, *ps, *pe;   /* element 0 of each (guard zones around, where guarded) */
     int f64;
-    float *ws_e;                         /* [B][T][K][C_PAD] deterministic only */
-    float *ws_g;                         /* [B*T][C_PAD][C_PAD] deterministic only */
     long W;
     long n_cum, n_trans, n_dur, n_pos;   /* elements of each gradient allocation */
 };
@@ -163,9 +161,9 @@ __device__ void sg_atomic(const sg_inputs &in, const sg_grads &g, void *buf, lon
         atomicAdd((float *)buf + i, v);
 }
 
-/* The marginal kernel: block (s, b), SG_THREADS threads = SG_KGROUPS groups of C_PAD lanes. Layout 0
- * unpadded, 1 clamped, 2 padded (lab_semicrf_layout); det: write workspaces instead of atomics. */
-__global__ void sg_marginals(const sg_prob *P, unsigned guards, int layout, int det)
+/* The marginal kernel with atomics: block (s, b), SG_THREADS threads = SG_KGROUPS groups of C_PAD lanes. Layout
+ * 0 unpadded, 1 clamped, 2 padded (lab_semicrf_layout). */
+__global__ void sg_marginals(const sg_prob *P, unsigned guards, int layout)
 {
     const sg_prob &X = P[blockIdx.z];
     const sg_inputs in = X.in;
@@ -173,14 +171,7 @@ __global__ void sg_marginals(const sg_prob *P, unsigned guards, int layout, int 
     const float *alpha = X.alpha, *ain = X.ain, *beta = X.beta, *bout = X.bout, *logZ = X.logz;
     int s = blockIdx.x, b = blockIdx.y, L = in.len[b];
     int C = in.C, K = in.K, T = in.T;
-    if (s >= L) {
-        /* no segment starts here; the deterministic workspaces get zeros (they are not cleared) */
-        if (det) {
-            for (int i = threadIdx.x; i < K * SG_PAD; i += SG_THREADS) g.ws_e[((size_t)b * T + s) * K * SG_PAD + i] = 0.0f;
-            for (int i = threadIdx.x; i < SG_PAD * SG_PAD; i += SG_THREADS) g.ws_g[((size_t)b * T + s) * SG_PAD * SG_PAD + i] = 0.0f;
-        }
-        return;
-    }
+    if (s >= L) return; /* no segment starts here */
     int padded = layout == LAB_SEMICRF_LAYOUT_PADDED, clamped = layout == LAB_SEMICRF_LAYOUT_CLAMPED;
     long W = g.W;
     size_t base = (size_t)b * (size_t)(T + 1) * SG_PAD;
@@ -198,30 +189,19 @@ __global__ void sg_marginals(const sg_prob *P, unsigned guards, int layout, int 
         float e = sg_marginal(ai[(size_t)s * SG_PAD + li], seg, be[(size_t)(s + k) * SG_PAD + li], z, guards);
         float v = padded ? (real ? e : 0.0f) : e * (float)real;
         mysum = __fadd_rn(mysum, v);
-        if (det) {
-            g.ws_e[(((size_t)b * T + s) * K + (k - 1)) * SG_PAD + lane] = v;
-            continue;
-        }
         sg_atomic(in, g, g.cum, g.n_cum, ((long)b * (T + 1) + s + k) * W + wi, v);
         sg_atomic(in, g, g.dur, g.n_dur, (long)(k - 1) * W + wi, v);
         if (in.use_proj) sg_atomic(in, g, g.pe, g.n_pos, ((long)b * T + s + k - 1) * W + wi, v);
     }
-    if (det)
-        for (int k = 1 + kg; k <= K; k += SG_KGROUPS)
-            if (k > nk) g.ws_e[(((size_t)b * T + s) * K + (k - 1)) * SG_PAD + lane] = 0.0f;
     part[kg][lane] = mysum;
     __syncthreads();
-    if (kg == 0 && !det) {
+    if (kg == 0) {
         float S = part[0][lane];
         for (int q = 1; q < SG_KGROUPS; ++q) S = __fadd_rn(S, part[q][lane]);
         sg_atomic(in, g, g.cum, g.n_cum, ((long)b * (T + 1) + s) * W + wi, -S);
         if (in.use_proj) sg_atomic(in, g, g.ps, g.n_pos, ((long)b * T + s) * W + wi, S);
     }
-    if (s == 0) {
-        if (det)
-            for (int i = threadIdx.x; i < SG_PAD * SG_PAD; i += SG_THREADS) g.ws_g[(size_t)b * T * SG_PAD * SG_PAD + i] = 0.0f;
-        return;
-    }
+    if (s == 0) return; /* no transition into the first segment */
     for (int e = threadIdx.x; e < SG_PAD * SG_PAD; e += SG_THREADS) {
         int c = e / SG_PAD, c2 = e % SG_PAD;
         int rc = c < C, r2 = c2 < C, both = rc && r2;
@@ -230,50 +210,14 @@ __global__ void sg_marginals(const sg_prob *P, unsigned guards, int layout, int 
         float m = sg_marginal(al[(size_t)s * SG_PAD + lci], sg_ld(in, in.trans, in.n_trans, ri * C + rj),
                               bo[(size_t)s * SG_PAD + lcj], z, guards);
         float v = padded ? (both ? m : 0.0f) : m * (float)both;
-        if (det) {
-            g.ws_g[((size_t)b * T + s) * SG_PAD * SG_PAD + e] = v;
-            continue;
-        }
         long wix = clamped ? ri * W + rj : (long)c * W + c2;
         sg_atomic(in, g, g.trans, g.n_trans, wix, v);
     }
 }
 
-/* ---- the deterministic accumulation as it was (sg_det_v1: the bench's "before") ----------------------
- * The marginal kernel writes per-block workspaces (ws_e, ws_g: 385 MB at B = 32, T = 500), then these reduce
- * them: a pairwise tree over blocks, per-position sums in k order (the CPU emulation's order). */
-
-/* One level of the fixed pairwise tree over n rows of w floats: row i += row i + h for i % 2h == 0. */
-__global__ void sg_tree_level(float *rows, size_t n, size_t w, size_t h)
-{
-    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t pairs = (n + 2 * h - 1) / (2 * h);
-    if (idx >= pairs * w) return;
-    size_t i = (idx / w) * 2 * h, j = idx % w;
-    if (i + h < n) rows[i * w + j] = __fadd_rn(rows[i * w + j], rows[(i + h) * w + j]);
-}
-
-/* Deterministic per-position sums from the end-marginal workspace, in k order (as lab_semicrf.c). */
-__global__ void sg_det_positions(const float *ws_e, int B, int T, int K, int use_proj, float *gcum, float *gps, float *gpe)
-{
-    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t total = (size_t)B * (size_t)(T + 1) * SG_PAD;
-    if (idx >= total) return;
-    int c = (int)(idx % SG_PAD), t = (int)((idx / SG_PAD) % (size_t)(T + 1)), b = (int)(idx / SG_PAD / (size_t)(T + 1));
-    float end = 0.0f, start = 0.0f, pe = 0.0f;
-    for (int k = 1; k <= K && k <= t; ++k) end = __fadd_rn(end, ws_e[(((size_t)b * T + (t - k)) * K + (k - 1)) * SG_PAD + c]);
-    if (t < T) {
-        for (int k = 1; k <= K; ++k) start = __fadd_rn(start, ws_e[(((size_t)b * T + t) * K + (k - 1)) * SG_PAD + c]);
-        for (int k = 1; k <= K && k <= t + 1; ++k) pe = __fadd_rn(pe, ws_e[(((size_t)b * T + (t + 1 - k)) * K + (k - 1)) * SG_PAD + c]);
-    }
-    gcum[idx] = __fsub_rn(end, start);
-    if (t < T && use_proj) {
-        gps[((size_t)b * T + t) * SG_PAD + c] = start;
-        gpe[((size_t)b * T + t) * SG_PAD + c] = pe;
-    }
-}
-
-/* ---- the deterministic accumulation (production) ---------------------------------------------------
+/* ---- the deterministic accumulation as it was (the previous kernels: the reference for bits) ------------
+ * (A first version, before these, had the marginal kernel write per-block workspaces, 385 MB at B = 32,
+ * T = 500, reduced by pairwise trees: kernels/PERF_NOTES.md has its times; git history its code.)
  * No atomics and no per-block workspace: every gradient entry is computed by one thread in an order fixed
  * by the data and three compile-time constants, whatever the grid, the block size or the schedule:
  * - start sums (g_ps, and g_cum's minus part) and end sums (g_cum's plus part, g_pe): organised by
@@ -288,9 +232,11 @@ __global__ void sg_det_positions(const float *ws_e, int B, int T, int K, int use
  * Rows past a sequence's end and s = 0 (no transition) contribute nothing; padding lanes get zeros. The
  * marginals are sg_marginal of the same operands as the atomic kernels (recomputed ones are bitwise the same
  * value). Workspace: the partials, P_D x K x C_PAD + P_T x C_PAD x C_PAD floats (15.6 MB at B = 32, T = 500,
- * against 385 MB for the per-block workspaces of sg_det_v1). Bitwise reproducible because no sum depends
+ * against 385 MB for the per-block workspaces of the first version). Bitwise reproducible because no sum depends
  * on which thread or block computes it, nor on when: there is no atomic and no cross-thread accumulation
- * except the fixed tree. tests/test_bench.c checks identical bits across launch configurations. */
+ * except the fixed tree. tests/test_bench.c checks identical bits across launch configurations. These kernels
+ * give a thread a whole chunk and every duration: too few threads at small batches (3900 at B = 8, T = 200);
+ * sg_det_spread below computes the same sums with more threads. */
 #define SG_DET_ROWS_D 16
 #define SG_DET_ROWS_T 32
 #define SG_DET_STRANDS 16
@@ -658,7 +604,7 @@ enum { SG_SEC_IN, SG_SEC_OUT, SG_SEC_WORK, SG_NSEC };
 struct sg_pbufs {
     sg_buf cum, trans, dur, ps, pe, len;                   /* inputs */
     sg_buf logz, oob, gtrans, gcum, gdur, gps, gpe;         /* outputs */
-    sg_buf alpha, ain, beta, bout, wse, wsg, dpart, tpart;  /* work */
+    sg_buf alpha, ain, beta, bout, dpart, tpart;            /* work */
 };
 
 __global__ void sg_fill_passes(const sg_prob *P, size_t n)
@@ -670,10 +616,10 @@ __global__ void sg_fill_passes(const sg_prob *P, size_t n)
 
 static unsigned sg_blocks(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
 
-/* How the accumulation is done: atomics (cfg->accum F32/F64), the per-block workspaces and trees of the first
- * deterministic version, the production deterministic kernels (sg_det_spread, sg_det_finish), or the previous
- * ones (sg_det_starts_dur ..., the same bits: the reference the bench and the tests hold the production to). */
-enum { SG_ATOMIC = 0, SG_DET_V1 = 1, SG_DET = 2, SG_DET_PREV = 3 };
+/* How the accumulation is done: atomics (cfg->accum F32/F64), the production deterministic kernels (sg_det_spread,
+ * sg_det_finish), or the previous ones (sg_det_starts_dur ..., the same bits: the reference the bench and the tests
+ * hold the production to). */
+enum { SG_ATOMIC = 0, SG_DET = 2, SG_DET_PREV = 3 };
 
 /* One prepared batch: inputs on the device, the forward and backward passes done, gradient buffers ready. */
 struct sg_ctx {
@@ -814,31 +760,9 @@ static lab_status sg_accumulate(sg_ctx &x)
     }
     lab_status st = sg_reset_outputs(x, x.oob_off, x.sec[SG_SEC_OUT]);
     if (st != LAB_OK) return st;
-    int det = x.mode == SG_DET_V1;
-    /* Deterministic (v1): every workspace slot is written by the marginal kernel (zeros where no segment
-     * starts or ends), so the workspaces need no clearing. The grid covers s < T for that reason. */
-    dim3 grid((unsigned)(det ? T : x.maxL), (unsigned)B, (unsigned)x.n);
-    sg_marginals<<<grid, SG_THREADS>>>(P, x.cfg.guards, (int)x.cfg.layout, det);
+    dim3 grid((unsigned)x.maxL, (unsigned)B, (unsigned)x.n);
+    sg_marginals<<<grid, SG_THREADS>>>(P, x.cfg.guards, (int)x.cfg.layout);
     LAB_CUDA_CHECK(cudaGetLastError());
-    if (det) { /* the bench's "before", one problem (sg_prepare) */
-        const sg_pbufs &q = x.pb[0];
-        float *ws_e = (float *)q.wse.p, *ws_g = (float *)q.wsg.p;
-        size_t nb = (size_t)B * (size_t)T;
-        /* per-position sums first (they read ws_e), then the duration-bias tree reduces ws_e in place */
-        size_t total = (size_t)B * (size_t)(T + 1) * SG_PAD;
-        sg_det_positions<<<sg_blocks(total, 256), 256>>>(ws_e, B, T, K, x.use_proj, (float *)q.gcum.p, (float *)q.gps.p,
-                                                         (float *)q.gpe.p);
-        LAB_CUDA_CHECK(cudaGetLastError());
-        size_t we = (size_t)K * SG_PAD, wg = (size_t)SG_PAD * SG_PAD;
-        for (size_t h = 1; h < nb; h <<= 1) {
-            size_t pairs = (nb + 2 * h - 1) / (2 * h);
-            sg_tree_level<<<sg_blocks(pairs * we, 256), 256>>>(ws_e, nb, we, h);
-            sg_tree_level<<<sg_blocks(pairs * wg, 256), 256>>>(ws_g, nb, wg, h);
-        }
-        LAB_CUDA_CHECK(cudaGetLastError());
-        LAB_CUDA_CHECK(cudaMemcpyAsync(q.gdur.p, ws_e, we * 4, cudaMemcpyDeviceToDevice));
-        LAB_CUDA_CHECK(cudaMemcpyAsync(q.gtrans.p, ws_g, wg * 4, cudaMemcpyDeviceToDevice));
-    }
     return LAB_OK;
 }
 
@@ -873,7 +797,6 @@ static lab_status sg_upload(sg_ctx &x, int sec, const std::vector<unsigned char>
 static lab_status sg_prepare(const lab_semicrf_problem *const *p, const lab_semicrf_config *cfgs, size_t n, int mode, sg_ctx &x)
 {
     if (n < 1 || n > 65535) return lab_err_set(LAB_ERR_ARG, "semicrf cuda: a batch of %zu problems: need 1..65535", n);
-    if (mode == SG_DET_V1 && n != 1) return lab_err_set(LAB_ERR_ARG, "semicrf cuda: the deterministic v1 kernels take one problem");
     const lab_semicrf_config *cfg = &cfgs[0];
     const int B = p[0]->B, T = p[0]->T, K = p[0]->K, C = p[0]->C;
     if (cfg->accum == LAB_SEMICRF_ACC_DETERMINISTIC && cfg->layout != LAB_SEMICRF_LAYOUT_PADDED)
@@ -921,10 +844,6 @@ static lab_status sg_prepare(const lab_semicrf_problem *const *p, const lab_semi
         sg_place(x, SG_SEC_WORK, b.ain, x.nrowp * 4, 0);
         sg_place(x, SG_SEC_WORK, b.beta, x.nrowp * 4, 0);
         sg_place(x, SG_SEC_WORK, b.bout, x.nrowp * 4, 0);
-        if (mode == SG_DET_V1) {
-            sg_place(x, SG_SEC_WORK, b.wse, (size_t)B * T * K * SG_PAD * 4, 0);
-            sg_place(x, SG_SEC_WORK, b.wsg, (size_t)B * T * SG_PAD * SG_PAD * 4, 0);
-        }
         if (mode == SG_DET || mode == SG_DET_PREV) {
             sg_place(x, SG_SEC_WORK, b.dpart, (size_t)x.n_dchunks * K * SG_PAD * 4, 0);
             sg_place(x, SG_SEC_WORK, b.tpart, (size_t)x.n_tchunks * SG_PAD * SG_PAD * 4, 0);
@@ -986,7 +905,7 @@ static lab_status sg_prepare(const lab_semicrf_problem *const *p, const lab_semi
                     (const float *)b.pe.p, (const int *)b.len.p, B, T, K, C, pq->use_proj,
                     (long)x.ncum_in, (long)C * C, (long)K * C, (long)x.npos_in,
                     (unsigned long long *)b.oob.p, !padded};
-        dp[q].g = {b.gcum.p, b.gtrans.p, b.gdur.p, b.gps.p, b.gpe.p, esz == 8, (float *)b.wse.p, (float *)b.wsg.p, W,
+        dp[q].g = {b.gcum.p, b.gtrans.p, b.gdur.p, b.gps.p, b.gpe.p, esz == 8, W,
                    (long)x.ncum, (long)W * W, (long)K * W, (long)x.npos};
         dp[q].alpha = (float *)b.alpha.p, dp[q].ain = (float *)b.ain.p, dp[q].beta = (float *)b.beta.p;
         dp[q].bout = (float *)b.bout.p, dp[q].logz = (float *)b.logz.p;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # replay/gpu_perf.sh OUTDIR: the speed checks of the fixed kernels on a GPU machine, where build/ and .gpu/ were
 # carried (replay/gpu_bundle.sh): the device, `lab bench` timed (every record, every byte checked by the benches),
-# the GPU tests of identical bits, a CUDA replay of 0002 and 0003, compute-sanitizer on a deterministic case, and
+# the GPU tests of identical bits, a CUDA replay of 0001, 0002 and 0003, compute-sanitizer on a deterministic case, and
 # Nsight Compute profiles of the deterministic CRF kernels and the NVFP4 remap (the second round of a bench shape:
 # CRF_SHAPES are 0002's bench shape indices (0: B=32 T=500, 1: B=8 T=200, 2: B=64 T=300 K=10 C=64), REMAP_SHAPES
 # 0003's (0: 294912x448, 1: 294911x448, 2: 2097155x37, 3: 200003x450)). STEPS (default "device bench tests replay
@@ -29,12 +29,12 @@ if want tests; then
   build/lab-tests --filter 'bench*/*' --verbose >"$out/tests-bench.txt" 2>&1
   build/lab-tests --filter 'seedbatch/*' >"$out/tests-seedbatch.txt" 2>&1
   summary+=("tests bench*: $(grep Synthesis "$out/tests-bench.txt")" "tests seedbatch: $(grep Synthesis "$out/tests-seedbatch.txt")")
-  summary+=("$(grep -E '\[(FAIL|SKIP)\]' "$out/tests-bench.txt" | head -8)")
+  summary+=("$(grep -E '\[(FAIL|SKIP)\] bench' "$out/tests-bench.txt" | head -8)")
 fi
 if want replay; then
-  build/lab replay --backend cuda --incident 0002 --incident 0003 --seeds 32 --no-plots --quiet --out /tmp/gpu-perf-replay \
+  build/lab replay --backend cuda --incident 0001 --incident 0002 --incident 0003 --seeds 32 --no-plots --quiet --out /tmp/gpu-perf-replay \
     >"$out/replay.txt" 2>&1
-  summary+=("replay 0002 0003 (32 seeds, cuda): exit $?" "$(grep -E 'fix-|bug-' "$out/replay.txt" | head -12)")
+  summary+=("replay 0001 0002 0003 (32 seeds, cuda): exit $?" "$(grep -E ' (fix|bug)|cases in' "$out/replay.txt")")
 fi
 if want sanitize; then
   for tool in memcheck initcheck racecheck; do

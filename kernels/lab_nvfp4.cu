@@ -113,8 +113,10 @@ __global__ void __launch_bounds__(NV_THREADS) nv_remap_tiles(const uint8_t *__re
                                                              size_t k_tiles, size_t k_chunks, size_t blocks, int vec,
                                                              uint8_t *__restrict__ dst)
 {
-    __shared__ uint32_t sm[128][NV_TILE_WORDS];
-    __shared__ __align__(16) uint32_t stage[128][NV_STAGE_WORDS];
+    /* one buffer, two views: a block uses sm (K_sf % 16 == 0) or stage (any other), never both */
+    __shared__ __align__(16) uint32_t smem[128 * (NV_STAGE_WORDS > NV_TILE_WORDS ? NV_STAGE_WORDS : NV_TILE_WORDS)];
+    uint32_t(*sm)[NV_TILE_WORDS] = (uint32_t(*)[NV_TILE_WORDS])smem;
+    uint32_t(*stage)[NV_STAGE_WORDS] = (uint32_t(*)[NV_STAGE_WORDS])smem;
     const size_t kp = k_tiles * 4;
     for (size_t blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
         size_t mt = blk / k_chunks, kc = blk % k_chunks, m0 = mt * 128, k0 = kc * NV_TILE_KC;

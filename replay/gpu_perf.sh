@@ -37,7 +37,7 @@ if want replay; then
   summary+=("replay 0001 0002 0003 (32 seeds, cuda): exit $?" "$(grep -E ' (fix|bug)|cases in' "$out/replay.txt")")
 fi
 if want sanitize; then
-  for tool in memcheck initcheck racecheck; do
+  for tool in ${SANITIZE_TOOLS:-memcheck initcheck}; do
     compute-sanitizer --tool $tool --error-exitcode 9 build/lab case 0002 fix-deterministic 1 --backend cuda --sanitizer $tool \
       >"$out/sanitize-$tool.txt" 2>&1
     summary+=("compute-sanitizer $tool 0002 fix-deterministic: exit $? $(grep -E 'ERROR SUMMARY' "$out/sanitize-$tool.txt")")

@@ -91,6 +91,8 @@ __device__ float sg_seg(const sg_inputs &in, int b, int s, int k, long rd)
 struct sg_grads {
     void *cum, *trans, *dur, *ps, *pe;   /* element 0 of each (guard zones around, where guarded) */
     int f64;
+    float *ws_e;                         /* [B][T][K][C_PAD] deterministic only */
+    float *ws_g;                         /* [B*T][C_PAD][C_PAD] deterministic only */
     long W;
     long n_cum, n_trans, n_dur, n_pos;   /* elements of each gradient allocation */
 };
@@ -161,9 +163,12 @@ __device__ void sg_atomic(const sg_inputs &in, const sg_grads &g, void *buf, lon
         atomicAdd((float *)buf + i, v);
 }
 
-/* The marginal kernel with atomics: block (s, b), SG_THREADS threads = SG_KGROUPS groups of C_PAD lanes. Layout
- * 0 unpadded, 1 clamped, 2 padded (lab_semicrf_layout). */
-__global__ void sg_marginals(const sg_prob *P, unsigned guards, int layout)
+/* The marginal kernel: block (s, b), SG_THREADS threads = SG_KGROUPS groups of C_PAD lanes. Layout 0
+ * unpadded, 1 clamped, 2 padded (lab_semicrf_layout); det: write workspaces instead of atomics (the first
+ * deterministic version's path, no longer launched: det is always 0. Kept so that the atomic variants, the
+ * bench's baselines, run the very code they ran when the ratios in kernels/PERF_NOTES.md were first measured;
+ * removing it changed the register allocation, 114 -> 104). */
+__global__ void sg_marginals(const sg_prob *P, unsigned guards, int layout, int det)
 {
     const sg_prob &X = P[blockIdx.z];
     const sg_inputs in = X.in;
@@ -171,7 +176,14 @@ __global__ void sg_marginals(const sg_prob *P, unsigned guards, int layout)
     const float *alpha = X.alpha, *ain = X.ain, *beta = X.beta, *bout = X.bout, *logZ = X.logz;
     int s = blockIdx.x, b = blockIdx.y, L = in.len[b];
     int C = in.C, K = in.K, T = in.T;
-    if (s >= L) return; /* no segment starts here */
+    if (s >= L) {
+        /* no segment starts here; the deterministic workspaces get zeros (they are not cleared) */
+        if (det) {
+            for (int i = threadIdx.x; i < K * SG_PAD; i += SG_THREADS) g.ws_e[((size_t)b * T + s) * K * SG_PAD + i] = 0.0f;
+            for (int i = threadIdx.x; i < SG_PAD * SG_PAD; i += SG_THREADS) g.ws_g[((size_t)b * T + s) * SG_PAD * SG_PAD + i] = 0.0f;
+        }
+        return;
+    }
     int padded = layout == LAB_SEMICRF_LAYOUT_PADDED, clamped = layout == LAB_SEMICRF_LAYOUT_CLAMPED;
     long W = g.W;
     size_t base = (size_t)b * (size_t)(T + 1) * SG_PAD;
@@ -189,19 +201,30 @@ __global__ void sg_marginals(const sg_prob *P, unsigned guards, int layout)
         float e = sg_marginal(ai[(size_t)s * SG_PAD + li], seg, be[(size_t)(s + k) * SG_PAD + li], z, guards);
         float v = padded ? (real ? e : 0.0f) : e * (float)real;
         mysum = __fadd_rn(mysum, v);
+        if (det) {
+            g.ws_e[(((size_t)b * T + s) * K + (k - 1)) * SG_PAD + lane] = v;
+            continue;
+        }
         sg_atomic(in, g, g.cum, g.n_cum, ((long)b * (T + 1) + s + k) * W + wi, v);
         sg_atomic(in, g, g.dur, g.n_dur, (long)(k - 1) * W + wi, v);
         if (in.use_proj) sg_atomic(in, g, g.pe, g.n_pos, ((long)b * T + s + k - 1) * W + wi, v);
     }
+    if (det)
+        for (int k = 1 + kg; k <= K; k += SG_KGROUPS)
+            if (k > nk) g.ws_e[(((size_t)b * T + s) * K + (k - 1)) * SG_PAD + lane] = 0.0f;
     part[kg][lane] = mysum;
     __syncthreads();
-    if (kg == 0) {
+    if (kg == 0 && !det) {
         float S = part[0][lane];
         for (int q = 1; q < SG_KGROUPS; ++q) S = __fadd_rn(S, part[q][lane]);
         sg_atomic(in, g, g.cum, g.n_cum, ((long)b * (T + 1) + s) * W + wi, -S);
         if (in.use_proj) sg_atomic(in, g, g.ps, g.n_pos, ((long)b * T + s) * W + wi, S);
     }
-    if (s == 0) return; /* no transition into the first segment */
+    if (s == 0) {
+        if (det)
+            for (int i = threadIdx.x; i < SG_PAD * SG_PAD; i += SG_THREADS) g.ws_g[(size_t)b * T * SG_PAD * SG_PAD + i] = 0.0f;
+        return;
+    }
     for (int e = threadIdx.x; e < SG_PAD * SG_PAD; e += SG_THREADS) {
         int c = e / SG_PAD, c2 = e % SG_PAD;
         int rc = c < C, r2 = c2 < C, both = rc && r2;
@@ -210,6 +233,10 @@ __global__ void sg_marginals(const sg_prob *P, unsigned guards, int layout)
         float m = sg_marginal(al[(size_t)s * SG_PAD + lci], sg_ld(in, in.trans, in.n_trans, ri * C + rj),
                               bo[(size_t)s * SG_PAD + lcj], z, guards);
         float v = padded ? (both ? m : 0.0f) : m * (float)both;
+        if (det) {
+            g.ws_g[((size_t)b * T + s) * SG_PAD * SG_PAD + e] = v;
+            continue;
+        }
         long wix = clamped ? ri * W + rj : (long)c * W + c2;
         sg_atomic(in, g, g.trans, g.n_trans, wix, v);
     }
@@ -466,59 +493,64 @@ __global__ void __launch_bounds__(512) sg_det_spread(const sg_prob *P, unsigned 
     const sg_prob &X = P[blockIdx.y];
     const sg_inputs in = X.in;
     const float *__restrict__ ain = X.ain, *__restrict__ beta = X.beta, *__restrict__ logZ = X.logz;
-    const int C = in.C, K = in.K, T = in.T;
-    const long BT = (long)in.B * T;
+    const int C = in.C, K = in.K, T = in.T, Q = (C + 3) / 4;
+    const unsigned BT = (unsigned)in.B * (unsigned)T;
     unsigned rb, nb;
     long n;
     const int kind = sg_det_kind<4>(S, &rb, &nb, &n);
-    const long stride = (long)nb * blockDim.x;
-    for (long w = (long)rb * blockDim.x + threadIdx.x; w < n; w += stride) {
-        if (kind == 0) { /* start sum of (b, s, c) into g_ps (the workspace of g_cum's minus part) */
-            long i = w / C;
-            int c = (int)(w % C), b = (int)(i / T), s = (int)(i % T), L = in.len[b];
-            float st = 0.0f;
-            if (s < L) {
-                int nk = L - s < K ? L - s : K;
-                float z = logZ[b];
+    const unsigned stride = nb * blockDim.x; /* every kind's item count < 2^31 (sg_accumulate checks) */
+    for (unsigned w = rb * blockDim.x + threadIdx.x; w < (unsigned)n; w += stride) {
+        if (kind <= 1) {
+            unsigned i = w / (unsigned)C;
+            int c = (int)(w % (unsigned)C), b = (int)(i / (unsigned)T), L = in.len[b];
+            float sum = 0.0f, z = logZ[b];
+            if (kind == 0) { /* start sum of (b, s, c) into g_ps (the workspace of g_cum's minus part) */
+                int s = (int)(i % (unsigned)T), nk = L - s < K ? L - s : K;
 #pragma unroll 6
-                for (int k = 1; k <= nk; ++k) st = __fadd_rn(st, sg_det_e(in, ain, beta, z, b, s, k, c, guards));
-            }
-            float *start = (float *)X.g.ps + (size_t)i * SG_PAD;
-            start[c] = st;
-            for (int pl = C + c; pl < SG_PAD; pl += C) start[pl] = 0.0f;
-        } else if (kind == 1) { /* end sum of (b, t, c), t = 1..T, into g_pe[b][t - 1] */
-            long i = w / C;
-            int c = (int)(w % C), b = (int)(i / T), t = (int)(i % T) + 1, L = in.len[b];
-            float end = 0.0f;
-            if (t <= L) {
-                int nk = t < K ? t : K;
-                float z = logZ[b];
+                for (int k = 1; k <= nk; ++k) sum = __fadd_rn(sum, sg_det_e(in, ain, beta, z, b, s, k, c, guards));
+            } else { /* end sum of (b, t, c), t = 1..T, into g_pe[b][t - 1] */
+                int t = (int)(i % (unsigned)T) + 1, nk = t <= L ? (t < K ? t : K) : 0;
 #pragma unroll 6
-                for (int k = 1; k <= nk; ++k) end = __fadd_rn(end, sg_det_e(in, ain, beta, z, b, t - k, k, c, guards));
+                for (int k = 1; k <= nk; ++k) sum = __fadd_rn(sum, sg_det_e(in, ain, beta, z, b, t - k, k, c, guards));
             }
-            float *gpe = (float *)X.g.pe + (size_t)i * SG_PAD;
-            gpe[c] = end;
-            for (int pl = C + c; pl < SG_PAD; pl += C) gpe[pl] = 0.0f;
-        } else if (kind == 2) { /* duration partial of (chunk p, k, c) */
-            int c = (int)(w % C), k = (int)((w / C) % K) + 1;
-            long p = w / ((long)C * K);
+            float *row = (float *)(kind == 0 ? X.g.ps : X.g.pe) + (size_t)i * SG_PAD;
+            row[c] = sum;
+            for (int pl = C + c; pl < SG_PAD; pl += C) row[pl] = 0.0f;
+        } else if (kind == 2) { /* duration partial of (chunk p, k, c): its rows ascending */
+            int c = (int)(w % (unsigned)C), k = (int)((w / (unsigned)C) % (unsigned)K) + 1;
+            unsigned p = w / ((unsigned)C * (unsigned)K), i0 = p * SG_DET_ROWS_D;
+            unsigned i1 = i0 + SG_DET_ROWS_D < BT ? i0 + SG_DET_ROWS_D : BT;
+            int b = (int)(i0 / (unsigned)T), s = (int)(i0 % (unsigned)T);
             float acc = 0.0f;
-            for (long i = p * SG_DET_ROWS_D; i < (p + 1) * SG_DET_ROWS_D && i < BT; ++i) {
-                int b = (int)(i / T), s = (int)(i % T), L = in.len[b];
-                if (s < L && k <= L - s) acc = __fadd_rn(acc, sg_det_e(in, ain, beta, logZ[b], b, s, k, c, guards));
+            for (unsigned i = i0; i < i1; ++i) {
+                int L = in.len[b];
+                if (k <= L - s) acc = __fadd_rn(acc, sg_det_e(in, ain, beta, logZ[b], b, s, k, c, guards));
+                if (++s == T) s = 0, ++b;
             }
             X.dpart[((size_t)p * K + (k - 1)) * SG_PAD + c] = acc;
-        } else { /* transition partial of (chunk p, c, c2) */
-            int c2 = (int)(w % C), c = (int)((w / C) % C);
-            long p = w / ((long)C * C);
-            float tr = in.trans[(long)c * C + c2], acc = 0.0f;
-            for (long i = p * SG_DET_ROWS_T; i < (p + 1) * SG_DET_ROWS_T && i < BT; ++i) {
-                int b = (int)(i / T), s = (int)(i % T);
-                if (s == 0 || s >= in.len[b]) continue; /* no transition into the first segment; no segment starts */
-                size_t row = ((size_t)b * (size_t)(T + 1) + s) * SG_PAD;
-                acc = __fadd_rn(acc, sg_marginal(X.alpha[row + c], tr, X.bout[row + c2], logZ[b], guards));
+        } else { /* transition partials of (chunk p, c, columns 4q..4q+3): its rows ascending */
+            int q = (int)(w % (unsigned)Q), c = (int)((w / (unsigned)Q) % (unsigned)C);
+            unsigned p = w / ((unsigned)Q * (unsigned)C), i0 = p * SG_DET_ROWS_T;
+            unsigned i1 = i0 + SG_DET_ROWS_T < BT ? i0 + SG_DET_ROWS_T : BT;
+            int b = (int)(i0 / (unsigned)T), s = (int)(i0 % (unsigned)T);
+            float tr[4], acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int j = 0; j < 4; ++j) tr[j] = 4 * q + j < C ? in.trans[(long)c * C + 4 * q + j] : 0.0f;
+            for (unsigned i = i0; i < i1; ++i) {
+                if (s != 0 && s < in.len[b]) { /* no transition into the first segment; no segment starts past L */
+                    size_t row = ((size_t)b * (size_t)(T + 1) + s) * SG_PAD;
+                    float a = X.alpha[row + c], z = logZ[b];
+                    float4 bo = *(const float4 *)(X.bout + row + 4 * q);
+                    float bv[4] = {bo.x, bo.y, bo.z, bo.w};
+#pragma unroll
+                    for (int j = 0; j < 4; ++j)
+                        if (4 * q + j < C) acc[j] = __fadd_rn(acc[j], sg_marginal(a, tr[j], bv[j], z, guards));
+                }
+                if (++s == T) s = 0, ++b;
             }
-            X.tpart[(size_t)p * SG_PAD * SG_PAD + (size_t)c * SG_PAD + c2] = acc;
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                if (4 * q + j < C) X.tpart[(size_t)p * SG_PAD * SG_PAD + (size_t)c * SG_PAD + 4 * q + j] = acc[j];
         }
     }
 }
@@ -725,9 +757,16 @@ static lab_status sg_accumulate(sg_ctx &x)
         sg_det_split a, f;
         memset(&a, 0, sizeof a);
         memset(&f, 0, sizeof f);
-        a.n[0] = (long)B * T * C, a.n[1] = (long)B * T * C, a.n[2] = x.n_dchunks * K * C, a.n[3] = x.n_tchunks * C * C;
+        a.n[0] = (long)B * T * C, a.n[1] = (long)B * T * C, a.n[2] = x.n_dchunks * K * C, a.n[3] = x.n_tchunks * C * ((C + 3) / 4);
         unsigned th = x.det_threads;
-        for (int j = 0; j < 4; ++j) a.first[j + 1] = a.first[j] + sg_det_grid(x, a.n[j]).x;
+        for (int j = 0; j < 4; ++j) {
+            /* 32-bit indices in sg_det_spread: items and grid-stride steps stay below 2^31 */
+            long bx = sg_det_grid(x, a.n[j]).x;
+            if (a.n[j] >= 0x40000000L || bx * (long)th >= 0x40000000L)
+                return lab_err_set(LAB_ERR_ARG, "semicrf cuda: B=%d T=%d K=%d C=%d is too large for the deterministic kernels' "
+                                                "32-bit indices", B, T, K, C);
+            a.first[j + 1] = a.first[j] + (unsigned)bx;
+        }
         sg_det_spread<<<dim3(a.first[4], (unsigned)x.n), th>>>(P, x.cfg.guards, a);
         LAB_CUDA_CHECK(cudaGetLastError());
         /* finish: the reductions' grids as sg_det_reduce's, then g_cum over blocks of 32 x SG_DET_STRANDS */
@@ -761,7 +800,7 @@ static lab_status sg_accumulate(sg_ctx &x)
     lab_status st = sg_reset_outputs(x, x.oob_off, x.sec[SG_SEC_OUT]);
     if (st != LAB_OK) return st;
     dim3 grid((unsigned)x.maxL, (unsigned)B, (unsigned)x.n);
-    sg_marginals<<<grid, SG_THREADS>>>(P, x.cfg.guards, (int)x.cfg.layout);
+    sg_marginals<<<grid, SG_THREADS>>>(P, x.cfg.guards, (int)x.cfg.layout, 0);
     LAB_CUDA_CHECK(cudaGetLastError());
     return LAB_OK;
 }
@@ -905,7 +944,7 @@ static lab_status sg_prepare(const lab_semicrf_problem *const *p, const lab_semi
                     (const float *)b.pe.p, (const int *)b.len.p, B, T, K, C, pq->use_proj,
                     (long)x.ncum_in, (long)C * C, (long)K * C, (long)x.npos_in,
                     (unsigned long long *)b.oob.p, !padded};
-        dp[q].g = {b.gcum.p, b.gtrans.p, b.gdur.p, b.gps.p, b.gpe.p, esz == 8, W,
+        dp[q].g = {b.gcum.p, b.gtrans.p, b.gdur.p, b.gps.p, b.gpe.p, esz == 8, nullptr, nullptr, W,
                    (long)x.ncum, (long)W * W, (long)K * W, (long)x.npos};
         dp[q].alpha = (float *)b.alpha.p, dp[q].ain = (float *)b.ain.p, dp[q].beta = (float *)b.beta.p;
         dp[q].bout = (float *)b.bout.p, dp[q].logz = (float *)b.logz.p;

@@ -54,7 +54,7 @@ if want ncu; then
     summary+=("ncu crf shape $s: exit $? $(grep -cE '^  sg_' "$out/ncu-crf-$s.txt") kernels")
   done
   for s in ${REMAP_SHAPES:-0 2 3}; do
-    "$NCU" --clock-control none --target-processes all -k 'regex:^nv_remap_tiles$' --launch-skip $((s * 24 + 1)) --launch-count 1 \
+    "$NCU" --clock-control none --target-processes all -k 'regex:^nv_remap_tiles' --launch-skip $((s * 24 + 1)) --launch-count 1 \
       $sections build/lab bench 0003 >"$out/ncu-remap-$s.txt" 2>&1
     summary+=("ncu remap shape $s: exit $?")
   done

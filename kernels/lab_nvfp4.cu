@@ -108,7 +108,16 @@ __global__ void nv_gemm(const uint8_t *__restrict__ qa, const uint8_t *__restric
 #define NV_TILE_KC 64
 #define NV_TILE_WORDS (NV_TILE_KC / 4 + 1)
 #define NV_STAGE_VECS (NV_TILE_KC / 16 + 1) /* 16-byte vectors covering a row segment at any alignment */
-#define NV_STAGE_WORDS (NV_STAGE_VECS * 4 + 1) /* a staging row in 32-bit words, odd: rows m32 + 32 j hit 32 banks */
+#define NV_STAGE_WORDS (NV_STAGE_VECS * 4) /* a staging row in 32-bit words, 16-byte aligned for cp.async */
+
+/* A 16-byte copy from global to shared memory without registers (cp.async, sm_80+): many in flight per thread;
+ * completed by nv_cp16_wait. Both addresses 16-byte aligned. */
+__device__ __forceinline__ void nv_cp16(void *smem_dst, const void *gsrc)
+{
+    unsigned d = (unsigned)__cvta_generic_to_shared(smem_dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(gsrc) : "memory");
+}
+__device__ __forceinline__ void nv_cp16_wait(void) { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 template <int vec> /* a template argument: each path gets its own registers (the ragged one needs more) */
 __global__ void __launch_bounds__(NV_THREADS) nv_remap_tiles(const uint8_t *__restrict__ src, size_t rows, size_t k_sf,
                                                              size_t k_tiles, size_t k_chunks, size_t blocks,
@@ -151,8 +160,9 @@ __global__ void __launch_bounds__(NV_THREADS) nv_remap_tiles(const uint8_t *__re
             const uint8_t *fa = src + m0 * k_sf; /* flat: the block's first byte */
             const unsigned flead = (unsigned)((uintptr_t)fa & 15u);
             const unsigned nitems = flat ? (unsigned)((flead + nrows * k_sf + 15) / 16) : 128 * NV_STAGE_VECS;
-            /* one 16-byte load in flight per thread (tried: all of a thread's loads first, 54 registers, 4 blocks an
-             * SM instead of 8: slower, 0.761 / 0.759 of copy against 0.843 / 0.777 on the H100) */
+            /* asynchronous 16-byte copies (a thread's copies all in flight at once, no registers held; tried before:
+             * one load in flight per thread, 0.831 / 0.783 of copy on the H100; all of a thread's loads into
+             * registers first, 54 registers, 4 blocks an SM: 0.761 / 0.759) */
             for (unsigned i = threadIdx.x; i < nitems; i += blockDim.x) {
                 const uint8_t *q;
                 uint32_t *to;
@@ -168,17 +178,17 @@ __global__ void __launch_bounds__(NV_THREADS) nv_remap_tiles(const uint8_t *__re
                     q = a - lead + 16 * v;
                     to = &stage[r][4 * v];
                 }
-                uint4 x;
                 if (q >= src && q + 16 <= end) {
-                    x = __ldg((const uint4 *)q);
+                    nv_cp16(to, q);
                 } else {
                     uint8_t b[16];
                     for (int j = 0; j < 16; ++j) b[j] = q + j >= src && q + j < end ? __ldg(q + j) : (uint8_t)0;
+                    uint4 x;
                     memcpy(&x, b, 16);
+                    *(uint4 *)to = x;
                 }
-                if (flat) *(uint4 *)to = x; /* 16-byte aligned: one store */
-                else to[0] = x.x, to[1] = x.y, to[2] = x.z, to[3] = x.w;
             }
+            nv_cp16_wait();
             __syncthreads();
             uint4 *out = (uint4 *)(dst + (mt * k_tiles + k0 / 4) * 512);
             /* the low 4 bits of a row's first address: 32-bit arithmetic is exact modulo 16 */

@@ -97,9 +97,9 @@ __global__ void nv_gemm(const uint8_t *__restrict__ qa, const uint8_t *__restric
 /* The fixed remap at copy speed (kind FIX): one block per (128-row m-tile, chunk of NV_TILE_KC scale columns).
  * Each block reads its 128 rows x NV_TILE_KC source bytes coalesced with 16-byte loads (when K_sf is a multiple
  * of 16 and src 16-byte aligned: straight into 32-bit words, 4 scale columns of one row, rows padded to an odd
- * word count so the gather below hits 32 banks; otherwise the aligned vectors covering the block's bytes into
- * staging words, one contiguous run when a chunk is the whole row, else per row, each output word then funnel-
- * shifted out of the two staged words it straddles), zero where the coordinate is padding (m >= rows or
+ * word count so the gather below hits 32 banks; otherwise the aligned vectors covering the block's bytes, copied
+ * into staging words with cp.async, one contiguous run when a chunk is the whole row, else per row, each output
+ * word then funnel-shifted out of the two staged words it straddles), zero where the coordinate is padding (m >= rows or
  * k >= K_sf), then writes its NV_TILE_KC / 4 whole
  * 512-byte tiles, which are contiguous in the layout, as 16-byte stores: 16 bytes at tile offset m32 * 16 are
  * the words of rows m32, m32 + 32, m32 + 64, m32 + 96. Every byte of the layout is written once, with the

@@ -441,9 +441,10 @@ __global__ void sg_det_reduce(const sg_prob *P, int dur, long n_part, size_t str
  * - sg_det_spread: four kinds of work item in one grid (block ranges, each a grid-stride loop over its items):
  *   start sums, one thread per (b, s, c), k ascending (into g_ps); end sums, one thread per (b, t, c), t >= 1, k
  *   ascending (into g_pe[t - 1]); duration partials, one thread per (chunk of SG_DET_ROWS_D rows, k, c), rows
- *   ascending; transition partials, one thread per (chunk of SG_DET_ROWS_T rows, c, c2), rows ascending. The
- *   marginal of a segment is computed by up to three threads (start, end, duration): the same operands in the
- *   same operations, so the same value each time.
+ *   ascending; transition partials, one thread per (chunk of SG_DET_ROWS_T rows, c, 4 columns c2), rows
+ *   ascending (one column a thread was slower at C = 64: the per-row work outweighed one marginal). The marginal
+ *   of a segment is computed by up to three threads (start, end, duration): the same operands in the same
+ *   operations, so the same value each time. Item indices are 32-bit (sg_accumulate refuses larger problems).
  * - sg_det_finish: the two fixed-order reductions of the partials (sg_det_reduce's strands and tree) and g_cum
  *   = end - start per (b, t, c) from g_pe and g_ps, in block ranges of one grid.
  * Every sum is a function of the data and the compile-time constants only, not of the grid or the block size. */

@@ -321,7 +321,8 @@ lab_status lab_semicrf_reference_cuda(const lab_semicrf_problem *p, lab_semicrf_
  * preventing them. Fills o (allocated here); `reps`
  * runs (1 for a case); *ms_backward (may be NULL) gets the median time of the accumulation stage (marginal
  * kernel and atomics, or the deterministic kernels). LAB_ERR_DEVICE with the CUDA error text; LAB_ERR_ARG for
- * a bad config or length. */
+ * a bad config or length, or a deterministic accumulation of more work items than its 32-bit indices hold (about
+ * 2^30 per kind: B x T x C, or the chunks' items). */
 lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
                                 lab_semicrf_out *o, double *ms_backward);
 /* The deterministic accumulation by the previous kernels (one thread per chunk of rows and every duration, which

@@ -165,7 +165,10 @@ __device__ void sg_atomic(const sg_inputs &in, const sg_grads &g, void *buf, lon
 }
 
 /* The marginal kernel: block (s, b), SG_THREADS threads = SG_KGROUPS groups of C_PAD lanes. Layout 0
- * unpadded, 1 clamped, 2 padded (lab_semicrf_layout); det: write workspaces instead of atomics. */
+ * unpadded, 1 clamped, 2 padded (lab_semicrf_layout); det: write workspaces instead of atomics (the first
+ * deterministic version's path, no longer launched: det is always 0. Kept so that the atomic variants, the
+ * bench's baselines, run the very code they ran when the ratios in kernels/PERF_NOTES.md were first measured;
+ * removing it changed the register allocation, 114 -> 104). */
 __global__ void sg_marginals(const sg_prob *P, unsigned guards, int layout, int det)
 {
     const sg_prob &X = P[blockIdx.z];
@@ -240,41 +243,9 @@ __global__ void sg_marginals(const sg_prob *P, unsigned guards, int layout, int 
     }
 }
 
-/* ---- the deterministic accumulation as it was (sg_det_v1: the bench's "before") ----------------------
- * The marginal kernel writes per-block workspaces (ws_e, ws_g: 385 MB at B = 32, T = 500), then these reduce
- * them: a pairwise tree over blocks, per-position sums in k order (the CPU emulation's order). */
-
-/* One level of the fixed pairwise tree over n rows of w floats: row i += row i + h for i % 2h == 0. */
-__global__ void sg_tree_level(float *rows, size_t n, size_t w, size_t h)
-{
-    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t pairs = (n + 2 * h - 1) / (2 * h);
-    if (idx >= pairs * w) return;
-    size_t i = (idx / w) * 2 * h, j = idx % w;
-    if (i + h < n) rows[i * w + j] = __fadd_rn(rows[i * w + j], rows[(i + h) * w + j]);
-}
-
-/* Deterministic per-position sums from the end-marginal workspace, in k order (as lab_semicrf.c). */
-__global__ void sg_det_positions(const float *ws_e, int B, int T, int K, int use_proj, float *gcum, float *gps, float *gpe)
-{
-    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t total = (size_t)B * (size_t)(T + 1) * SG_PAD;
-    if (idx >= total) return;
-    int c = (int)(idx % SG_PAD), t = (int)((idx / SG_PAD) % (size_t)(T + 1)), b = (int)(idx / SG_PAD / (size_t)(T + 1));
-    float end = 0.0f, start = 0.0f, pe = 0.0f;
-    for (int k = 1; k <= K && k <= t; ++k) end = __fadd_rn(end, ws_e[(((size_t)b * T + (t - k)) * K + (k - 1)) * SG_PAD + c]);
-    if (t < T) {
-        for (int k = 1; k <= K; ++k) start = __fadd_rn(start, ws_e[(((size_t)b * T + t) * K + (k - 1)) * SG_PAD + c]);
-        for (int k = 1; k <= K && k <= t + 1; ++k) pe = __fadd_rn(pe, ws_e[(((size_t)b * T + (t + 1 - k)) * K + (k - 1)) * SG_PAD + c]);
-    }
-    gcum[idx] = __fsub_rn(end, start);
-    if (t < T && use_proj) {
-        gps[((size_t)b * T + t) * SG_PAD + c] = start;
-        gpe[((size_t)b * T + t) * SG_PAD + c] = pe;
-    }
-}
-
-/* ---- the deterministic accumulation (production) ---------------------------------------------------
+/* ---- the deterministic accumulation as it was (the previous kernels: the reference for bits) ------------
+ * (A first version, before these, had the marginal kernel write per-block workspaces, 385 MB at B = 32,
+ * T = 500, reduced by pairwise trees: kernels/PERF_NOTES.md has its times; git history its code.)
  * No atomics and no per-block workspace: every gradient entry is computed by one thread in an order fixed
  * by the data and three compile-time constants, whatever the grid, the block size or the schedule:
  * - start sums (g_ps, and g_cum's minus part) and end sums (g_cum's plus part, g_pe): organised by
@@ -289,9 +260,11 @@ __global__ void sg_det_positions(const float *ws_e, int B, int T, int K, int use
  * Rows past a sequence's end and s = 0 (no transition) contribute nothing; padding lanes get zeros. The
  * marginals are sg_marginal of the same operands as the atomic kernels (recomputed ones are bitwise the same
  * value). Workspace: the partials, P_D x K x C_PAD + P_T x C_PAD x C_PAD floats (15.6 MB at B = 32, T = 500,
- * against 385 MB for the per-block workspaces of sg_det_v1). Bitwise reproducible because no sum depends
+ * against 385 MB for the per-block workspaces of the first version). Bitwise reproducible because no sum depends
  * on which thread or block computes it, nor on when: there is no atomic and no cross-thread accumulation
- * except the fixed tree. tests/test_bench.c checks identical bits across launch configurations. */
+ * except the fixed tree. tests/test_bench.c checks identical bits across launch configurations. These kernels
+ * give a thread a whole chunk and every duration: too few threads at small batches (3900 at B = 8, T = 200);
+ * sg_det_spread below computes the same sums with more threads. */
 #define SG_DET_ROWS_D 16
 #define SG_DET_ROWS_T 32
 #define SG_DET_STRANDS 16
@@ -461,6 +434,185 @@ __global__ void sg_det_reduce(const sg_prob *P, int dur, long n_part, size_t str
     }
 }
 
+/* ---- the deterministic accumulation, spread over the GPU (production) ------------------------------
+ * The same sums as the kernels above, in the same order, so the same bits (tests/test_bench.c compares them on
+ * the shapes of every incident and the bench on its own): only who computes them changed. The kernels above give
+ * one thread a whole chunk of 16 rows and every duration (starts and durations together): at B = 8, T = 200 that
+ * is 3900 threads, too few for 132 SMs. Here, two launches:
+ * - sg_det_spread: four kinds of work item in one grid (block ranges, each a grid-stride loop over its items):
+ *   start sums, one thread per (b, s, c), k ascending (into g_ps); end sums, one thread per (b, t, c), t >= 1, k
+ *   ascending (into g_pe[t - 1]); duration partials, one thread per (chunk of SG_DET_ROWS_D rows, k, c), rows
+ *   ascending; transition partials, one thread per (chunk of SG_DET_ROWS_T rows, c, 4 columns c2), rows
+ *   ascending (one column a thread was slower at C = 64: the per-row work outweighed one marginal). The marginal
+ *   of a segment is computed by up to three threads (start, end, duration): the same operands in the same
+ *   operations, so the same value each time. Item indices are 32-bit (sg_accumulate refuses larger problems).
+ * - sg_det_finish: the two fixed-order reductions of the partials (sg_det_reduce's strands and tree) and g_cum
+ *   = end - start per (b, t, c) from g_pe and g_ps, in block ranges of one grid.
+ * Every sum is a function of the data and the compile-time constants only, not of the grid or the block size. */
+
+/* The block ranges of a grid of several kinds of work: kind j owns blocks [first[j], first[j + 1]). */
+struct sg_det_split {
+    long n[4];          /* work items of each kind */
+    unsigned first[5];  /* first block of each kind; first[4]: the grid */
+};
+
+/* Kind of this block, its index within the kind's range, the range's block count and the kind's work items
+ * (unrolled: the split stays in registers). */
+template <int KINDS>
+__device__ __forceinline__ int sg_det_kind(const sg_det_split &S, unsigned *rb, unsigned *nb, long *n)
+{
+    int j = 0;
+    unsigned lo = S.first[0], hi = S.first[1];
+    long nn = S.n[0];
+#pragma unroll
+    for (int q = 1; q < KINDS; ++q)
+        if (blockIdx.x >= S.first[q]) j = q, lo = S.first[q], hi = S.first[q + 1], nn = S.n[q];
+    *rb = blockIdx.x - lo;
+    *nb = hi - lo;
+    *n = nn;
+    return j;
+}
+
+/* The marginal of segment (b, s, k) at lane c: sg_seg's arithmetic as sg_det_starts_dur does it (s-terms first,
+ * the same operations in the same order), then sg_marginal. */
+__device__ __forceinline__ float sg_det_e(const sg_inputs &in, const float *__restrict__ ain, const float *__restrict__ beta,
+                                          float z, int b, int s, int k, int c, unsigned guards)
+{
+    const int C = in.C, T = in.T;
+    long crow = (long)b * (T + 1);
+    size_t base = (size_t)b * (size_t)(T + 1) * SG_PAD;
+    float v = __fsub_rn(in.cum[(crow + s + k) * C + c], in.cum[(crow + s) * C + c]);
+    v = __fadd_rn(v, in.dur[(long)(k - 1) * C + c]);
+    if (in.use_proj) {
+        v = __fadd_rn(v, in.ps[((long)b * T + s) * C + c]);
+        v = __fadd_rn(v, in.pe[((long)b * T + s + k - 1) * C + c]);
+    }
+    return sg_marginal(ain[base + (size_t)s * SG_PAD + c], v, beta[base + (size_t)(s + k) * SG_PAD + c], z, guards);
+}
+
+__global__ void __launch_bounds__(512) sg_det_spread(const sg_prob *P, unsigned guards, sg_det_split S)
+{
+    const sg_prob &X = P[blockIdx.y];
+    const sg_inputs in = X.in;
+    const float *__restrict__ ain = X.ain, *__restrict__ beta = X.beta, *__restrict__ logZ = X.logz;
+    const int C = in.C, K = in.K, T = in.T, Q = (C + 3) / 4;
+    const unsigned BT = (unsigned)in.B * (unsigned)T;
+    unsigned rb, nb;
+    long n;
+    const int kind = sg_det_kind<4>(S, &rb, &nb, &n);
+    const unsigned stride = nb * blockDim.x; /* every kind's item count < 2^31 (sg_accumulate checks) */
+    for (unsigned w = rb * blockDim.x + threadIdx.x; w < (unsigned)n; w += stride) {
+        if (kind <= 1) {
+            unsigned i = w / (unsigned)C;
+            int c = (int)(w % (unsigned)C), b = (int)(i / (unsigned)T), L = in.len[b];
+            float sum = 0.0f, z = logZ[b];
+            if (kind == 0) { /* start sum of (b, s, c) into g_ps (the workspace of g_cum's minus part) */
+                int s = (int)(i % (unsigned)T), nk = L - s < K ? L - s : K;
+#pragma unroll 6
+                for (int k = 1; k <= nk; ++k) sum = __fadd_rn(sum, sg_det_e(in, ain, beta, z, b, s, k, c, guards));
+            } else { /* end sum of (b, t, c), t = 1..T, into g_pe[b][t - 1] */
+                int t = (int)(i % (unsigned)T) + 1, nk = t <= L ? (t < K ? t : K) : 0;
+#pragma unroll 6
+                for (int k = 1; k <= nk; ++k) sum = __fadd_rn(sum, sg_det_e(in, ain, beta, z, b, t - k, k, c, guards));
+            }
+            float *row = (float *)(kind == 0 ? X.g.ps : X.g.pe) + (size_t)i * SG_PAD;
+            row[c] = sum;
+            for (int pl = C + c; pl < SG_PAD; pl += C) row[pl] = 0.0f;
+        } else if (kind == 2) { /* duration partial of (chunk p, k, c): its rows ascending */
+            int c = (int)(w % (unsigned)C), k = (int)((w / (unsigned)C) % (unsigned)K) + 1;
+            unsigned p = w / ((unsigned)C * (unsigned)K), i0 = p * SG_DET_ROWS_D;
+            unsigned i1 = i0 + SG_DET_ROWS_D < BT ? i0 + SG_DET_ROWS_D : BT;
+            int b = (int)(i0 / (unsigned)T), s = (int)(i0 % (unsigned)T);
+            float acc = 0.0f;
+            for (unsigned i = i0; i < i1; ++i) {
+                int L = in.len[b];
+                if (k <= L - s) acc = __fadd_rn(acc, sg_det_e(in, ain, beta, logZ[b], b, s, k, c, guards));
+                if (++s == T) s = 0, ++b;
+            }
+            X.dpart[((size_t)p * K + (k - 1)) * SG_PAD + c] = acc;
+        } else { /* transition partials of (chunk p, c, columns 4q..4q+3): its rows ascending */
+            int q = (int)(w % (unsigned)Q), c = (int)((w / (unsigned)Q) % (unsigned)C);
+            unsigned p = w / ((unsigned)Q * (unsigned)C), i0 = p * SG_DET_ROWS_T;
+            unsigned i1 = i0 + SG_DET_ROWS_T < BT ? i0 + SG_DET_ROWS_T : BT;
+            int b = (int)(i0 / (unsigned)T), s = (int)(i0 % (unsigned)T);
+            float tr[4], acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int j = 0; j < 4; ++j) tr[j] = 4 * q + j < C ? in.trans[(long)c * C + 4 * q + j] : 0.0f;
+            for (unsigned i = i0; i < i1; ++i) {
+                if (s != 0 && s < in.len[b]) { /* no transition into the first segment; no segment starts past L */
+                    size_t row = ((size_t)b * (size_t)(T + 1) + s) * SG_PAD;
+                    float a = X.alpha[row + c], z = logZ[b];
+                    float4 bo = *(const float4 *)(X.bout + row + 4 * q);
+                    float bv[4] = {bo.x, bo.y, bo.z, bo.w};
+#pragma unroll
+                    for (int j = 0; j < 4; ++j)
+                        if (4 * q + j < C) acc[j] = __fadd_rn(acc[j], sg_marginal(a, tr[j], bv[j], z, guards));
+                }
+                if (++s == T) s = 0, ++b;
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                if (4 * q + j < C) X.tpart[(size_t)p * SG_PAD * SG_PAD + (size_t)c * SG_PAD + 4 * q + j] = acc[j];
+        }
+    }
+}
+
+/* Blocks of (32, SG_DET_STRANDS) threads: kind 0 reduces the transition partials into g_trans, kind 1 the duration
+ * partials into g_dur (sg_det_reduce's strands and tree, the same order), kind 2 writes g_cum[b][t] = end - start
+ * (end: g_pe[b][t - 1], 0 at t = 0; start: g_ps[b][t], 0 at t = T), padding lanes 0. */
+__global__ void __launch_bounds__(32 * SG_DET_STRANDS) sg_det_finish(const sg_prob *P, long n_dchunks, long n_tchunks, sg_det_split S)
+{
+    const sg_prob &X = P[blockIdx.y];
+    const int C = X.in.C, K = X.in.K, T = X.in.T;
+    unsigned rb, nb;
+    long n;
+    const int kind = sg_det_kind<3>(S, &rb, &nb, &n);
+    const int x = threadIdx.x, y = threadIdx.y;
+    if (kind == 2) {
+        const float *__restrict__ gps = (const float *)X.g.ps, *__restrict__ gpe = (const float *)X.g.pe;
+        float *__restrict__ gcum = (float *)X.g.cum;
+        long stride = (long)nb * 32 * SG_DET_STRANDS;
+        for (long w = (long)rb * 32 * SG_DET_STRANDS + y * 32 + x; w < n; w += stride) {
+            int c = (int)(w % SG_PAD);
+            long bt = w / SG_PAD;
+            int t = (int)(bt % (T + 1)), b = (int)(bt / (T + 1));
+            float v = 0.0f;
+            if (c < C) {
+                float end = t >= 1 ? gpe[((size_t)b * T + t - 1) * SG_PAD + c] : 0.0f;
+                float st = t < T ? gps[((size_t)b * T + t) * SG_PAD + c] : 0.0f;
+                v = __fsub_rn(end, st);
+            }
+            gcum[w] = v;
+        }
+        return;
+    }
+    const int dur = kind == 1;
+    const float *__restrict__ part = dur ? X.dpart : X.tpart;
+    float *__restrict__ out = (float *)(dur ? X.g.dur : X.g.trans);
+    const long n_part = dur ? n_dchunks : n_tchunks;
+    const size_t stride = dur ? (size_t)K * SG_PAD : (size_t)SG_PAD * SG_PAD;
+    const int rows = dur ? K : SG_PAD, real_rows = dur ? K : C;
+    __shared__ float sm[SG_DET_STRANDS][32];
+    for (long e0 = (long)rb * 32; e0 < (long)rows * SG_PAD; e0 += (long)nb * 32) {
+        long e = e0 + x;
+        int r = (int)(e / SG_PAD), col = (int)(e % SG_PAD);
+        int real = e < (long)rows * SG_PAD && r < real_rows && col < C;
+        float sum = 0.0f;
+        if (real) {
+#pragma unroll 4
+            for (long p = y; p < n_part; p += SG_DET_STRANDS) sum = __fadd_rn(sum, part[(size_t)p * stride + e]);
+        }
+        sm[y][x] = sum;
+        __syncthreads();
+        for (int h = 1; h < SG_DET_STRANDS; h <<= 1) {
+            if (y % (2 * h) == 0) sm[y][x] = __fadd_rn(sm[y][x], sm[y + h][x]);
+            __syncthreads();
+        }
+        if (y == 0 && e < (long)rows * SG_PAD) out[e] = real ? sm[0][x] : 0.0f;
+        __syncthreads();
+    }
+}
+
 /* ---- host side -------------------------------------------------------------------------------------
  * A run is a batch of n problems of one shape (one problem: a batch of one). Its memory is three sections: the
  * inputs (uploaded from a host image in one copy), the outputs (every problem's log Z, then the stray counters,
@@ -486,7 +638,7 @@ enum { SG_SEC_IN, SG_SEC_OUT, SG_SEC_WORK, SG_NSEC };
 struct sg_pbufs {
     sg_buf cum, trans, dur, ps, pe, len;                   /* inputs */
     sg_buf logz, oob, gtrans, gcum, gdur, gps, gpe;         /* outputs */
-    sg_buf alpha, ain, beta, bout, wse, wsg, dpart, tpart;  /* work */
+    sg_buf alpha, ain, beta, bout, dpart, tpart;            /* work */
 };
 
 __global__ void sg_fill_passes(const sg_prob *P, size_t n)
@@ -498,9 +650,10 @@ __global__ void sg_fill_passes(const sg_prob *P, size_t n)
 
 static unsigned sg_blocks(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
 
-/* How the accumulation is done: atomics (cfg->accum F32/F64), the per-block workspaces and trees as they
- * were (the bench's "before"), or the production deterministic kernels. */
-enum { SG_ATOMIC = 0, SG_DET_V1 = 1, SG_DET = 2 };
+/* How the accumulation is done: atomics (cfg->accum F32/F64), the production deterministic kernels (sg_det_spread,
+ * sg_det_finish), or the previous ones (sg_det_starts_dur ..., the same bits: the reference the bench and the tests
+ * hold the production to). */
+enum { SG_ATOMIC = 0, SG_DET = 2, SG_DET_PREV = 3 };
 
 /* One prepared batch: inputs on the device, the forward and backward passes done, gradient buffers ready. */
 struct sg_ctx {
@@ -603,6 +756,34 @@ static lab_status sg_accumulate(sg_ctx &x)
         /* every entry of every gradient buffer is written: only the counters are reset */
         lab_status st = sg_reset_outputs(x, x.oob_off, x.grad_off);
         if (st != LAB_OK) return st;
+        sg_det_split a, f;
+        memset(&a, 0, sizeof a);
+        memset(&f, 0, sizeof f);
+        a.n[0] = (long)B * T * C, a.n[1] = (long)B * T * C, a.n[2] = x.n_dchunks * K * C, a.n[3] = x.n_tchunks * C * ((C + 3) / 4);
+        unsigned th = x.det_threads;
+        for (int j = 0; j < 4; ++j) {
+            /* 32-bit indices in sg_det_spread: items and grid-stride steps stay below 2^31 */
+            long bx = sg_det_grid(x, a.n[j]).x;
+            if (a.n[j] >= 0x40000000L || bx * (long)th >= 0x40000000L)
+                return lab_err_set(LAB_ERR_ARG, "semicrf cuda: B=%d T=%d K=%d C=%d is too large for the deterministic kernels' "
+                                                "32-bit indices", B, T, K, C);
+            a.first[j + 1] = a.first[j] + (unsigned)bx;
+        }
+        sg_det_spread<<<dim3(a.first[4], (unsigned)x.n), th>>>(P, x.cfg.guards, a);
+        LAB_CUDA_CHECK(cudaGetLastError());
+        /* finish: the reductions' grids as sg_det_reduce's, then g_cum over blocks of 32 x SG_DET_STRANDS */
+        f.n[0] = (long)SG_PAD * SG_PAD, f.n[1] = (long)K * SG_PAD, f.n[2] = (long)B * (T + 1) * SG_PAD;
+        unsigned fb[3] = {SG_PAD * SG_PAD / 32, (unsigned)K * SG_PAD / 32,
+                          x.det_blocks ? x.det_blocks : (unsigned)((f.n[2] + 32 * SG_DET_STRANDS - 1) / (32 * SG_DET_STRANDS))};
+        for (int j = 0; j < 3; ++j) f.first[j + 1] = f.first[j] + fb[j];
+        f.first[4] = f.first[3];
+        sg_det_finish<<<dim3(f.first[3], (unsigned)x.n), dim3(32, SG_DET_STRANDS)>>>(P, x.n_dchunks, x.n_tchunks, f);
+        LAB_CUDA_CHECK(cudaGetLastError());
+        return LAB_OK;
+    }
+    if (x.mode == SG_DET_PREV) {
+        lab_status st = sg_reset_outputs(x, x.oob_off, x.grad_off);
+        if (st != LAB_OK) return st;
         unsigned th = x.det_threads;
         long n1 = x.n_dchunks * C, n2 = (long)B * (T + 1) * C, n3 = x.n_tchunks * C * ((C + 3) / 4);
         sg_det_starts_dur<<<sg_det_grid(x, n1), th>>>(P, x.cfg.guards, x.n_dchunks);
@@ -620,31 +801,9 @@ static lab_status sg_accumulate(sg_ctx &x)
     }
     lab_status st = sg_reset_outputs(x, x.oob_off, x.sec[SG_SEC_OUT]);
     if (st != LAB_OK) return st;
-    int det = x.mode == SG_DET_V1;
-    /* Deterministic (v1): every workspace slot is written by the marginal kernel (zeros where no segment
-     * starts or ends), so the workspaces need no clearing. The grid covers s < T for that reason. */
-    dim3 grid((unsigned)(det ? T : x.maxL), (unsigned)B, (unsigned)x.n);
-    sg_marginals<<<grid, SG_THREADS>>>(P, x.cfg.guards, (int)x.cfg.layout, det);
+    dim3 grid((unsigned)x.maxL, (unsigned)B, (unsigned)x.n);
+    sg_marginals<<<grid, SG_THREADS>>>(P, x.cfg.guards, (int)x.cfg.layout, 0);
     LAB_CUDA_CHECK(cudaGetLastError());
-    if (det) { /* the bench's "before", one problem (sg_prepare) */
-        const sg_pbufs &q = x.pb[0];
-        float *ws_e = (float *)q.wse.p, *ws_g = (float *)q.wsg.p;
-        size_t nb = (size_t)B * (size_t)T;
-        /* per-position sums first (they read ws_e), then the duration-bias tree reduces ws_e in place */
-        size_t total = (size_t)B * (size_t)(T + 1) * SG_PAD;
-        sg_det_positions<<<sg_blocks(total, 256), 256>>>(ws_e, B, T, K, x.use_proj, (float *)q.gcum.p, (float *)q.gps.p,
-                                                         (float *)q.gpe.p);
-        LAB_CUDA_CHECK(cudaGetLastError());
-        size_t we = (size_t)K * SG_PAD, wg = (size_t)SG_PAD * SG_PAD;
-        for (size_t h = 1; h < nb; h <<= 1) {
-            size_t pairs = (nb + 2 * h - 1) / (2 * h);
-            sg_tree_level<<<sg_blocks(pairs * we, 256), 256>>>(ws_e, nb, we, h);
-            sg_tree_level<<<sg_blocks(pairs * wg, 256), 256>>>(ws_g, nb, wg, h);
-        }
-        LAB_CUDA_CHECK(cudaGetLastError());
-        LAB_CUDA_CHECK(cudaMemcpyAsync(q.gdur.p, ws_e, we * 4, cudaMemcpyDeviceToDevice));
-        LAB_CUDA_CHECK(cudaMemcpyAsync(q.gtrans.p, ws_g, wg * 4, cudaMemcpyDeviceToDevice));
-    }
     return LAB_OK;
 }
 
@@ -679,7 +838,6 @@ static lab_status sg_upload(sg_ctx &x, int sec, const std::vector<unsigned char>
 static lab_status sg_prepare(const lab_semicrf_problem *const *p, const lab_semicrf_config *cfgs, size_t n, int mode, sg_ctx &x)
 {
     if (n < 1 || n > 65535) return lab_err_set(LAB_ERR_ARG, "semicrf cuda: a batch of %zu problems: need 1..65535", n);
-    if (mode == SG_DET_V1 && n != 1) return lab_err_set(LAB_ERR_ARG, "semicrf cuda: the deterministic v1 kernels take one problem");
     const lab_semicrf_config *cfg = &cfgs[0];
     const int B = p[0]->B, T = p[0]->T, K = p[0]->K, C = p[0]->C;
     if (cfg->accum == LAB_SEMICRF_ACC_DETERMINISTIC && cfg->layout != LAB_SEMICRF_LAYOUT_PADDED)
@@ -727,11 +885,7 @@ static lab_status sg_prepare(const lab_semicrf_problem *const *p, const lab_semi
         sg_place(x, SG_SEC_WORK, b.ain, x.nrowp * 4, 0);
         sg_place(x, SG_SEC_WORK, b.beta, x.nrowp * 4, 0);
         sg_place(x, SG_SEC_WORK, b.bout, x.nrowp * 4, 0);
-        if (mode == SG_DET_V1) {
-            sg_place(x, SG_SEC_WORK, b.wse, (size_t)B * T * K * SG_PAD * 4, 0);
-            sg_place(x, SG_SEC_WORK, b.wsg, (size_t)B * T * SG_PAD * SG_PAD * 4, 0);
-        }
-        if (mode == SG_DET) {
+        if (mode == SG_DET || mode == SG_DET_PREV) {
             sg_place(x, SG_SEC_WORK, b.dpart, (size_t)x.n_dchunks * K * SG_PAD * 4, 0);
             sg_place(x, SG_SEC_WORK, b.tpart, (size_t)x.n_tchunks * SG_PAD * SG_PAD * 4, 0);
         }
@@ -792,7 +946,7 @@ static lab_status sg_prepare(const lab_semicrf_problem *const *p, const lab_semi
                     (const float *)b.pe.p, (const int *)b.len.p, B, T, K, C, pq->use_proj,
                     (long)x.ncum_in, (long)C * C, (long)K * C, (long)x.npos_in,
                     (unsigned long long *)b.oob.p, !padded};
-        dp[q].g = {b.gcum.p, b.gtrans.p, b.gdur.p, b.gps.p, b.gpe.p, esz == 8, (float *)b.wse.p, (float *)b.wsg.p, W,
+        dp[q].g = {b.gcum.p, b.gtrans.p, b.gdur.p, b.gps.p, b.gpe.p, esz == 8, nullptr, nullptr, W,
                    (long)x.ncum, (long)W * W, (long)K * W, (long)x.npos};
         dp[q].alpha = (float *)b.alpha.p, dp[q].ain = (float *)b.ain.p, dp[q].beta = (float *)b.beta.p;
         dp[q].bout = (float *)b.bout.p, dp[q].logz = (float *)b.logz.p;
@@ -919,13 +1073,13 @@ static lab_status sg_readback(const lab_semicrf_problem *p, const sg_ctx &x, siz
 
 static int sg_mode_of(const lab_semicrf_config *cfg) { return cfg->accum == LAB_SEMICRF_ACC_DETERMINISTIC ? SG_DET : SG_ATOMIC; }
 
-extern "C" lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
-                                           lab_semicrf_out *o, double *ms_backward)
+static lab_status sg_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int mode, int reps, lab_semicrf_out *o,
+                         double *ms_backward)
 {
     if (o) memset(o, 0, sizeof *o);
     if (reps < 1) return lab_err_set(LAB_ERR_ARG, "semicrf cuda: reps = %d: need >= 1", reps);
     sg_ctx x;
-    lab_status st = sg_prepare(&p, cfg, 1, sg_mode_of(cfg), x);
+    lab_status st = sg_prepare(&p, cfg, 1, mode, x);
     if (st != LAB_OK) return st;
     cudaEvent_t e1, e2;
     LAB_CUDA_CHECK(lab_cuda_event_create(&e1));
@@ -950,6 +1104,22 @@ extern "C" lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const l
     if (!o) return LAB_OK;
     if ((st = sg_download(x)) != LAB_OK) return st;
     return sg_readback(p, x, 0, o);
+}
+
+extern "C" lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
+                                           lab_semicrf_out *o, double *ms_backward)
+{
+    return sg_run(p, cfg, sg_mode_of(cfg), reps, o, ms_backward);
+}
+
+extern "C" lab_status lab_semicrf_cuda_run_det_previous(const lab_semicrf_problem *p, const lab_semicrf_config *cfg,
+                                                        lab_semicrf_out *o)
+{
+    if (cfg->accum != LAB_SEMICRF_ACC_DETERMINISTIC) {
+        if (o) memset(o, 0, sizeof *o);
+        return lab_err_set(LAB_ERR_ARG, "semicrf cuda: the previous deterministic kernels need the deterministic accumulation");
+    }
+    return sg_run(p, cfg, SG_DET_PREV, 1, o, NULL);
 }
 
 extern "C" lab_status lab_semicrf_cuda_run_batch(const lab_semicrf_problem *const *p, const lab_semicrf_config *cfgs, size_t n,
@@ -1031,11 +1201,13 @@ static double sg_quantile(std::vector<double> v, double q)
 #define SG_BENCH_REPS 21
 
 /* The benchmark: the accumulation stage of the float32-atomic bug, the float64-atomic fix, the production
- * deterministic fix and (where its 385 MB-class workspaces fit in a quarter of free memory) the deterministic
- * kernels as they were, on one problem; each prepared once, then SG_BENCH_WARMUP warm-up rounds and
+ * deterministic fix (sg_det_spread, sg_det_finish) and the previous deterministic kernels, on one problem; each
+ * prepared once, then SG_BENCH_WARMUP warm-up rounds and
  * SG_BENCH_REPS timed rounds, a round timing every variant once in turn with CUDA events (so drifting clocks hit
  * all alike); per-round ratios give the spread. Prints lines and two `lab-bench-record` lines (replay/lab_bench.h):
- * deterministic / f32-atomic (target 1.15) and deterministic / f64-atomic (target 1: faster). */
+ * deterministic / f32-atomic (target 1.15) and deterministic / f64-atomic (target 1: faster). The production and
+ * the previous deterministic kernels' gradients are compared byte for byte after the rounds: LAB_ERR_MISMATCH if
+ * they differ. */
 extern "C" lab_status lab_semicrf_cuda_bench(void *fv, int B, int T, int K, int C)
 {
     FILE *f = (FILE *)fv;
@@ -1049,18 +1221,12 @@ extern "C" lab_status lab_semicrf_cuda_bench(void *fv, int B, int T, int K, int 
         return st;
     }
     enum { NV = 4 };
-    static const char *const names[NV] = {"f32-atomic (bug)", "f64-atomic (fix)", "deterministic (fix)", "deterministic before"};
+    static const char *const names[NV] = {"f32-atomic (bug)", "f64-atomic (fix)", "deterministic (fix)", "deterministic previous"};
     static const lab_semicrf_accum acc[NV] = {LAB_SEMICRF_ACC_F32_ATOMIC, LAB_SEMICRF_ACC_F64_ATOMIC,
                                               LAB_SEMICRF_ACC_DETERMINISTIC, LAB_SEMICRF_ACC_DETERMINISTIC};
-    static const int mode[NV] = {SG_ATOMIC, SG_ATOMIC, SG_DET, SG_DET_V1};
-    double ws_bytes = (double)B * T * ((double)K * SG_PAD + SG_PAD * SG_PAD) * 4.0;
-    size_t free_b = 0, total_b = 0;
-    cudaError_t ce = cudaMemGetInfo(&free_b, &total_b);
-    if (ce != cudaSuccess) {
-        lab_semicrf_problem_free(&p);
-        return lab_cuda_fail(__FILE__, __LINE__, "cudaMemGetInfo", cudaGetErrorString(ce));
-    }
-    int nv = ws_bytes < (double)free_b / 4 ? NV : NV - 1;
+    static const int mode[NV] = {SG_ATOMIC, SG_ATOMIC, SG_DET, SG_DET_PREV};
+    const int nv = NV;
+    cudaError_t ce = cudaSuccess;
     std::vector<sg_ctx *> x(NV, nullptr);
     std::vector<std::vector<double>> t(NV);
     std::vector<double> fb;
@@ -1086,6 +1252,10 @@ extern "C" lab_status lab_semicrf_cuda_bench(void *fv, int B, int T, int K, int 
         }
         if (st == LAB_OK && ce != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEvent*", cudaGetErrorString(ce));
     }
+    /* the production kernels' gradients against the previous kernels', every byte (both wrote them last round) */
+    size_t differ = 0;
+    if (st == LAB_OK && (st = sg_download(*x[2])) == LAB_OK && (st = sg_download(*x[3])) == LAB_OK)
+        for (size_t i = x[2]->grad_off; i < x[2]->back.size() && i < x[3]->back.size(); ++i) differ += x[2]->back[i] != x[3]->back[i];
     double gbs = 0.0;
     if (st == LAB_OK) st = sg_d2d_bandwidth((size_t)1 << 30, &gbs);
     if (st == LAB_OK) {
@@ -1121,13 +1291,15 @@ extern "C" lab_status lab_semicrf_cuda_bench(void *fv, int B, int T, int K, int 
                     B, T, K, C, base == 0 ? "f32-atomic" : "f64-atomic", info.name, med[2], med[base], ratio, lo, hi, SG_BENCH_REPS,
                     SG_BENCH_WARMUP, target, gbs, floor_ms, in_bytes + out_bytes);
         }
-        if (nv == NV)
-            fprintf(f, "deterministic before / now = %.2f (workspaces %.0f MB then, %.1f MB of partials now)\n", med[3] / med[2],
-                    ws_bytes / 1e6, (double)(x[2]->n_dchunks * K * SG_PAD + x[2]->n_tchunks * SG_PAD * SG_PAD) * 4.0 / 1e6);
+        fprintf(f, "deterministic previous / now = %.2f; gradients of the two: %s (%zu of %zu output bytes differ)\n",
+                med[3] / med[2], differ ? "DIFFERENT BITS" : "the same bits", differ, x[2]->back.size() - x[2]->grad_off);
         fprintf(f, "whole backward (forward+beta included): deterministic / f32-atomic = %.3f, / f64-atomic = %.3f\n",
                 (med[2] + mfb) / (med[0] + mfb), (med[2] + mfb) / (med[1] + mfb));
         fprintf(f, "device ceiling: D2D cudaMemcpy %.0f GB/s (1 GiB, read+write); the deterministic stage moves >= %.1f MB: "
                    ">= %.4f ms at that bandwidth\n", gbs, (in_bytes + out_bytes) / 1e6, floor_ms);
+        if (differ)
+            st = lab_err_set(LAB_ERR_MISMATCH, "semicrf bench B=%d T=%d K=%d C=%d: the deterministic kernels' gradients differ from "
+                             "the previous kernels' in %zu bytes", B, T, K, C, differ);
     }
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);

@@ -106,7 +106,9 @@ typedef enum {
 typedef enum {
     LAB_SEMICRF_ACC_F32_ATOMIC,   /* float32 atomics, applied in the schedule's block order */
     LAB_SEMICRF_ACC_F64_ATOMIC,   /* float64 atomics in the schedule's order, rounded to float32 at the end */
-    LAB_SEMICRF_ACC_DETERMINISTIC /* per-block float32 workspaces, then fixed-order (pairwise) reductions */
+    LAB_SEMICRF_ACC_DETERMINISTIC /* no atomics: float32 sums in an order fixed by the shape alone (the CPU
+                                     emulation: per-block workspaces and pairwise trees; CUDA: sums organised by
+                                     destination, chunk partials and a fixed tree) */
 } lab_semicrf_accum;
 
 /* Defensive guards of the write-up (bit flags). */
@@ -318,10 +320,17 @@ lab_status lab_semicrf_reference_cuda(const lab_semicrf_problem *p, lab_semicrf_
  * atomics outside their allocation (o->oob_reads, o->oob_writes, as the CPU emulation does) without
  * preventing them. Fills o (allocated here); `reps`
  * runs (1 for a case); *ms_backward (may be NULL) gets the median time of the accumulation stage (marginal
- * kernel, atomics or workspaces and reductions). LAB_ERR_DEVICE with the CUDA error text; LAB_ERR_ARG for
- * a bad config or length. */
+ * kernel and atomics, or the deterministic kernels). LAB_ERR_DEVICE with the CUDA error text; LAB_ERR_ARG for
+ * a bad config or length, or a deterministic accumulation of more work items than its 32-bit indices hold (about
+ * 2^30 per kind: B x T x C, or the chunks' items). */
 lab_status lab_semicrf_cuda_run(const lab_semicrf_problem *p, const lab_semicrf_config *cfg, int reps,
                                 lab_semicrf_out *o, double *ms_backward);
+/* The deterministic accumulation by the previous kernels (one thread per chunk of rows and every duration, which
+ * leaves most of the GPU idle at small batches), one run: the reference the production kernels are held to bit for
+ * bit (tests/test_bench.c on every incident's shapes, `lab bench` on its own). cfg->accum must be
+ * LAB_SEMICRF_ACC_DETERMINISTIC (else LAB_ERR_ARG); otherwise as lab_semicrf_cuda_run with reps = 1. */
+lab_status lab_semicrf_cuda_run_det_previous(const lab_semicrf_problem *p, const lab_semicrf_config *cfg,
+                                             lab_semicrf_out *o);
 /* A seed batch: n problems of one shape (B, T, K, C, use_proj alike) under configs alike but for their guard and
  * schedule seeds (cfgs[q] for p[q]), run once, every kernel launched once for the whole batch (a problem per grid
  * row), so that one launch fills the GPU instead of two of its SMs. Every problem keeps buffers of its own: its

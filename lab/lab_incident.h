@@ -161,6 +161,10 @@ typedef struct lab_incident {
      * 0.76 ms, B=32 T=500)"), and the device ceilings it compares against. LAB_ERR_UNSUPPORTED (no
      * GPU, say why with lab_err_set) is a skip. NULL: none. */
     lab_status (*bench)(FILE *out);
+    /* Optional: a study too long for every bench (`lab bench --study`; minutes, not seconds), printing as bench
+     * does (free lines, record lines). `lab bench` and the bench of `lab report` run bench only, so that
+     * every report can afford its benchmarks. NULL: none. */
+    lab_status (*study)(FILE *out);
     /* ---- Metric specifications (issue 21) ---- The criterion's metrics with their bounds, for plots and
      * `lab compare`; metric_specs[0] is the metric that separates bug and fix (drawn with its threshold in
      * <id>.png). NULL / 0: none (plots fall back to plot_metric without a threshold). */

@@ -67,6 +67,7 @@ cJSON *lab_bench_parse_line(const char *line, const char *incident, int *is_reco
 typedef struct {
     const lab_incident *const *incs;
     const char *tmpdir;
+    int study;
 } lab_bench_ctx;
 
 /* In the child: the incident's benchmark into <tmpdir>/<job>.txt. */
@@ -78,7 +79,7 @@ static lab_status lab_bench_job(void *ctxv, size_t job, lab_case_result *r)
     FILE *f = fopen(path, "w");
     if (!f) return lab_err_set(LAB_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     setvbuf(f, NULL, _IOLBF, 0); /* what was printed before a crash or hang still counts */
-    lab_status st = ctx->incs[job]->bench(f);
+    lab_status st = ctx->study ? ctx->incs[job]->study(f) : ctx->incs[job]->bench(f);
     fclose(f);
     if (st == LAB_ERR_UNSUPPORTED) {
         lab_result_skip(r, "%s", lab_err_msg());
@@ -115,6 +116,11 @@ static int lab_bench_collect(const char *path, const char *id, FILE *human, cJSO
 
 lab_status lab_bench_run(const char *const *ids, size_t n_ids, FILE *human, cJSON **section, int *failed)
 {
+    return lab_bench_run_kind(ids, n_ids, 0, human, section, failed);
+}
+
+lab_status lab_bench_run_kind(const char *const *ids, size_t n_ids, int study, FILE *human, cJSON **section, int *failed)
+{
     *section = NULL;
     *failed = 0;
     size_t n_all;
@@ -127,7 +133,7 @@ lab_status lab_bench_run(const char *const *ids, size_t n_ids, FILE *human, cJSO
     for (size_t i = 0; i < n_all; ++i) {
         int chosen = n_ids == 0;
         for (size_t a = 0; a < n_ids; ++a) chosen |= lab_incident_find(ids[a]) == all[i];
-        if (chosen && all[i]->bench) sel[n++] = all[i];
+        if (chosen && (study ? all[i]->study != NULL : all[i]->bench != NULL)) sel[n++] = all[i];
     }
     char tmpdir[] = "/tmp/lab-bench-XXXXXX";
     if (!mkdtemp(tmpdir)) {
@@ -150,7 +156,7 @@ lab_status lab_bench_run(const char *const *ids, size_t n_ids, FILE *human, cJSO
         }
         /* one job per call, so its output file can be numbered by the job and the others never wait */
         lab_job_outcome o;
-        lab_bench_ctx one = {sel + j, tmpdir};
+        lab_bench_ctx one = {sel + j, tmpdir, study};
         st = lab_isolate_run(1, lab_bench_job, &one, 1, LAB_BENCH_TIMEOUT_S, NULL, &o);
         if (st != LAB_OK) break;
         char path[4096], why[512] = "";
@@ -179,7 +185,7 @@ lab_status lab_bench_run(const char *const *ids, size_t n_ids, FILE *human, cJSO
         cJSON_Delete(s);
         return st;
     }
-    if (human && n == 0) fprintf(human, "no benchmark among the selected incidents\n");
+    if (human && n == 0) fprintf(human, "no %s among the selected incidents\n", study ? "study" : "benchmark");
     *section = s;
     return LAB_OK;
 }

@@ -46,6 +46,9 @@ cJSON *lab_bench_parse_line(const char *line, const char *incident, int *is_reco
  * benchmarks that failed (an error, a crash, a hang, or a malformed record line; a skip, no GPU, is not a
  * failure). LAB_ERR_ARG naming an unknown id; LAB_ERR_IO when no temporary folder can be made. */
 lab_status lab_bench_run(const char *const *ids, size_t n_ids, FILE *human, cJSON **section, int *failed);
+/* As lab_bench_run, study 1: the incidents' studies (lab_incident.study, `lab bench --study`) instead of their
+ * benchmarks; study 0: lab_bench_run. */
+lab_status lab_bench_run_kind(const char *const *ids, size_t n_ids, int study, FILE *human, cJSON **section, int *failed);
 
 /* For `lab report`: runs every benchmark into <dir>/bench.json when want is 1, or when want is -1 and
  * <dir>/summary.json says the replay's backend was cuda; nothing when want is 0. Progress to log (may be

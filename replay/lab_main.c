@@ -64,8 +64,10 @@ static const struct {
      "                                     one case in this process (for gdb, and what --sanitize runs; TOOL:\n"
      "                                     the compute-sanitizer tool watching it, buffers then exact-size)\n"},
     {"bench",
-     "  bench [ID]... [--json]             the incidents' benchmarks (GPU kernels against device ceilings); --json:\n"
-     "                                     their records (ratios, times, spreads) as JSON on stdout\n"},
+     "  bench [ID]... [--json] [--study]   the incidents' benchmarks (GPU kernels against device ceilings; seconds,\n"
+     "                                     what `lab report` includes); --json: their records (ratios, times,\n"
+     "                                     spreads) as JSON on stdout; --study: the incidents' longer studies\n"
+     "                                     instead (0008: every num_warps configuration, 16 runs each, minutes)\n"},
     {"report",
      "  report [--out DIR] [replay flags] [--bench|--no-bench]\n"
      "                                     replay (same flags as replay), then write a self-contained report\n"
@@ -84,6 +86,9 @@ static const struct {
      "                                     than F times (default 10), new or missing incidents and variants;\n"
      "                                     exit 1 if an outcome regressed (--strict: also moves and missing ones),\n"
      "                                     2 if a report cannot be read or is invalid (the field is named).\n"
+     "                                     Benchmarks (both reports' bench sections, same device): each fix's\n"
+     "                                     cost ratio side by side; a fix that got slower (ratio up by more than\n"
+     "                                     max(5%, the two spreads)) is flagged PERF REGRESSION and exits 1\n"
      "                                     --out DIR: also per incident both distributions against the tolerance\n"
      "                                     (DIR/<id>.png, DIR/index.html); 3 when they cannot be drawn. DIR may\n"
      "                                     be missing, empty or an earlier compare folder; anything else (a file,\n"
@@ -574,12 +579,16 @@ static int lab_cmd_case(int argc, char **argv)
  * its own process (lab_bench). --json: the bench section (records) on stdout, the free text on stderr. [issue 14] */
 static int lab_cmd_bench(int argc, char **argv)
 {
-    int json = 0, n = 0;
+    int json = 0, n = 0, study = 0;
     const char **ids = malloc(((size_t)argc + 1) * sizeof *ids);
     if (!ids) return 1;
     for (int a = 0; a < argc; ++a) {
         if (!strcmp(argv[a], "--json")) {
             json = 1;
+            continue;
+        }
+        if (!strcmp(argv[a], "--study")) {
+            study = 1;
             continue;
         }
         const lab_incident *inc = lab_find_or_complain(argv[a]);
@@ -591,7 +600,7 @@ static int lab_cmd_bench(int argc, char **argv)
     }
     cJSON *section = NULL;
     int failed = 0;
-    lab_status st = lab_bench_run(ids, (size_t)n, json ? stderr : stdout, &section, &failed);
+    lab_status st = lab_bench_run_kind(ids, (size_t)n, study, json ? stderr : stdout, &section, &failed);
     free(ids);
     if (st != LAB_OK) {
         fprintf(stderr, "lab bench: %s\n", lab_err_msg());

@@ -273,3 +273,96 @@ Test(bench_gpu, nvfp4_tiled_remap_equals_cpu_on_ragged_shapes, .timeout = 300)
     }
 }
 #endif
+
+#ifdef LAB_HAVE_CUDA
+/* The production deterministic kernels give the previous kernels' bits, every gradient value, on the shapes of
+ * every incident that runs them (0002: B = 2, T = 100, 200, 500, K = 30, C = 39, with and without projections),
+ * on the bench's shapes, in a seed batch, and under a launch configuration far from the default. */
+Test(bench_gpu, semicrf_deterministic_same_bits_as_the_previous_kernels, .timeout = 600)
+{
+    lab_test_need_gpu();
+    static const int shapes[][5] = {{2, 100, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C, 1}, {2, 200, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C, 1},
+                                    {2, 500, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C, 1}, {2, 200, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C, 0},
+                                    {8, 200, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C, 1}, {32, 500, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C, 1},
+                                    {64, 300, 10, LAB_SEMICRF_C_PAD, 1},            {3, 7, 5, 1, 1}};
+    static const char *const launches[] = {NULL, "32,1000"};
+    lab_semicrf_config cfg = {LAB_SEMICRF_LAYOUT_PADDED, LAB_SEMICRF_ACC_DETERMINISTIC, LAB_SEMICRF_GUARDS_ALL, 5, 0};
+    for (size_t l = 0; l < sizeof launches / sizeof *launches; ++l) {
+        if (launches[l]) setenv("LAB_SEMICRF_DET_LAUNCH", launches[l], 1);
+        else unsetenv("LAB_SEMICRF_DET_LAUNCH");
+        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
+            lab_semicrf_problem p;
+            cr_assert_eq(lab_semicrf_problem_init(&p, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4]), LAB_OK);
+            lab_semicrf_problem_fill(&p, 11 + i);
+            lab_semicrf_out now, prev;
+            cr_assert_eq(lab_semicrf_cuda_run(&p, &cfg, 1, &now, NULL), LAB_OK, "%s", lab_err_msg());
+            cr_assert_eq(lab_semicrf_cuda_run_det_previous(&p, &cfg, &prev), LAB_OK, "%s", lab_err_msg());
+            lab_semicrf_r2r d;
+            lab_semicrf_run_to_run(&p, &now, &prev, &d);
+            cr_expect_eq(d.n_diff, 0u, "B=%d T=%d K=%d C=%d proj %d, launch %s: %zu of %zu values differ (max %.3g)", p.B, p.T, p.K,
+                         p.C, p.use_proj, launches[l] ? launches[l] : "default", d.n_diff, d.n, d.max);
+            lab_semicrf_out_free(&now);
+            lab_semicrf_out_free(&prev);
+            lab_semicrf_problem_free(&p);
+        }
+    }
+    unsetenv("LAB_SEMICRF_DET_LAUNCH");
+    /* a seed batch of 0002's shape: each problem the bits it has alone under the previous kernels */
+    enum { NB = 3 };
+    lab_semicrf_problem ps[NB];
+    const lab_semicrf_problem *pp[NB];
+    lab_semicrf_config cfgs[NB];
+    lab_semicrf_out outs[NB];
+    for (int q = 0; q < NB; ++q) {
+        cr_assert_eq(lab_semicrf_problem_init(&ps[q], 2, 200, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C, 1), LAB_OK);
+        lab_semicrf_problem_fill(&ps[q], 40 + (uint64_t)q);
+        pp[q] = &ps[q], cfgs[q] = cfg;
+    }
+    cr_assert_eq(lab_semicrf_cuda_run_batch(pp, cfgs, NB, outs), LAB_OK, "%s", lab_err_msg());
+    for (int q = 0; q < NB; ++q) {
+        lab_semicrf_out prev;
+        cr_assert_eq(lab_semicrf_cuda_run_det_previous(&ps[q], &cfg, &prev), LAB_OK, "%s", lab_err_msg());
+        lab_semicrf_r2r d;
+        lab_semicrf_run_to_run(&ps[q], &outs[q], &prev, &d);
+        cr_expect_eq(d.n_diff, 0u, "batch problem %d: %zu values differ", q, d.n_diff);
+        lab_semicrf_out_free(&prev);
+        lab_semicrf_out_free(&outs[q]);
+        lab_semicrf_problem_free(&ps[q]);
+    }
+    lab_semicrf_config bad = cfg;
+    bad.accum = LAB_SEMICRF_ACC_F32_ATOMIC;
+    lab_semicrf_out o;
+    lab_semicrf_problem p;
+    cr_assert_eq(lab_semicrf_problem_init(&p, 1, 4, 2, 3, 0), LAB_OK);
+    cr_expect_eq(lab_semicrf_cuda_run_det_previous(&p, &bad, &o), LAB_ERR_ARG);
+    lab_semicrf_problem_free(&p);
+}
+
+/* The tiled remap gives the previous kernel's bytes (one word per thread) and the CPU remap's on the shapes of
+ * every incident that remaps scales (0003: the A and B scales of its small, ragged, large and production GEMMs)
+ * and on the bench's shapes, every byte of a poisoned layout. */
+Test(bench_gpu, nvfp4_tiled_remap_same_bytes_on_incident_and_bench_shapes, .timeout = 600)
+{
+    lab_test_need_gpu();
+    static const size_t shapes[][2] = {{1, 2},      {32, 2},     {200, 37},     {96, 37},      {128, 448},  {64, 448},
+                                       {6144, 448}, {294912, 448}, {294911, 448}, {2097155, 37}, {200003, 450}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
+        size_t rows = shapes[i][0], k_sf = shapes[i][1], n = rows * k_sf, cos = lab_nvfp4_sf_cosize(rows, k_sf);
+        uint8_t *src = malloc(n), *want = malloc(cos), *got = malloc(cos), *words = malloc(cos);
+        cr_assert(src && want && got && words);
+        for (size_t j = 0; j < n; ++j) src[j] = (uint8_t)(j * 2654435761u >> 24);
+        memset(want, 0xEE, cos);
+        cr_assert_eq(lab_nvfp4_sf_remap(src, rows, k_sf, want, cos, LAB_NVFP4_REMAP_FIX), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(lab_nvfp4_cuda_sf_remap_host(src, rows, k_sf, 0, got, 0), LAB_OK, "%s", lab_err_msg());
+        cr_assert_eq(lab_nvfp4_cuda_sf_remap_host(src, rows, k_sf, 0, words, 1), LAB_OK, "%s", lab_err_msg());
+        size_t differ = 0, differ_words = 0;
+        for (size_t j = 0; j < cos; ++j) differ += got[j] != want[j], differ_words += got[j] != words[j];
+        cr_expect_eq(differ, 0u, "(%zu, %zu): %zu of %zu layout bytes differ from the CPU remap", rows, k_sf, differ, cos);
+        cr_expect_eq(differ_words, 0u, "(%zu, %zu): %zu of %zu layout bytes differ from the word kernel", rows, k_sf, differ_words, cos);
+        free(src);
+        free(want);
+        free(got);
+        free(words);
+    }
+}
+#endif

@@ -188,6 +188,14 @@ Test(cli, every_command_has_help_with_exit_0)
     EXPECT_IN(out, "-j 1..1024");
     EXPECT_IN(out, "--timeout\n                                     1..86400 s");
     free(out);
+    /* compare says it flags a fix that got slower (its bench records), and bench names its --study */
+    cr_expect_eq(run("LAB_ROOT=/nonexistent", "compare --help", &out), 0);
+    EXPECT_IN(out, "a fix that got slower");
+    EXPECT_IN(out, "PERF REGRESSION and exits 1");
+    free(out);
+    cr_expect_eq(run("LAB_ROOT=/nonexistent", "bench --help", &out), 0);
+    EXPECT_IN(out, "--study");
+    free(out);
 }
 
 /* --backend cuda without a usable device: exit 3 with the probe's reason; auto falls back and says so;

@@ -203,7 +203,7 @@ Test(incidents, blessing_again_reproduces_every_golden, .timeout = 300)
     }
 }
 
-/* An incident's benchmark, where it has one, is a skip (LAB_ERR_UNSUPPORTED) without a usable GPU. */
+/* An incident's benchmark and study, where it has them, are a skip (LAB_ERR_UNSUPPORTED) without a usable GPU. */
 Test(incidents, a_bench_without_a_gpu_is_a_skip)
 {
 #ifdef LAB_HAVE_CUDA
@@ -218,6 +218,9 @@ Test(incidents, a_bench_without_a_gpu_is_a_skip)
         const lab_incident *inc = lab_incident_find(dirs[i]);
         if (inc && inc->bench)
             cr_expect_eq(inc->bench(devnull), LAB_ERR_UNSUPPORTED, "%s: bench without a GPU: %s", inc->id,
+                         lab_err_msg());
+        if (inc && inc->study)
+            cr_expect_eq(inc->study(devnull), LAB_ERR_UNSUPPORTED, "%s: study without a GPU: %s", inc->id,
                          lab_err_msg());
     }
     fclose(devnull);

@@ -156,9 +156,11 @@ lab_status wr_cuda_run(const lab_semicrf_problem *const *p, const wr_fwd *f, int
                        wr_out *outs, double *ms);
 /* Drops the inputs and forwards wr_cuda_run keeps on the device between launches (the next launch makes them afresh). */
 void wr_cuda_forget(void);
-/* The study (lab bench): prints, per configuration, how often the GPU produced wrong, non-finite or
- * run-to-run different gradients over many runs at the training shape, and the cost of every variant. */
-lab_status wr_cuda_study(FILE *out);
+/* The study (`lab bench --study`, full 1): prints, per configuration, how often the GPU produced wrong, non-finite
+ * or run-to-run different gradients over 16 runs at the training shape, and the cost of every variant; full 0 (`lab
+ * bench`): the same for the configurations of the cost records only, a few runs each (seconds, not minutes), and the
+ * cost records. */
+lab_status wr_cuda_study(FILE *out, int full);
 #endif
 
 #ifdef __cplusplus

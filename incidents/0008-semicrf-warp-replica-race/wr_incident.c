@@ -578,13 +578,15 @@ static lab_status wr_run_cuda(const lab_case *c, lab_case_result *r)
     return st;
 }
 
-static lab_status wr_bench(FILE *out)
+static lab_status wr_bench_or_study(FILE *out, int full)
 {
     char why[240];
     lab_status st = lab_cuda_ready(why, sizeof why);
     if (st != LAB_OK) return st == LAB_ERR_UNSUPPORTED ? lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why) : st;
-    return wr_cuda_study(out);
+    return wr_cuda_study(out, full);
 }
+static lab_status wr_bench(FILE *out) { return wr_bench_or_study(out, 0); }
+static lab_status wr_study(FILE *out) { return wr_bench_or_study(out, 1); }
 #define WR_RUN_CUDA wr_run_cuda
 #define WR_RUN_CUDA_BATCH wr_run_cuda_batch
 #else
@@ -592,6 +594,11 @@ static lab_status wr_bench(FILE *out)
 {
     (void)out;
     return lab_err_set(LAB_ERR_UNSUPPORTED, WR_ID " bench: this build has no CUDA (nvcc missing or CUDA=0)");
+}
+static lab_status wr_study(FILE *out)
+{
+    (void)out;
+    return lab_err_set(LAB_ERR_UNSUPPORTED, WR_ID " study: this build has no CUDA (nvcc missing or CUDA=0)");
 }
 #define WR_RUN_CUDA NULL
 #define WR_RUN_CUDA_BATCH NULL
@@ -663,6 +670,7 @@ const lab_incident wr_incident = {
     .drift_metric = "err_over_tol",
     .default_seeds = 16,
     .bench = wr_bench,
+    .study = wr_study,
     .metric_specs = wr_metric_specs,
     .n_metric_specs = (int)(sizeof wr_metric_specs / sizeof wr_metric_specs[0]),
     .run_cuda_batch = WR_RUN_CUDA_BATCH,

@@ -104,7 +104,7 @@ lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, 
  * are handed out in, and the outcomes, are those of lab_isolate_run_ranges.
  *
  * init (NULL: none) runs once in each new child before it takes any work: such a child is started without a range
- * and is handed one when it asks, so a child slow to start (a CUDA context, made a few at a time: lab_ctxgate) holds
+ * and is handed one when it asks, so a child slow to start (a CUDA context, which the driver makes one at a time) holds
  * no work meanwhile and the first ranges go to the first children ready. init runs under the watchdog (timeout_s);
  * a child that dies or hangs in it takes no job with it, and its slot's next child starts with a range and without
  * init, so a broken start is met by a job, and reported as that job's outcome, instead of restarted forever. */

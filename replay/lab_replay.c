@@ -680,16 +680,23 @@ lab_status lab_replay_cases(const lab_replay_opts *opts, lab_case_record **recs_
     return LAB_OK;
 }
 
+/* A run's context over recs[0..n): nothing bound, no gate, its clock started at t0. */
+static void lab_replay_ctx_init(lab_replay_ctx *ctx, const lab_replay_opts *opts, lab_case_record *recs, size_t n,
+                                double t0)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->opts = opts;
+    ctx->recs = recs;
+    ctx->n = n;
+    ctx->gate = (lab_ctxgate)LAB_CTXGATE_CLOSED;
+    ctx->t0 = t0;
+}
+
 lab_status lab_replay_execute_records(const lab_replay_opts *opts, lab_case_record *recs, size_t n,
                                       lab_replay_done_fn done, void *done_ctx)
 {
     lab_replay_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.opts = opts;
-    ctx.recs = recs;
-    ctx.n = n;
-    ctx.gate = (lab_ctxgate)LAB_CTXGATE_CLOSED;
-    ctx.t0 = lab_replay_now();
+    lab_replay_ctx_init(&ctx, opts, recs, n, lab_replay_now());
     ctx.total = n;
     ctx.on_done = done;
     ctx.on_done_ctx = done_ctx;
@@ -1246,12 +1253,7 @@ static lab_status lab_replay_execute_window(const lab_replay_opts *opts, lab_cas
                                             size_t total, size_t *bad, double t0, int quiet)
 {
     lab_replay_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.opts = opts;
-    ctx.recs = recs;
-    ctx.n = n;
-    ctx.gate = (lab_ctxgate)LAB_CTXGATE_CLOSED;
-    ctx.t0 = t0;
+    lab_replay_ctx_init(&ctx, opts, recs, n, t0);
     ctx.base = base;
     ctx.total = total;
     ctx.base_bad = *bad;

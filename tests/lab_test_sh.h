@@ -204,4 +204,24 @@ static inline int lab_test_lab(const char *env, const char *args, char **out)
     return lab_test_sh(cmd, out);
 }
 
+/* Starts `sh -c cmd` as a child the test waits on or signals itself (write `exec` into cmd so the pid is the
+ * command's), stdout and stderr to the file `log`. The child dies with the test (PR_SET_PDEATHSIG, kept across
+ * the exec): a test killed at its timeout leaves no command running. Returns its pid. */
+static inline pid_t lab_test_spawn_logged(const char *cmd, const char *log)
+{
+    pid_t test = getpid();
+    fflush(NULL);
+    pid_t p = fork();
+    cr_assert_geq(p, 0);
+    if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != test) _exit(127); /* the test ended before the prctl */
+        if (!freopen(log, "w", stdout)) _exit(127);
+        dup2(STDOUT_FILENO, STDERR_FILENO);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return p;
+}
+
 #endif

@@ -43,17 +43,7 @@ static pid_t start_lab(const char *args)
     snprintf(cmd, sizeof cmd, "exec '%s' replay %s --out '%s/out'", abs, args, dir);
     snprintf(log, sizeof log, "%s/log", dir);
     free(abs);
-    fflush(NULL);
-    pid_t p = fork();
-    cr_assert_geq(p, 0);
-    if (p == 0) {
-        FILE *f = freopen(log, "w", stdout);
-        (void)f;
-        dup2(STDOUT_FILENO, STDERR_FILENO);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    return p;
+    return lab_test_spawn_logged(cmd, log);
 }
 
 static char *slurp(const char *name)
@@ -243,16 +233,7 @@ static int interrupt_in_phase(const char *phase, const char *args, double *secs)
     snprintf(want, sizeof want, "stalled in %s", phase);
     free(abs);
     unlink(log); /* never read the previous command's log as this one's */
-    fflush(NULL);
-    pid_t p = fork();
-    cr_assert_geq(p, 0);
-    if (p == 0) {
-        FILE *f = freopen(log, "w", stdout);
-        (void)f;
-        dup2(STDOUT_FILENO, STDERR_FILENO);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
+    pid_t p = lab_test_spawn_logged(cmd, log);
     int stalled = 0;
     for (int i = 0; i < 3000 && !stalled; ++i) {
         char *text = slurp("log");

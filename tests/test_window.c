@@ -35,23 +35,12 @@ static pid_t start(const char *args, const char *out, unsigned window)
 {
     char *abs = realpath(lab_test_bin(), NULL);
     cr_assert_not_null(abs, "%s not built", lab_test_bin());
-    char cmd[4096], log[160], w[32];
-    snprintf(cmd, sizeof cmd, "exec '%s' replay %s --backend cpu --no-plots --out '%s/%s'", abs, args, dir, out);
+    char cmd[4096], log[160], w[48] = "unset LAB_REPLAY_WINDOW;";
+    if (window) snprintf(w, sizeof w, "export LAB_REPLAY_WINDOW=%u;", window);
+    snprintf(cmd, sizeof cmd, "%s exec '%s' replay %s --backend cpu --no-plots --out '%s/%s'", w, abs, args, dir, out);
     snprintf(log, sizeof log, "%s/%s.log", dir, out);
-    snprintf(w, sizeof w, "%u", window);
     free(abs);
-    fflush(NULL);
-    pid_t p = fork();
-    cr_assert_geq(p, 0);
-    if (p == 0) {
-        if (window) setenv("LAB_REPLAY_WINDOW", w, 1);
-        else unsetenv("LAB_REPLAY_WINDOW");
-        if (!freopen(log, "w", stdout)) _exit(127);
-        dup2(STDOUT_FILENO, STDERR_FILENO);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    return p;
+    return lab_test_spawn_logged(cmd, log);
 }
 
 /* Runs it to its end: exit status, peak RSS (KiB) of the lab process and its cases. */

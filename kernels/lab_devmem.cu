@@ -2,7 +2,9 @@
 #include "lab_devmem.h"
 
 #include <cuda_runtime.h>
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +21,7 @@ cudaError_t lab_devmem_init(void)
     if (lab_devmem_mode < 0) {
         const char *m = getenv("LAB_DEVMEM");
         lab_devmem_mode = m && !strcmp(m, "exact") ? 1 : 0;
+        if (m && *m && !lab_devmem_mode) fprintf(stderr, "lab: LAB_DEVMEM='%s': only 'exact' is known; the pool is used\n", m);
     }
     if (lab_devmem_mode) return cudaSuccess;
     int dev;
@@ -26,7 +29,16 @@ cudaError_t lab_devmem_init(void)
     if (e != cudaSuccess || dev == lab_devmem_pool_device) return e;
     uint64_t keep = (uint64_t)LAB_DEVMEM_KEEP_MB_DEFAULT << 20;
     const char *k = getenv("LAB_DEVMEM_KEEP_MB");
-    if (k && *k) keep = (uint64_t)strtoull(k, NULL, 10) << 20;
+    if (k && *k) {
+        char *end;
+        errno = 0;
+        unsigned long long mb = strtoull(k, &end, 10);
+        if (errno || *end || *k == '-' || mb > (UINT64_MAX >> 20))
+            fprintf(stderr, "lab: LAB_DEVMEM_KEEP_MB='%s' is not a number of MiB (0 .. %llu): %d MiB kept\n", k,
+                    (unsigned long long)(UINT64_MAX >> 20), LAB_DEVMEM_KEEP_MB_DEFAULT);
+        else
+            keep = (uint64_t)mb << 20;
+    }
     cudaMemPool_t pool;
     if ((e = cudaDeviceGetDefaultMemPool(&pool, dev)) != cudaSuccess) return e;
     if ((e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep)) != cudaSuccess) return e;

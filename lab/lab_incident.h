@@ -195,6 +195,13 @@ typedef struct lab_incident {
      * runs first and cuts no seed batch chunk costlier than a worker's fair share. Only the ratios between
      * incidents and seeds matter; a wrong guess costs balance, never a verdict. NULL: LAB_SCHED_CASE_COST. */
     double (*seed_cost)(uint64_t seed);
+    /* Optional: the wall seconds a worker pays once before its first case (a long-lived job it starts and
+     * keeps for its later cases). When > 0 the scheduler gives each worker one equal share of the seed groups
+     * (lab_sched_plan_incident) instead of a fresh worker per seed group, so the set-up is paid once per worker. */
+    double worker_setup_s;
+    /* Optional, with variants that need N > 1 GPUs: 1 when a case grows with the GPUs it is given (a job of one
+     * rank per GPU): it then gets every GPU of the host (at least N), one case at a time. */
+    int gpus_all;
 } lab_incident;
 
 /* One case of a replay as read back from results.jsonl (outcome, verdict, detail, metrics). */

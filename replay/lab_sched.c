@@ -120,6 +120,13 @@ void lab_sched_probe(lab_sched_machine *m)
 }
 
 /* GPUs one CUDA case of the incident needs: the largest of its variants' (0 counts as 1). */
+/* Seed groups per worker when n_groups are shared equally among workers (at least 1). */
+static size_t lab_sched_share(size_t n_groups, int workers)
+{
+    size_t w = workers > 0 ? (size_t)workers : 1, g = (n_groups + w - 1) / w;
+    return g ? g : 1;
+}
+
 static int lab_sched_gpus_needed(const lab_incident *inc)
 {
     int need = 1;
@@ -135,10 +142,14 @@ lab_sched_plan lab_sched_plan_incident(const lab_sched_machine *m, const lab_inc
     memset(&p, 0, sizeof p);
     if (group_size < 1) group_size = 1;
     int cap = lab_sched_workers(m, b, jobs_cap, NULL, 0);
+    /* Incidents whose workers start a long-lived job: an equal share of the groups per worker. */
+    int share = inc->worker_setup_s > 0;
     if (b != LAB_BACKEND_CUDA) {
         p.workers = cap;
-        p.batch = group_size;
-        snprintf(p.why, sizeof p.why, "cpu: %d workers, one seed group (%zu cases) each", p.workers, group_size);
+        if (share && (size_t)p.workers > n_groups && n_groups > 0) p.workers = (int)n_groups;
+        p.batch = share ? lab_sched_share(n_groups, p.workers) * group_size : group_size;
+        snprintf(p.why, sizeof p.why, "cpu: %d workers, %zu cases per worker run%s", p.workers, p.batch,
+                 share ? " (one long-lived job each)" : "");
         return p;
     }
     int need = lab_sched_gpus_needed(inc);
@@ -151,13 +162,15 @@ lab_sched_plan lab_sched_plan_incident(const lab_sched_machine *m, const lab_inc
         return p;
     }
     if (need > 1) {
+        if (inc->gpus_all && m->ngpu > need) need = m->ngpu;
         p.workers = m->ngpu / need;
         if (p.workers > cap) p.workers = cap;
         if (p.workers < 1) p.workers = 1;
-        p.batch = group_size;
+        p.batch = share ? lab_sched_share(n_groups, p.workers) * group_size : group_size;
         p.gpus_per_worker = need;
         p.exclusive = 1;
-        snprintf(p.why, sizeof p.why, "cuda: %d workers, %d GPUs each alone", p.workers, need);
+        snprintf(p.why, sizeof p.why, "cuda: %d workers, %d GPUs each alone%s", p.workers, need,
+                 share ? ", one long-lived job each" : "");
         return p;
     }
     /* Single-GPU cases: one context per worker, started once. Every worker takes an equal share of the

@@ -36,8 +36,13 @@ void dsh_params_from_seed(uint64_t seed, int variant, dsh_params *p)
     memset(p, 0, sizeof *p);
     p->variant = variant;
     p->trainers = 2 + (int)(u0 % 3u);
-    p->g = variant == DSH_VAR_BUG ? 2 + (int)(u1 % 3u) : variant == DSH_VAR_FIX ? 1 + (int)(u1 % 4u) : 1;
-    p->steps = 3 + (int)(u2 % 4u);
+    p->g = variant == DSH_VAR_BUG ? 2 + (int)(u1 % 3u) : variant == DSH_VAR_FIX ? 1 + (int)(u1 % 4u)
+         : variant == DSH_VAR_LOGGED ? 3 + (int)(u1 % 2u) : 1;
+    /* the logged state needs the distiller to reach step DSH_LOGGED_RAMP + 1 inside its loop */
+    p->steps = variant == DSH_VAR_LOGGED ? DSH_LOGGED_RAMP + 2 + (int)(u2 % 3u) : 3 + (int)(u2 % 4u);
+    p->job_world = 5;
+    p->transport_leaks = 1;
+    p->crash_rank = -1;
 }
 
 void dsh_job_path(const char *root, char *buf, size_t cap)
@@ -49,266 +54,6 @@ void dsh_nccl_path(const char *root, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s/%s", root && root[0] ? root : ".", DSH_NCCL_BIN);
 }
-
-static double dsh_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double dsh_real(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void dsh_sleep(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
-
-/* 1 when an executable named `name` is on PATH. */
-static int dsh_on_path(const char *name)
-{
-    const char *path = getenv("PATH");
-    if (!path) return 0;
-    char buf[4096];
-    for (const char *p = path; *p;) {
-        const char *e = strchr(p, ':');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, name);
-        if (n && access(buf, X_OK) == 0) return 1;
-        if (!e) break;
-        p = e + 1;
-    }
-    return 0;
-}
-
-int dsh_orphans(pid_t sid, const char *tag, int kill_them)
-{
-    DIR *d = opendir("/proc");
-    if (!d) return 0;
-    int count = 0;
-    pid_t self = getpid();
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        char *end;
-        long pid = strtol(e->d_name, &end, 10);
-        if (*end || pid <= 0 || pid == self) continue;
-        char path[64], buf[1024];
-        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        char *rp = strrchr(buf, ')');
-        char state = 0;
-        int ppid = 0, pgrp = 0, session = 0;
-        if (!rp || sscanf(rp + 1, " %c %d %d %d", &state, &ppid, &pgrp, &session) != 4) continue;
-        if (state == 'Z' || state == 'X') continue; /* a zombie runs nothing; its parent or init reaps it */
-        int match = sid > 0 && session == sid;
-        if (!match && tag && tag[0]) {
-            snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
-            int fd = open(path, O_RDONLY);
-            if (fd >= 0) {
-                ssize_t m = read(fd, buf, sizeof buf - 1);
-                close(fd);
-                if (m > 0) {
-                    for (ssize_t i = 0; i < m; ++i)
-                        if (!buf[i]) buf[i] = ' ';
-                    buf[m] = 0;
-                    match = strstr(buf, tag) != NULL;
-                }
-            }
-        }
-        if (!match) continue;
-        count++;
-        if (kill_them) kill((pid_t)pid, SIGKILL);
-    }
-    closedir(d);
-    return count;
-}
-
-/* Progress of the job as the traces show it: the sum of records written and finished flags, and whether
- * every rank has a trace and is in (or past) finalize. */
-static uint64_t dsh_progress(const char *dir, int world, int *all_present, int *all_final)
-{
-    uint64_t sum = 0;
-    *all_present = 1;
-    *all_final = 1;
-    for (int r = 0; r < world; ++r) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/rank%d.trace", dir, r);
-        int fd = open(path, O_RDONLY);
-        dsh_trace_head h;
-        if (fd < 0 || pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != DSH_TRACE_MAGIC) {
-            if (fd >= 0) close(fd);
-            *all_present = 0;
-            *all_final = 0;
-            continue;
-        }
-        dsh_record last;
-        memset(&last, 0, sizeof last);
-        if (h.n > 0)
-            (void)!pread(fd, &last, sizeof last,
-                         (off_t)(offsetof(dsh_trace_file, rec) + ((h.n - 1) % DSH_TRACE_RING) * sizeof last));
-        close(fd);
-        sum += h.n + (uint64_t)h.finished + (uint64_t)h.exchanges;
-        if (!(h.n > 0 && last.op == DSH_OP_FINALIZE)) *all_final = 0;
-    }
-    return sum;
-}
-
-/* The last non-empty line of file path into buf ("" if none). */
-static void dsh_last_line(const char *path, char *buf, size_t cap)
-{
-    buf[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        size_t n = strlen(line);
-        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
-        if (n) snprintf(buf, cap, "%s", line);
-    }
-    fclose(f);
-}
-
-lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, const dsh_watch *w, const char *dir,
-                       dsh_job_result *jr)
-{
-    memset(jr, 0, sizeof *jr);
-    jr->exit_code = -1;
-    if (!dsh_on_path("mpirun")) return lab_err_set(LAB_ERR_UNSUPPORTED, "mpirun not found on PATH (Open MPI)");
-    if (access(job_bin, X_OK) != 0)
-        return lab_err_set(LAB_ERR_UNSUPPORTED, "%s: %s (not built: run make, which installs Open MPI and builds it)", job_bin, strerror(errno));
-    int world = p->trainers + 1;
-    char np[16], g[16], steps[16], sd[32], t0s[64], dl[32], log[1100];
-    snprintf(np, sizeof np, "%d", world);
-    snprintf(g, sizeof g, "%d", p->g);
-    snprintf(steps, sizeof steps, "%d", p->steps);
-    snprintf(sd, sizeof sd, "%llu", (unsigned long long)seed);
-    /* The ranks' own last-resort alarm: start-up and the run together. */
-    snprintf(dl, sizeof dl, "%.3f", w->startup_s + w->deadline_s);
-    snprintf(log, sizeof log, "%s/mpirun.log", dir);
-    const char *variant = p->variant == DSH_VAR_FIX ? "fix" : "bug";
-    double t0 = dsh_real(), m0 = dsh_mono();
-    snprintf(t0s, sizeof t0s, "%.6f", t0);
-    const char *argv[40];
-    int k = 0;
-    argv[k++] = "mpirun";
-    argv[k++] = "--oversubscribe";
-    argv[k++] = "--bind-to";
-    argv[k++] = "none";
-    argv[k++] = "--mca";
-    argv[k++] = "btl";
-    argv[k++] = "self,vader";
-    argv[k++] = "--mca";
-    argv[k++] = "btl_vader_single_copy_mechanism";
-    argv[k++] = "none";
-    argv[k++] = "-np";
-    argv[k++] = np;
-    argv[k++] = job_bin;
-    argv[k++] = "--variant";
-    argv[k++] = variant;
-    argv[k++] = "--g";
-    argv[k++] = g;
-    argv[k++] = "--steps";
-    argv[k++] = steps;
-    argv[k++] = "--seed";
-    argv[k++] = sd;
-    argv[k++] = "--trace";
-    argv[k++] = dir;
-    argv[k++] = "--t0";
-    argv[k++] = t0s;
-    argv[k++] = "--deadline";
-    argv[k++] = dl;
-    char delay[32];
-    if (p->startup_delay_s > 0) {
-        snprintf(delay, sizeof delay, "%.3f", p->startup_delay_s);
-        argv[k++] = "--startup-delay";
-        argv[k++] = delay;
-    }
-    argv[k] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) return lab_err_set(LAB_ERR_IO, "0006: fork: %s", strerror(errno));
-    if (pid == 0) {
-        /* mpirun in a session of its own: its ranks (each in a process group of its own) keep the session
-         * id, which is how the orphan check finds them. It dies with this case's process. */
-        setsid();
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int nul = open("/dev/null", O_RDONLY);
-        if (fd >= 0) dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO);
-        if (nul >= 0) dup2(nul, STDIN_FILENO);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-        setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
-        setenv("NCCL_NVLS_ENABLE", "0", 1); /* the NCCL job: no NVLink multicast */
-        execvp("mpirun", (char *const *)argv);
-        fprintf(stderr, "exec mpirun: %s\n", strerror(errno));
-        _exit(127);
-    }
-    jr->sid = pid;
-    uint64_t last = 0;
-    double last_change = dsh_mono(), started = NAN;
-    jr->startup_s = NAN;
-    int status = 0;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        double now = dsh_mono();
-        if (r == pid) {
-            jr->exited = 1;
-            jr->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            jr->end_s = dsh_real() - t0;
-            break;
-        }
-        int all_present = 0, all_final = 0;
-        uint64_t prog = dsh_progress(dir, world, &all_present, &all_final);
-        if (prog != last || !all_present || all_final) {
-            /* Start-up (not every rank traced yet) and shutdown (every rank in finalize) are not stalls:
-             * only the deadline bounds them. */
-            if (prog != last) last = prog;
-            last_change = now;
-        }
-        if (all_present && isnan(started)) {
-            started = now;
-            jr->startup_s = now - m0;
-        }
-        const char *why = NULL;
-        if (isnan(started)) why = now - m0 > w->startup_s ? "startup" : NULL;
-        else if (now - started > w->deadline_s) why = "deadline";
-        else if (now - last_change > w->stall_s) why = "stall";
-        if (why) {
-            jr->never_started = isnan(started);
-            jr->hung = !jr->never_started;
-            jr->why = why;
-            jr->end_s = dsh_real() - t0;
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            break;
-        }
-        dsh_sleep(0.01);
-    }
-    /* Whatever of the job outlived mpirun: same session, or the trace directory (unique per case) on its
-     * command line. Killed, then checked again until gone (2 s at most). */
-    jr->orphans_found = dsh_orphans(pid, dir, 1);
-    double until = dsh_mono() + 2.0;
-    do {
-        jr->orphans_left = dsh_orphans(pid, dir, 1);
-        if (!jr->orphans_left) break;
-        dsh_sleep(0.02);
-    } while (dsh_mono() < until);
-    dsh_last_line(log, jr->log_tail, sizeof jr->log_tail);
-    return LAB_OK;
-}
-
 
 /* ---------------------------------------------------------------------------------------------- */
 /* The fixed protocol's schedule, from a model of the protocol (not from the job): golden source.   */
@@ -404,21 +149,31 @@ static lab_status dsh_golden_compare(const char *dir, const dsh_rank_trace *tr, 
     return st;
 }
 
-/* Removes the case's trace directory (its rank*.trace files and mpirun.log). */
-static void dsh_rmdir(const char *dir)
+/* The incident's log, as the lab reproduces it (variant bug-as-logged): the distiller at step DSH_LOGGED_RAMP + 1
+ * holds a (0, 0) batch in a gather that never completes normally (NCCL: it waits for the trainers' sends; MPI: the
+ * trainers' next real batch lands on its empty receive, truncated), while every trainer waits in a collective of a
+ * later exchange. 1 when the traces show that state, with its description in buf. */
+static int dsh_logged_state(const dsh_rank_trace *tr, int world, char *buf, size_t cap)
 {
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        char path[1200];
-        while ((e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-        closedir(d);
+    const dsh_rank_trace *d = &tr[world - 1];
+    buf[0] = 0;
+    if (!d->present || d->n == 0) return 0;
+    const dsh_record *dl = &d->rec[d->n - 1];
+    int ok = dl->op == DSH_OP_GATHER && dl->rows == 0 && dl->cols == 0 && dl->step == DSH_LOGGED_RAMP + 1 &&
+             dl->t_done == 0;
+    int tmin = 1 << 30, tmax = -1;
+    const dsh_record *tl = NULL;
+    for (int k = 0; k < world - 1; ++k) {
+        if (!tr[k].present || tr[k].n == 0) return 0;
+        tl = &tr[k].rec[tr[k].n - 1];
+        ok &= tl->t_done == 0 && tl->seq != dl->seq && !(tl->op == DSH_OP_GATHER && tl->rows == 0);
+        if (tl->step < tmin) tmin = tl->step;
+        if (tl->step > tmax) tmax = tl->step;
     }
-    rmdir(dir);
+    snprintf(buf, cap, "distiller at step %d in %s holding (%d, %d)%s; trainers at step %d%s in %s", dl->step,
+             dsh_op_name(dl->op), dl->rows, dl->cols, d->head.errors ? " (its receive failed: truncated)" : "", tmin,
+             tmax != tmin ? "+" : "", tl ? dsh_op_name(tl->op) : "?");
+    return ok;
 }
 
 lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, const dsh_watch *w)
@@ -428,7 +183,7 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
     char job[1024];
     dsh_job_path(c->root, job, sizeof job);
     if (c->backend == LAB_BACKEND_CUDA) {
-        /* The NCCL job: one process per GPU, so as many trainers as GPUs allow (one GPU is the distiller). */
+        /* The NCCL job: one process per GPU, as many trainers as the GPUs allow (one GPU is the distiller's). */
 #ifdef LAB_HAVE_CUDA
         char why[200] = "";
         int gpus = dsh_cuda_gpus(why, sizeof why);
@@ -437,7 +192,10 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
                                why);
             return LAB_OK;
         }
-        if (p.trainers > gpus - 1) p.trainers = gpus - 1;
+        if (gpus > DSH_TRACE_MAXRANK) gpus = DSH_TRACE_MAXRANK;
+        p.trainers = gpus - 1;
+        p.job_world = gpus;
+        p.transport_leaks = 0; /* ncclCommAbort frees an abandoned seed's communicator */
         dsh_nccl_path(c->root, job, sizeof job);
 #else
         lab_result_skip(r, "built without CUDA: no NCCL job");
@@ -461,8 +219,8 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
     }
     if (jr.never_started) {
         dsh_rmdir(dir);
-        return lab_err_set(LAB_ERR_IO, "0006: the job did not start within %.0f s (not every rank traced): a harness "
-                           "failure, not a hang", w->startup_s);
+        return lab_err_set(LAB_ERR_IO, "0006: the job did not start within %.0f s (not every rank traced)%s%s: a harness "
+                           "failure, not a hang", w->startup_s, jr.log_tail[0] ? "; " : "", jr.log_tail);
     }
     int world = p.trainers + 1;
     dsh_rank_trace *tr = calloc((size_t)world, sizeof *tr);
@@ -495,27 +253,37 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
         }
         golden_bad = (double)bad;
     }
-    int finished = 1, steps_ok = 1, outputs_bad = 0, empty = 0;
+    int finished = 1, steps_ok = 1, outputs_bad = 0, empty = 0, dstep = -1, tstep = 1 << 30;
     for (int k = 0; k < world; ++k) {
         finished &= tr[k].present && tr[k].head.finished;
         if (tr[k].present) {
             steps_ok &= tr[k].head.step == p.steps;
             outputs_bad += tr[k].head.outputs_bad;
             empty += tr[k].head.empty_shapes;
+            if (k == world - 1) dstep = tr[k].head.step;
+            else if (tr[k].head.step < tstep) tstep = tr[k].head.step;
         } else {
             steps_ok = 0;
         }
     }
+    char logged[200] = "";
+    int as_logged = dsh_logged_state(tr, world, logged, sizeof logged);
     free(tr);
     dsh_rmdir(dir);
     if (jr.orphans_left > 0)
         return lab_err_set(LAB_ERR_IO, "0006: %d process(es) of the job still alive 2 s after SIGKILL", jr.orphans_left);
+    /* The logged variant reproduces the incident only if it hangs where the log left it: a hang elsewhere means the
+     * reproducer drifted, which no verdict may hide. */
+    if (variant == DSH_VAR_LOGGED && jr.hung && !as_logged)
+        return lab_err_set(LAB_ERR_MISMATCH, "0006 N=%d G=%d: hung (%s), but not in the logged state: %s; %s", p.trainers,
+                           p.g, jr.why, logged, a.verdict);
 
     lab_result_metric(r, "n_trainers", p.trainers);
     lab_result_metric(r, "G", p.g);
     lab_result_metric(r, "steps", p.steps);
     lab_result_metric(r, "hung", jr.hung);
     lab_result_metric(r, "time_to_detect_s", jr.hung ? jr.end_s : NAN);
+    lab_result_metric(r, "detect_latency_s", jr.hung ? jr.detect_s : NAN);
     lab_result_metric(r, "job_s", jr.end_s);
     lab_result_metric(r, "startup_s", jr.startup_s);
     lab_result_metric(r, "first_bad_seq", (double)a.first_bad_seq);
@@ -523,16 +291,24 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
     lab_result_metric(r, "collectives_matched", (double)a.n_matched);
     lab_result_metric(r, "empty_shapes", empty);
     lab_result_metric(r, "outputs_bad", outputs_bad);
+    lab_result_metric(r, "distiller_step", dstep);
+    lab_result_metric(r, "trainer_step", tstep == 1 << 30 ? -1 : tstep);
+    if (variant == DSH_VAR_LOGGED) lab_result_metric(r, "as_logged", as_logged);
     if (isnan(golden_bad)) lab_result_metric(r, "orphans_found", jr.orphans_found);
-    else lab_result_metric(r, "golden_mismatch", golden_bad); /* 12 metrics at most: orphans_found is 0 or an ERROR here */
+    else lab_result_metric(r, "golden_mismatch", golden_bad);
 
-    int clean = !jr.hung && jr.exited && jr.exit_code == 0 && finished && steps_ok && a.first_bad_seq < 0 &&
-                a.first_step_seq < 0 && a.empty_shape_seq < 0 && empty == 0 && outputs_bad == 0 && !(golden_bad > 0);
-    char what[160];
+    int clean = !jr.hung && jr.completed && finished && steps_ok && a.first_bad_seq < 0 && a.first_step_seq < 0 &&
+                a.empty_shape_seq < 0 && empty == 0 && outputs_bad == 0 && !(golden_bad > 0);
+    /* A seed whose collectives did not pair up may leave messages behind on its communicator: the next seed gets a
+     * new one. */
+    if (!(jr.completed && a.first_bad_seq < 0)) dsh_job_retire_comm();
+    char what[200];
     if (jr.hung)
-        snprintf(what, sizeof what, "HANG (%s, killed)", jr.why); /* the times are metrics: details repeat */
-    else if (!jr.exited || jr.exit_code != 0)
-        snprintf(what, sizeof what, "mpirun exited with status %d (%s)", jr.exit_code, jr.log_tail);
+        snprintf(what, sizeof what, "HANG (%s, %.2f s after the last collective)", jr.why, jr.detect_s);
+    else if (jr.exited)
+        snprintf(what, sizeof what, "the job ended: mpirun exited with status %d (%s)", jr.exit_code, jr.log_tail);
+    else if (!jr.completed)
+        snprintf(what, sizeof what, "%d rank(s) failed a collective", jr.ranks_error);
     else
         snprintf(what, sizeof what, "completed %d steps%s%s", p.steps,
                  outputs_bad ? ", teacher outputs mismatched" : "", finished && steps_ok ? "" : ", steps incomplete");
@@ -540,8 +316,10 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
         snprintf(what + strlen(what), sizeof what - strlen(what), ", %.0f records off the golden schedule", golden_bad);
     if (!clean && traced) fprintf(stderr, "0006 seed %llu: trace of this case (Perfetto): %s.trace.json\n",
                                   (unsigned long long)c->seed, trace_stem);
-    /* The step-counter finding first: the case's detail line holds 240 characters. */
-    if (a.counters[0])
+    /* The logged state or the step-counter finding first: the case's detail line holds 240 characters. */
+    if (as_logged)
+        lab_result_verdict(r, clean, "N=%d G=%d: %s; as logged: %s; %s", p.trainers, p.g, what, logged, a.counters);
+    else if (a.counters[0])
         lab_result_verdict(r, clean, "N=%d G=%d steps=%d: %s; %s; %s", p.trainers, p.g, p.steps, what, a.counters,
                            a.verdict);
     else
@@ -549,7 +327,7 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
     return LAB_OK;
 }
 
-static const dsh_watch dsh_default_watch = {DSH_STALL_S, DSH_DEADLINE_S, DSH_STARTUP_S};
+static const dsh_watch dsh_default_watch = {DSH_STALL_S, DSH_DEADLINE_S, DSH_STARTUP_S, DSH_QUIET_S};
 
 /* The variant's run (param: DSH_VAR_*), on Open MPI for the CPU backend and NCCL for CUDA. */
 static lab_status dsh_run(const lab_case *c, lab_case_result *r)
@@ -574,6 +352,9 @@ static const lab_variant dsh_variants[] = {
     {.name = "old-counters-g1", .role = LAB_ROLE_FIX, .param = DSH_VAR_OLD_G1, .gpus = 2,
      .what = "the old counters without accumulation (G = 1): both sides count the same, so the job completes (the "
              "bug needs G > 1)"},
+    {.name = "bug-as-logged", .role = LAB_ROLE_BUG, .param = DSH_VAR_LOGGED, .gpus = 2, .detect = LAB_DETECT_FAIL,
+     .what = "as the incident's log shows it: the shape broadcast every micro-step, the batch only on a cycle's first, "
+             "G = 1 for two steps then 3..4: the distiller hangs at step 3 holding a (0, 0) batch"},
 };
 
 /* What the criterion compares, for plots (lab_metric_spec): the first separates bug and fix. */
@@ -601,6 +382,9 @@ const lab_incident dsh_incident = {
     .drift_metric = NULL,
     .figures = dsh_trace_figures,
     .default_seeds = 16,
+    .worker_setup_s = 1.0, /* mpirun and the ranks' MPI (or NCCL) start-up, paid once per worker: its job serves every
+                              later seed */
+    .gpus_all = 1,         /* the NCCL job: one trainer per GPU beyond the distiller's */
     .bench = NULL,
     .metric_specs = dsh_metric_specs,
     .n_metric_specs = (int)(sizeof dsh_metric_specs / sizeof dsh_metric_specs[0]),

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "dsh_proto.h"
 #include "dsh_trace.h"
 #include "lab_incident.h"
 
@@ -13,51 +14,81 @@
 extern "C" {
 #endif
 
-/* Which code the ranks run: the counters as they were, as fixed, or as they were with G = 1. */
-typedef enum { DSH_VAR_BUG = 0, DSH_VAR_FIX, DSH_VAR_OLD_G1 } dsh_variant;
-
 typedef struct {
-    int variant;      /* dsh_variant */
-    int trainers;     /* training ranks, 2..4 (plus one distiller) */
-    int g;            /* gradient-accumulation micro-steps: bug 2..4, fix 1..4, old-g1 1 */
+    int variant;      /* dsh_variant (dsh_proto.h) */
+    int trainers;     /* training ranks, 2..4 (plus one distiller); on NCCL every GPU but the distiller's */
+    int g;            /* gradient-accumulation micro-steps: bug 2..4, fix 1..4, old-g1 1, logged 3..4 */
     int steps;        /* optimizer steps, 3..6 */
-    double startup_delay_s; /* tests: every rank sleeps this long before its first trace (a slow NCCL init);
-                               0 in replays (dsh_params_from_seed) */
+    int job_world;    /* ranks of the job to start (at least trainers + 1): one job serves seeds of any trainer
+                         count up to job_world - 1 */
+    int transport_leaks; /* 1 on MPI: abandoned seeds leak their buffers, so the job is restarted after
+                            DSH_MPI_ABANDON_MAX of them */
+    double startup_delay_s; /* tests: every rank sleeps this long before serving (a slow start-up); 0 in replays */
+    int crash_rank;   /* tests: this job rank dies (SIGKILL) at its first collective of the seed; -1 none */
 } dsh_params;
 
-/* Draws a case's parameters from Philox (seed, DSH_STREAM_PARAMS). Never fails. */
+/* Draws a case's parameters from Philox (seed, DSH_STREAM_PARAMS), for the CPU job (job_world 5). Never fails. */
 void dsh_params_from_seed(uint64_t seed, int variant, dsh_params *p);
 
-/* The watchdog. A hang is no progress, never a slow start: start-up (launch until every rank has written
- * its trace: mpirun, MPI or NCCL init, a CUDA context) is measured apart and bounded by startup_s only;
- * a job that never starts is a harness error (the case is ERROR), not a hang. Once every rank traces,
- * the job is hung when no rank's trace advanced for stall_s seconds while some rank is still outside
- * finalize, or when it runs deadline_s past its start-up. The figures are in the README. */
-typedef struct { double stall_s, deadline_s, startup_s; } dsh_watch;
+/* The hang rule. A hang is no progress, never a slow start: start-up (until every rank of the seed has opened its
+ * trace: mpirun and MPI or NCCL start-up for a new job, a new communicator after an abandoned seed) is bounded by
+ * startup_s only; a job that never starts is a harness error (ERROR), not a hang. Once every rank traces, the
+ * seed is hung
+ *   - "deadlock": every rank is blocked (waiting in a collective it keeps testing, or out of its loop) while some
+ *     rank is still inside, no record has been added for quiet_s, and every waiting rank has tested its pending
+ *     collective DSH_QUIET_POLLS times since: a certificate, not a timeout (a rank that is not scheduled does not
+ *     poll, so a loaded machine delays the verdict instead of faking it);
+ *   - "stall": no record for stall_s whatever the ranks do (a rank stuck outside a collective);
+ *   - "deadline": deadline_s after its start-up.
+ * The figures are in the README. */
+typedef struct { double stall_s, deadline_s, startup_s, quiet_s; } dsh_watch;
 #define DSH_STALL_S    1.5
 #define DSH_DEADLINE_S 8.0
 #define DSH_STARTUP_S  60.0
+#define DSH_QUIET_S    0.2
+#define DSH_QUIET_POLLS 64
+#define DSH_ABORT_GRACE_S 2.0 /* a hung seed's ranks have this long to leave it on the abort word, or the job is ended */
 
 typedef struct {
     pid_t sid;             /* the job's session id (mpirun's pid) */
-    int exited;            /* mpirun exited by itself */
-    int exit_code;         /* its status (-1: killed) */
-    int hung;              /* the watchdog fired */
-    const char *why;       /* "stall" / "deadline" when hung, "startup" when it never started */
-    int never_started;     /* killed at startup_s with some rank not yet traced */
-    double startup_s;      /* launch until every rank traced (NaN: never) */
-    double end_s;          /* seconds from launch to the exit or to the watchdog firing */
-    int orphans_found;     /* processes of the job still alive after mpirun was gone (then killed) */
+    int reused;            /* the job was already running: its start-up was paid by an earlier case */
+    int respawned;         /* an earlier job of this process was ended first (gone, another shape, too many leaks) */
+    int completed;         /* every rank reported its loop complete */
+    int ranks_error;       /* ranks that reported a transport error */
+    int exited;            /* mpirun exited during the seed */
+    int exit_code;         /* its status (-1: not exited) */
+    int hung;              /* the hang rule fired */
+    const char *why;       /* "deadlock" / "stall" / "deadline" when hung, "startup" when it never started */
+    int never_started;     /* not every rank traced within startup_s */
+    int abandoned_clean;   /* hung: every rank left the seed on the abort word (else the job was ended) */
+    double startup_s;      /* a new job: launch until every rank served (0 when reused) */
+    double end_s;          /* seconds from the seed's post to its end or to the verdict */
+    double detect_s;       /* hung: the latest collective record (entry or completion, any rank) to the verdict */
+    int orphans_found;     /* processes of an ended job still alive after mpirun was gone (then killed) */
     int orphans_left;      /* still alive 2 s after being killed: the case is an ERROR */
-    char log_tail[200];    /* last line mpirun or a rank printed */
+    char log_tail[200];    /* last line mpirun or a rank printed, when the job ended */
+    char job_dir[512];     /* the job's directory (control file, log): on every rank's command line */
 } dsh_job_result;
 
+/* Runs seed `seed` of p on this process's long-lived job of job_bin (distill_job or distill_nccl), starting the
+ * job first when there is none (or it is gone, of another shape, or has leaked enough), with traces in dir (which
+ * must exist), under watchdog w. A hung seed is abandoned: its ranks leave it on the abort word and the job serves
+ * the next seed on a new communicator; ranks that do not leave within DSH_ABORT_GRACE_S end the job, and its
+ * processes are checked gone. LAB_ERR_UNSUPPORTED when mpirun or the job binary is missing (message says which),
+ * LAB_ERR_IO when fork fails. */
 /* Runs the job of p on world = p->trainers + 1 ranks with mpirun (its own session, oversubscribed,
  * allowed as root), writing traces into dir (which must exist), under watchdog w; kills the whole job on
  * a hang and checks that no process of it survives. LAB_ERR_UNSUPPORTED when mpirun or the job binary
  * is missing (message says which), LAB_ERR_IO when fork fails. */
 lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, const dsh_watch *w, const char *dir,
                        dsh_job_result *jr);
+/* The last seed's communicator must not serve the next (its collectives did not pair up: messages may be left on
+ * it): the next seed makes a new one, as after a hang. */
+void dsh_job_retire_comm(void);
+/* Ends this process's job, if any (the quit word, then SIGKILL to what is left); registered with atexit. */
+void dsh_job_stop(void);
+/* Removes a directory's files and the directory (a case's traces, a job's control directory). */
+void dsh_rmdir(const char *dir);
 
 /* Counts live (non-zombie) processes in session sid or whose command line contains tag (tag may be
  * NULL); with kill_them, sends each SIGKILL. Never fails (an unreadable /proc counts nothing). */

@@ -74,7 +74,6 @@ dsh_record *dsh_trace_enter(dsh_trace_file *tf, int op, int root, int64_t count,
 void dsh_trace_close(dsh_trace_file *tf)
 {
     if (!tf) return;
-    msync(tf, sizeof *tf, MS_SYNC);
     munmap(tf, sizeof *tf);
 }
 

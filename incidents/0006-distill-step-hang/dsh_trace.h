@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define DSH_TRACE_MAGIC   0x31435254485344ull /* "DSHTRC1" */
+#define DSH_TRACE_MAGIC   0x32435254485344ull /* "DSHTRC2" */
 #define DSH_TRACE_RING    256                 /* records kept per rank (the newest) */
 #define DSH_TRACE_MAXRANK 16
 #define DSH_OUT_COLS      8                   /* teacher outputs per batch row */
@@ -55,6 +55,9 @@ typedef struct {
     int32_t outputs_bad; /* trainer: teacher outputs that did not match its own batch */
     int32_t empty_shapes;/* shapes of (0, 0) received */
     int32_t exchanges;   /* exchanges (bcast + gather + scatter) completed */
+    int32_t waiting;     /* 1 while the rank waits for a collective to complete */
+    int32_t errors;      /* collectives the transport failed (a truncated message, an NCCL error) */
+    uint64_t polls;      /* tests of pending collectives so far: a waiting rank that polls is blocked, not stopped */
     uint64_t n;          /* records written so far (the ring holds the last min(n, ring)) */
     double t0;           /* the job's start (CLOCK_REALTIME seconds) */
 } dsh_trace_head;

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lab_test_case.h"
@@ -228,6 +230,9 @@ Test(dsh_job, params_cover_the_ranges)
         cr_assert(p.g >= 2 && p.g <= 4, "the bug variant draws G >= 2");
         dsh_params_from_seed(s, DSH_VAR_OLD_G1, &p);
         cr_assert_eq(p.g, 1);
+        dsh_params_from_seed(s, DSH_VAR_LOGGED, &p);
+        cr_assert(p.g >= 3 && p.g <= 4 && p.steps >= DSH_LOGGED_RAMP + 2 && p.steps <= 6,
+                  "the logged variant: G 3..4 after the ramp, and steps past it");
     }
     for (int i = 2; i <= 4; ++i) cr_assert(seen_n[i], "N=%d drawn", i);
     for (int i = 1; i <= 4; ++i) cr_assert(seen_g[i], "G=%d drawn", i);
@@ -267,6 +272,23 @@ Test(dsh_job, bug_hangs_and_names_the_distiller_step_counter, .timeout = 120)
     }
 }
 
+/* The logged variant hangs where the incident's log left the job: the distiller at step 3 holding a (0, 0) batch in
+ * its gather, every trainer in a collective of a later exchange (the criterion makes any other hang an ERROR). */
+Test(dsh_job, logged_variant_hangs_in_the_logged_state, .timeout = 120)
+{
+    if (!have_mpi()) return;
+    for (uint64_t s = 1; s <= 4; ++s) {
+        lab_case_result r = run_case("bug-as-logged", s);
+        cr_assert(r.verdict_set && !r.passed, "seed %llu: %s", (unsigned long long)s, r.detail);
+        cr_assert_eq(lab_result_get(&r, "hung"), 1, "%s", r.detail);
+        cr_assert_eq(lab_result_get(&r, "as_logged"), 1, "%s", r.detail);
+        cr_assert_eq(lab_result_get(&r, "distiller_step"), DSH_LOGGED_RAMP + 1, "%s", r.detail);
+        cr_assert_geq(lab_result_get(&r, "empty_shapes"), 1);
+        cr_assert(strstr(r.detail, "distiller at step 3 in gather holding (0, 0)"), "%s", r.detail);
+        cr_assert_lt(lab_result_get(&r, "detect_latency_s"), 1.0);
+    }
+}
+
 Test(dsh_job, old_counters_with_g1_complete, .timeout = 120)
 {
     if (!have_mpi()) return;
@@ -277,84 +299,140 @@ Test(dsh_job, old_counters_with_g1_complete, .timeout = 120)
     }
 }
 
-/* The watchdog kills a hung job, leaves no process of it alive, and the traces survive the kill. */
-static void watchdog_case(int variant, double stall, double deadline, double startup, const char *why)
+/* The long-lived job: seeds run one after another on one job; a hung seed is abandoned on the abort word and does
+ * not poison the next; a rank that dies ends the job cleanly and the next seed gets a new one; nothing of a job
+ * outlives its end. */
+static const dsh_watch test_watch = {DSH_STALL_S, DSH_DEADLINE_S, DSH_STARTUP_S, DSH_QUIET_S};
+
+static dsh_job_result job_seed(int variant, uint64_t seed, const dsh_watch *w, int crash_rank, double delay,
+                               dsh_analysis *a)
 {
     char job[1024];
     dsh_job_path(".", job, sizeof job);
-    char dir[] = "/tmp/lab-0006-wd-XXXXXX";
+    char dir[] = "/tmp/lab-0006-t-XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
     dsh_params p;
-    dsh_params_from_seed(5, variant, &p);
-    dsh_watch w = {stall, deadline, startup};
+    dsh_params_from_seed(seed, variant, &p);
+    p.crash_rank = crash_rank;
+    p.startup_delay_s = delay;
     dsh_job_result jr;
-    cr_assert_eq(dsh_job_run(job, &p, 5, &w, dir, &jr), LAB_OK, "%s", lab_err_msg());
-    cr_assert(jr.hung || jr.never_started, "the watchdog fired");
-    cr_assert_eq(jr.never_started, !strcmp(why, "startup"), "a job killed in start-up is not a hang");
-    cr_assert_str_eq(jr.why, why);
-    cr_assert_eq(jr.orphans_left, 0);
-    /* Nothing of the job: not in its session, not with its trace directory on the command line. */
-    cr_assert_eq(dsh_orphans(jr.sid, dir, 0), 0, "processes of the job remain");
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "ps -eo stat=,args= | grep -v '^Z' | grep -F '%s' | grep -v grep", dir);
-    cr_assert_neq(system(cmd), 0, "ps still lists a process of %s", dir);
-    if (variant == DSH_VAR_BUG) {
+    cr_assert_eq(dsh_job_run(job, &p, seed, w, dir, &jr), LAB_OK, "%s", lab_err_msg());
+    if (a && !jr.never_started) {
         dsh_rank_trace *tr = calloc((size_t)p.trainers + 1, sizeof *tr);
         cr_assert_eq(dsh_trace_read(dir, p.trainers + 1, tr), LAB_OK, "%s", lab_err_msg());
-        dsh_analysis a;
-        cr_assert_eq(dsh_trace_analyze(tr, p.trainers + 1, &a), LAB_OK);
-        cr_assert_eq(a.first_bad_seq, 3 * p.steps, "%s", a.verdict);
+        cr_assert_eq(dsh_trace_analyze(tr, p.trainers + 1, a), LAB_OK);
         free(tr);
+        if (!(jr.completed && a->first_bad_seq < 0)) dsh_job_retire_comm();
     }
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
-
-Test(dsh_job, watchdog_leaves_no_process_after_a_hang, .timeout = 60)
-{
-    if (!have_mpi()) return;
-    watchdog_case(DSH_VAR_BUG, DSH_STALL_S, DSH_DEADLINE_S, DSH_STARTUP_S, "stall");
-}
-
-/* A deadline shorter than start-up: the job is killed while mpirun is still launching its ranks. */
-Test(dsh_job, watchdog_leaves_no_process_when_killed_in_startup, .timeout = 60)
-{
-    if (!have_mpi()) return;
-    watchdog_case(DSH_VAR_FIX, DSH_STALL_S, DSH_DEADLINE_S, 0.15, "startup");
-}
-
-/* A hang is no progress, never a slow start: ranks that take 2.5 s to start (longer than the stall window
- * and than a deadline counted from launch would allow) complete and pass; the same slow start with the
- * bug's counters is still judged hung by the stall, and start-up is measured apart. */
-static dsh_job_result slow_start(int variant, dsh_params *p)
-{
-    char job[1024];
-    dsh_job_path(".", job, sizeof job);
-    char dir[] = "/tmp/lab-0006-slow-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    dsh_params_from_seed(5, variant, p);
-    p->startup_delay_s = 2.5;
-    dsh_watch w = {0.5, 2.0, DSH_STARTUP_S}; /* stall and run deadline both shorter than the start-up */
-    dsh_job_result jr;
-    cr_assert_eq(dsh_job_run(job, p, 5, &w, dir, &jr), LAB_OK, "%s", lab_err_msg());
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
+    dsh_rmdir(dir);
     return jr;
 }
 
-Test(dsh_job, slow_start_is_not_a_hang_but_a_stall_is, .timeout = 90)
+/* No process of the job: not in its session, not with the job's directory on its command line. */
+static void assert_job_gone(const dsh_job_result *jr)
+{
+    cr_assert_eq(dsh_orphans(jr->sid, jr->job_dir, 0), 0, "processes of the job remain");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "ps -eo stat=,args= | grep -v '^Z' | grep -F '%s' | grep -v grep", jr->job_dir);
+    cr_assert_neq(system(cmd), 0, "ps still lists a process of %s", jr->job_dir);
+}
+
+Test(dsh_job, a_hung_seed_is_abandoned_and_the_next_runs_on_the_same_job, .timeout = 60)
 {
     if (!have_mpi()) return;
-    dsh_params p;
-    dsh_job_result fix = slow_start(DSH_VAR_FIX, &p);
-    cr_expect(!fix.hung && !fix.never_started, "slow start judged %s", fix.why ? fix.why : "?");
-    cr_expect(fix.exited && fix.exit_code == 0, "exit %d: %s", fix.exit_code, fix.log_tail);
+    dsh_analysis a;
+    dsh_job_result bug = job_seed(DSH_VAR_BUG, 5, &test_watch, -1, 0, &a);
+    cr_assert(bug.hung, "the bug hangs");
+    cr_assert_str_eq(bug.why, "deadlock");
+    cr_assert(bug.abandoned_clean, "every rank left the hung seed on the abort word");
+    cr_assert_lt(bug.detect_s, 1.0, "the hang is judged %.2f s after the last collective", bug.detect_s);
+    cr_assert_geq(bug.detect_s, DSH_QUIET_S - 0.01);
+    pid_t sid = bug.sid;
+    for (uint64_t s = 1; s <= 3; ++s) {
+        dsh_job_result fix = job_seed(DSH_VAR_FIX, s, &test_watch, -1, 0, &a);
+        cr_assert(fix.reused && fix.sid == sid, "seed %llu ran on the same job", (unsigned long long)s);
+        cr_assert(fix.completed && !fix.hung, "seed %llu after a hang: %s", (unsigned long long)s, a.verdict);
+        cr_assert_eq(a.first_bad_seq, -1, "%s", a.verdict);
+    }
+    /* a seed that completes with its collectives unpaired (the logged bug on MPI leaves messages behind) */
+    dsh_job_result logged = job_seed(DSH_VAR_LOGGED, 2, &test_watch, -1, 0, &a);
+    cr_assert(logged.hung && logged.reused);
+    dsh_job_result fix = job_seed(DSH_VAR_FIX, 4, &test_watch, -1, 0, &a);
+    cr_assert(fix.completed && a.first_bad_seq < 0, "after the logged bug: %s", a.verdict);
+    dsh_job_stop();
+    assert_job_gone(&fix);
+}
+
+Test(dsh_job, a_crashed_rank_ends_the_job_cleanly_and_the_next_seed_starts_one, .timeout = 60)
+{
+    if (!have_mpi()) return;
+    dsh_analysis a;
+    dsh_job_result ok = job_seed(DSH_VAR_FIX, 1, &test_watch, -1, 0, &a);
+    cr_assert(ok.completed);
+    dsh_job_result dead = job_seed(DSH_VAR_FIX, 2, &test_watch, 1, 0, &a);
+    cr_assert(dead.reused && !dead.completed, "a seed whose rank died did not complete");
+    cr_assert(dead.exited || dead.hung, "the job ended or the seed was judged hung");
+    cr_assert_eq(dead.orphans_left, 0);
+    if (dead.exited) assert_job_gone(&dead);
+    dsh_job_result next = job_seed(DSH_VAR_FIX, 3, &test_watch, -1, 0, &a);
+    cr_assert(next.completed, "the next seed: %s", a.verdict);
+    cr_assert(!dead.exited || !next.reused, "a new job after the crash");
+    dsh_job_stop();
+    assert_job_gone(&next);
+}
+
+/* A start-up longer than startup_s: the job is ended while mpirun is still launching its ranks, and nothing is left. */
+Test(dsh_job, a_job_killed_in_startup_leaves_no_process, .timeout = 60)
+{
+    if (!have_mpi()) return;
+    dsh_watch w = test_watch;
+    w.startup_s = 0.15;
+    dsh_job_result jr = job_seed(DSH_VAR_FIX, 5, &w, -1, 1.0, NULL);
+    cr_assert(jr.never_started && !jr.hung, "a job killed in start-up is not a hang");
+    cr_assert_str_eq(jr.why, "startup");
+    assert_job_gone(&jr);
+}
+
+/* A hang is no progress, never a slow start: ranks that take 2.5 s to start (longer than the stall window and
+ * than a deadline counted from launch would allow) complete and pass; the bug's seed on that job is still judged
+ * hung, from the ranks' state, and start-up is measured apart. */
+Test(dsh_job, slow_start_is_not_a_hang_but_a_deadlock_is, .timeout = 90)
+{
+    if (!have_mpi()) return;
+    dsh_watch w = {0.5, 2.0, DSH_STARTUP_S, DSH_QUIET_S}; /* stall and run deadline both shorter than the start-up */
+    dsh_analysis a;
+    dsh_job_result fix = job_seed(DSH_VAR_FIX, 5, &w, -1, 2.5, &a);
+    cr_expect(!fix.hung && !fix.never_started && fix.completed, "slow start judged %s", fix.why ? fix.why : "?");
     cr_expect_geq(fix.startup_s, 2.5, "start-up measured: %.2f s", fix.startup_s);
-    dsh_job_result bug = slow_start(DSH_VAR_BUG, &p);
-    cr_expect(bug.hung, "the bug's stall after a slow start is a hang");
-    cr_expect(bug.why && !strcmp(bug.why, "stall"), "why: %s", bug.why ? bug.why : "none");
-    cr_expect_geq(bug.startup_s, 2.5);
+    dsh_job_result bug = job_seed(DSH_VAR_BUG, 5, &w, -1, 2.5, &a);
+    cr_expect(bug.reused && bug.hung, "the bug on the same job hangs");
+    cr_expect(bug.why && !strcmp(bug.why, "deadlock"), "why: %s", bug.why ? bug.why : "none");
+    dsh_job_stop();
+}
+
+/* The deadlock rule does not mistake a loaded machine for a hang: fix seeds pass with every core busy. */
+Test(dsh_job, no_false_hang_with_every_core_busy, .timeout = 120)
+{
+    if (!have_mpi()) return;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1 || n > 64) n = 2;
+    pid_t hogs[130];
+    int nh = 0;
+    for (long k = 0; k < 2 * n && nh < 130; ++k) {
+        pid_t p = fork();
+        if (p == 0) {
+            for (volatile unsigned long x = 0;; ++x) {}
+        }
+        if (p > 0) hogs[nh++] = p;
+    }
+    int failed = 0;
+    char first[300] = "";
+    for (uint64_t s = 1; s <= 12; ++s) {
+        lab_case_result r = run_case("fix", s);
+        if (!r.passed && !failed++) snprintf(first, sizeof first, "seed %llu: %s", (unsigned long long)s, r.detail);
+    }
+    for (int k = 0; k < nh; ++k) kill(hogs[k], SIGKILL), waitpid(hogs[k], NULL, 0);
+    cr_assert_eq(failed, 0, "%d fix seeds failed under load; %s", failed, first);
 }
 
 /* The golden schedule equals the protocol model's (that it verifies, and that a corrupted copy stops the case,
@@ -386,8 +464,8 @@ Test(dsh_golden, is_the_protocol_model)
  * more GPUs the fix passes and the bug is detected, as on the CPU. */
 Test(dsh_job, nccl_backend_skips_or_runs, .timeout = 120)
 {
-    const char *names[] = {"fix", "bug-step-counter", "old-counters-g1"};
-    for (int i = 0; i < 3; ++i) {
+    const char *names[] = {"fix", "bug-step-counter", "old-counters-g1", "bug-as-logged"};
+    for (int i = 0; i < 4; ++i) {
         const lab_variant *v = lab_incident_variant(&dsh_incident, names[i]);
         cr_assert_not_null(v);
         if (!dsh_incident.run_cuda) {

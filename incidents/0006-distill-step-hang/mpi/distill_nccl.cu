@@ -1,12 +1,12 @@
-/* distill_nccl: incident 0006's protocol over NCCL, one process per GPU (MPI only starts the processes and
- * hands out the NCCL unique id): the shape is an ncclBroadcast from rank 0, the gather to the distiller
- * and the scatter back are grouped ncclSend/ncclRecv (how torch.distributed gathers over NCCL). Same
- * counters (--variant bug|fix), same trace as distill_job. Built by incident.mk where nvcc and NCCL exist.
+/* distill_nccl: incident 0006's long-lived job over NCCL (dsh_proto.h), one process per GPU: MPI only starts the
+ * processes and hands out NCCL unique ids. The shape is an ncclBroadcast from rank 0; the gather to the distiller
+ * and the scatter back are grouped ncclSend/ncclRecv (how torch.distributed gathers over NCCL). One communicator
+ * serves seed after seed; when the lab abandons a stalled seed, every rank aborts it (ncclCommAbort, which ends
+ * the hung kernels) and the next seed makes a new one. Built by incident.mk where nvcc and NCCL exist.
  *
- * Usage: distill_nccl --variant bug|fix --g G --steps S --seed SEED --trace DIR --t0 T0 --deadline D
+ * Usage: distill_nccl --ctrl FILE      (every seed uses all ranks: trainers = ranks - 1)
  * Run with NCCL_NVLS_ENABLE=0 (the lab's launcher sets it). */
 #include <cuda_runtime.h>
-#include <math.h>
 #include <mpi.h>
 #include <nccl.h>
 #include <signal.h>
@@ -15,247 +15,162 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "dsh_trace.h"
-#include "lab_rng.h"
-
-#define DN_CUDA(call)                                                                                     \
-    do {                                                                                                  \
-        cudaError_t e_ = (call);                                                                          \
-        if (e_ != cudaSuccess) {                                                                          \
-            fprintf(stderr, "distill_nccl: %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            MPI_Abort(MPI_COMM_WORLD, 3);                                                                 \
-        }                                                                                                 \
-    } while (0)
-#define DN_NCCL(call)                                                                                     \
-    do {                                                                                                  \
-        ncclResult_t e_ = (call);                                                                         \
-        if (e_ != ncclSuccess) {                                                                          \
-            fprintf(stderr, "distill_nccl: %s:%d: %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(e_)); \
-            MPI_Abort(MPI_COMM_WORLD, 3);                                                                 \
-        }                                                                                                 \
-    } while (0)
+#include "dsh_proto.h"
 
 typedef struct {
-    int bug, g, steps;
-    uint64_t seed;
-    const char *trace;
-    double t0, deadline;
-} dn_args;
-
-typedef struct {
+    int rank, world;
     ncclComm_t comm;
     cudaStream_t stream;
-    int rank, world;
-    dsh_trace_file *tf;
-    const dn_args *a;
-} dn_ctx;
+    void *dbuf;          /* device staging, grown as needed */
+    size_t dcap;
+    const char *fail;    /* the last failed call */
+} dn_nccl;
 
-static double dn_now(const dn_args *a)
+#define DN_TRY(call)                                                                                   \
+    do {                                                                                               \
+        if (!dn_ok(n, (call), #call)) return -1;                                                       \
+    } while (0)
+
+static int dn_ok_cuda(dn_nccl *n, cudaError_t e, const char *what)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec - a->t0;
+    if (e == cudaSuccess) return 1;
+    fprintf(stderr, "distill_nccl: rank %d: %s: %s\n", n->rank, what, cudaGetErrorString(e));
+    return 0;
+}
+static int dn_ok_nccl(dn_nccl *n, ncclResult_t e, const char *what)
+{
+    if (e == ncclSuccess || e == ncclInProgress) return 1;
+    fprintf(stderr, "distill_nccl: rank %d: %s: %s\n", n->rank, what, ncclGetErrorString(e));
+    return 0;
+}
+static int dn_ok(dn_nccl *n, cudaError_t e, const char *what) { return dn_ok_cuda(n, e, what); }
+static int dn_ok(dn_nccl *n, ncclResult_t e, const char *what) { return dn_ok_nccl(n, e, what); }
+
+static void *dn_dev(dn_nccl *n, size_t bytes)
+{
+    if (bytes > n->dcap) {
+        if (n->dbuf) cudaFree(n->dbuf);
+        n->dbuf = NULL;
+        n->dcap = 0;
+        if (cudaMalloc(&n->dbuf, bytes) != cudaSuccess) return NULL;
+        n->dcap = bytes;
+    }
+    return n->dbuf;
 }
 
-/* Waits for the stream by querying it with a growing sleep, so a hung NCCL operation costs wall time only. */
-static void dn_wait(dn_ctx *c)
+static int dn_begin(dsh_xport *x, int trainers, int fresh, int *member, int *rank)
 {
-    long ns = 50000;
-    for (;;) {
-        cudaError_t e = cudaStreamQuery(c->stream);
-        if (e == cudaSuccess) return;
-        if (e != cudaErrorNotReady) DN_CUDA(e);
-        ncclResult_t async = ncclSuccess;
-        DN_NCCL(ncclCommGetAsyncError(c->comm, &async));
-        DN_NCCL(async);
-        struct timespec ts = {0, ns};
-        nanosleep(&ts, NULL);
-        if (ns < 1000000) ns *= 2;
-    }
-}
-
-static void dn_shape(const dn_args *a, uint64_t xid, long long shape[2])
-{
-    uint32_t u = lab_rng_u32(a->seed, DSH_STREAM_SHAPE, xid);
-    shape[0] = 8ll << (u & 1u);
-    shape[1] = 512ll << ((u >> 1) % 3u);
-    if (!a->bug) shape[0] *= a->g;
-}
-
-static void dn_tokens(const dn_args *a, int rank, uint64_t xid, int32_t *tok, size_t n)
-{
-    for (size_t i = 0; i < n; ++i)
-        tok[i] = (int32_t)(lab_rng_u32(a->seed, DSH_STREAM_TOKENS + (uint32_t)rank * 1024u, (xid << 32) + i) %
-                           DSH_VOCAB);
-}
-
-static void dn_teacher(const int32_t *row, long long cols, float *out)
-{
-    for (int k = 0; k < DSH_OUT_COLS; ++k) {
-        uint64_t h = 1469598103934665603ull + (uint64_t)k;
-        for (long long j = 0; j < cols; ++j) h = (h ^ (uint64_t)row[j]) * 1099511628211ull;
-        out[k] = (float)(h >> 40) * (1.0f / 16777216.0f);
-    }
-}
-
-/* One exchange on either side; xid is the trainers' exchange id (unused by the distiller). */
-static void dn_exchange(dn_ctx *c, int step, int micro, uint64_t xid)
-{
-    const dn_args *a = c->a;
-    int distiller = c->world - 1, trainers = c->world - 1, me_d = c->rank == distiller;
-    long long shape[2] = {0, 0};
-    if (c->rank == 0) dn_shape(a, xid, shape);
-    long long *d_shape;
-    DN_CUDA(cudaMalloc(&d_shape, sizeof shape));
-    DN_CUDA(cudaMemcpyAsync(d_shape, shape, sizeof shape, cudaMemcpyHostToDevice, c->stream));
-    dsh_record *r = dsh_trace_enter(c->tf, DSH_OP_BCAST, 0, 2, (int)shape[0], (int)shape[1], step, micro, dn_now(a));
-    DN_NCCL(ncclBroadcast(d_shape, d_shape, 2, ncclInt64, 0, c->comm, c->stream));
-    DN_CUDA(cudaMemcpyAsync(shape, d_shape, sizeof shape, cudaMemcpyDeviceToHost, c->stream));
-    dn_wait(c);
-    r->t_done = dn_now(a);
-    DN_CUDA(cudaFree(d_shape));
-    long long rows = shape[0], cols = shape[1];
-    if (rows == 0 || cols == 0) c->tf->head.empty_shapes++;
-    size_t n = (size_t)(rows * cols), nout = (size_t)rows * DSH_OUT_COLS;
-    size_t nt = me_d ? n * (size_t)trainers : n, nto = me_d ? nout * (size_t)trainers : nout;
-    int32_t *tok = (int32_t *)malloc(nt * sizeof(int32_t) + 4);
-    float *out = (float *)malloc(nto * sizeof(float) + 4), want[DSH_OUT_COLS];
-    int32_t *d_tok;
-    float *d_out;
-    if (!tok || !out) {
-        fprintf(stderr, "distill_nccl: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    DN_CUDA(cudaMalloc(&d_tok, nt * sizeof(int32_t) + 4));
-    DN_CUDA(cudaMalloc(&d_out, nto * sizeof(float) + 4));
-    if (!me_d) {
-        dn_tokens(a, c->rank, xid, tok, n);
-        DN_CUDA(cudaMemcpyAsync(d_tok, tok, n * sizeof(int32_t), cudaMemcpyHostToDevice, c->stream));
-    }
-    /* gather to the distiller */
-    r = dsh_trace_enter(c->tf, DSH_OP_GATHER, distiller, (int64_t)n, (int)rows, (int)cols, step, micro, dn_now(a));
-    DN_NCCL(ncclGroupStart());
-    if (me_d)
-        for (int t = 0; t < trainers; ++t) DN_NCCL(ncclRecv(d_tok + n * (size_t)t, n, ncclInt32, t, c->comm, c->stream));
-    else
-        DN_NCCL(ncclSend(d_tok, n, ncclInt32, distiller, c->comm, c->stream));
-    DN_NCCL(ncclGroupEnd());
-    if (me_d) DN_CUDA(cudaMemcpyAsync(tok, d_tok, nt * sizeof(int32_t), cudaMemcpyDeviceToHost, c->stream));
-    dn_wait(c);
-    r->t_done = dn_now(a);
-    if (me_d) {
-        for (long long i = 0; i < rows * trainers; ++i) dn_teacher(tok + i * cols, cols, out + i * DSH_OUT_COLS);
-        DN_CUDA(cudaMemcpyAsync(d_out, out, nto * sizeof(float), cudaMemcpyHostToDevice, c->stream));
-    }
-    /* scatter back */
-    r = dsh_trace_enter(c->tf, DSH_OP_SCATTER, distiller, (int64_t)nout, (int)rows, (int)cols, step, micro, dn_now(a));
-    DN_NCCL(ncclGroupStart());
-    if (me_d)
-        for (int t = 0; t < trainers; ++t)
-            DN_NCCL(ncclSend(d_out + nout * (size_t)t, nout, ncclFloat32, t, c->comm, c->stream));
-    else
-        DN_NCCL(ncclRecv(d_out, nout, ncclFloat32, distiller, c->comm, c->stream));
-    DN_NCCL(ncclGroupEnd());
-    if (!me_d) DN_CUDA(cudaMemcpyAsync(out, d_out, nout * sizeof(float), cudaMemcpyDeviceToHost, c->stream));
-    dn_wait(c);
-    r->t_done = dn_now(a);
-    if (!me_d)
-        for (long long i = 0; i < rows; ++i) {
-            dn_teacher(tok + i * cols, cols, want);
-            if (memcmp(want, out + i * DSH_OUT_COLS, sizeof want) != 0) c->tf->head.outputs_bad++;
-        }
-    c->tf->head.exchanges++;
-    DN_CUDA(cudaFree(d_tok));
-    DN_CUDA(cudaFree(d_out));
-    free(tok);
-    free(out);
-}
-
-static int dn_parse(int argc, char **argv, dn_args *a)
-{
-    memset(a, 0, sizeof *a);
-    a->g = -1, a->steps = -1, a->bug = -1, a->deadline = 30;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const char *k = argv[i], *v = argv[i + 1];
-        char *end = NULL;
-        if (!strcmp(k, "--variant")) { a->bug = !strcmp(v, "bug") ? 1 : !strcmp(v, "fix") ? 0 : -1; continue; }
-        if (!strcmp(k, "--trace")) { a->trace = v; continue; }
-        if (!strcmp(k, "--g")) a->g = (int)strtol(v, &end, 10);
-        else if (!strcmp(k, "--steps")) a->steps = (int)strtol(v, &end, 10);
-        else if (!strcmp(k, "--seed")) a->seed = strtoull(v, &end, 10);
-        else if (!strcmp(k, "--t0")) a->t0 = strtod(v, &end);
-        else if (!strcmp(k, "--deadline")) a->deadline = strtod(v, &end);
-        else { fprintf(stderr, "distill_nccl: unknown flag %s\n", k); return -1; }
-        if (!end || *end) { fprintf(stderr, "distill_nccl: %s %s: not a number\n", k, v); return -1; }
-    }
-    if (argc % 2 == 0 || a->bug < 0 || !a->trace || a->g < 1 || a->g > 64 || a->steps < 1 || a->steps > 1000) {
-        fprintf(stderr, "distill_nccl: need --variant bug|fix, --trace DIR, --g in [1, 64], --steps in [1, 1000]\n");
+    dn_nccl *n = (dn_nccl *)x->ctx;
+    if (trainers != n->world - 1) {
+        fprintf(stderr, "distill_nccl: a seed of %d trainers on a job of %d ranks: the NCCL job runs every rank\n",
+                trainers, n->world);
         return -1;
     }
+    *member = 1;
+    *rank = n->rank;
+    if (n->comm && !fresh) return 0;
+    if (n->comm) {
+        /* The abandoned seed's communicator: aborting it ends its hung kernels; then the stream drains. */
+        ncclCommAbort(n->comm);
+        n->comm = NULL;
+        DN_TRY(cudaStreamSynchronize(n->stream));
+    }
+    ncclUniqueId id;
+    if (n->rank == 0) DN_TRY(ncclGetUniqueId(&id));
+    if (MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS) return -1;
+    DN_TRY(ncclCommInitRank(&n->comm, n->world, id, n->rank));
+    return 0;
+}
+
+static int dn_bcast(dsh_xport *x, long long shape[2])
+{
+    dn_nccl *n = (dn_nccl *)x->ctx;
+    long long *d = (long long *)dn_dev(n, 2 * sizeof(long long));
+    if (!d) return -1;
+    DN_TRY(cudaMemcpyAsync(d, shape, 2 * sizeof(long long), cudaMemcpyHostToDevice, n->stream));
+    DN_TRY(ncclBroadcast(d, d, 2, ncclInt64, 0, n->comm, n->stream));
+    DN_TRY(cudaMemcpyAsync(shape, d, 2 * sizeof(long long), cudaMemcpyDeviceToHost, n->stream));
+    return 0;
+}
+
+/* Grouped send/recv: the distiller moves `count` elements with each trainer (buf holds one block per trainer);
+ * a trainer moves its block with the distiller. to_distiller: the gather's direction. Zero counts are real,
+ * synchronising messages in NCCL 2.12 and later. */
+static int dn_p2p(dn_nccl *n, void *buf, size_t count, size_t esz, ncclDataType_t t, int to_distiller)
+{
+    int distiller = n->world - 1, me_d = n->rank == distiller;
+    size_t bytes = count * esz * (me_d ? (size_t)distiller : 1);
+    char *d = (char *)dn_dev(n, bytes + 16);
+    if (!d) return -1;
+    if (!(to_distiller ? me_d : !me_d) && bytes) DN_TRY(cudaMemcpyAsync(d, buf, bytes, cudaMemcpyHostToDevice, n->stream));
+    DN_TRY(ncclGroupStart());
+    if (me_d) {
+        for (int k = 0; k < distiller; ++k) {
+            char *p = d + (size_t)k * count * esz;
+            if (to_distiller) DN_TRY(ncclRecv(p, count, t, k, n->comm, n->stream));
+            else DN_TRY(ncclSend(p, count, t, k, n->comm, n->stream));
+        }
+    } else if (to_distiller) {
+        DN_TRY(ncclSend(d, count, t, distiller, n->comm, n->stream));
+    } else {
+        DN_TRY(ncclRecv(d, count, t, distiller, n->comm, n->stream));
+    }
+    DN_TRY(ncclGroupEnd());
+    if ((to_distiller ? me_d : !me_d) && bytes) DN_TRY(cudaMemcpyAsync(buf, d, bytes, cudaMemcpyDeviceToHost, n->stream));
+    return 0;
+}
+
+static int dn_gather(dsh_xport *x, const int32_t *mine, int32_t *all, size_t count)
+{
+    dn_nccl *n = (dn_nccl *)x->ctx;
+    return dn_p2p(n, n->rank == n->world - 1 ? (void *)all : (void *)mine, count, sizeof(int32_t), ncclInt32, 1);
+}
+
+static int dn_scatter(dsh_xport *x, const float *all, float *mine, size_t nout)
+{
+    dn_nccl *n = (dn_nccl *)x->ctx;
+    return dn_p2p(n, n->rank == n->world - 1 ? (void *)all : (void *)mine, nout, sizeof(float), ncclFloat32, 0);
+}
+
+static int dn_test(dsh_xport *x)
+{
+    dn_nccl *n = (dn_nccl *)x->ctx;
+    cudaError_t e = cudaStreamQuery(n->stream);
+    if (e == cudaSuccess) return 1;
+    if (e != cudaErrorNotReady) return dn_ok(n, e, "cudaStreamQuery") ? 0 : -1;
+    ncclResult_t async = ncclSuccess;
+    if (!dn_ok(n, ncclCommGetAsyncError(n->comm, &async), "ncclCommGetAsyncError") || !dn_ok(n, async, "NCCL"))
+        return -1;
     return 0;
 }
 
 int main(int argc, char **argv)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    dn_args a;
     MPI_Init(&argc, &argv);
-    dn_ctx c;
-    memset(&c, 0, sizeof c);
-    c.a = &a;
-    MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &c.world);
-    if (dn_parse(argc, argv, &a) != 0) MPI_Abort(MPI_COMM_WORLD, 2);
-    alarm((unsigned)ceil(a.deadline) + 5u);
+    dn_nccl n;
+    memset(&n, 0, sizeof n);
+    MPI_Comm_rank(MPI_COMM_WORLD, &n.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n.world);
+    const char *ctrl_path = argc == 3 && !strcmp(argv[1], "--ctrl") ? argv[2] : NULL;
     int ndev = 0;
-    DN_CUDA(cudaGetDeviceCount(&ndev));
-    if (c.world < 2 || c.world > ndev || c.world > DSH_TRACE_MAXRANK) {
-        fprintf(stderr, "distill_nccl: %d ranks on %d GPUs: need 2 or more ranks, one GPU each\n", c.world, ndev);
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess) ndev = 0;
+    if (!ctrl_path || n.world < 2 || n.world > ndev || n.world > DSH_TRACE_MAXRANK) {
+        fprintf(stderr, "distill_nccl: usage: distill_nccl --ctrl FILE; %d ranks on %d GPUs: need 2 or more ranks, "
+                        "one GPU each\n", n.world, ndev);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    DN_CUDA(cudaSetDevice(c.rank));
-    DN_CUDA(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
-    ncclUniqueId id;
-    if (c.rank == 0) DN_NCCL(ncclGetUniqueId(&id));
-    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    DN_NCCL(ncclCommInitRank(&c.comm, c.world, id, c.rank));
-    int distiller = c.world - 1;
-    c.tf = dsh_trace_open(a.trace, c.rank, c.world, c.rank == distiller ? DSH_ROLE_DISTILLER : DSH_ROLE_TRAINER, a.t0);
-    if (!c.tf) {
-        fprintf(stderr, "distill_nccl: rank %d: %s\n", c.rank, lab_err_msg());
-        MPI_Abort(MPI_COMM_WORLD, 2);
+    dsh_ctrl *ctrl = dsh_ctrl_map(ctrl_path, 0, 0);
+    if (!ctrl || cudaSetDevice(n.rank) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&n.stream, cudaStreamNonBlocking) != cudaSuccess) {
+        fprintf(stderr, "distill_nccl: rank %d: %s\n", n.rank, ctrl ? "no CUDA device or stream" : lab_err_msg());
+        MPI_Abort(MPI_COMM_WORLD, 3);
     }
-    c.tf->head.steps = a.steps;
-    int step = 0, micro = -1;
-    if (c.rank != distiller) {
-        c.tf->head.g = a.g;
-        int acc_step = 0;
-        while (step < a.steps) {
-            micro = acc_step;
-            if (a.bug) dn_exchange(&c, step, micro, (uint64_t)step * (uint64_t)a.g + (uint64_t)micro);
-            else if (micro == 0) dn_exchange(&c, step, micro, (uint64_t)step);
-            acc_step = (acc_step + 1) % a.g;
-            if (acc_step == 0) step++;
-            c.tf->head.step = step;
-        }
-    } else {
-        c.tf->head.g = a.bug ? 0 : a.g;
-        if (!a.bug) micro = 0;
-        while (step < a.steps) {
-            dn_exchange(&c, step, micro, 0);
-            step++;
-            c.tf->head.step = step;
-        }
-    }
-    dsh_record *r = dsh_trace_enter(c.tf, DSH_OP_FINALIZE, -1, 0, 0, 0, step, micro, dn_now(&a));
-    DN_CUDA(cudaStreamSynchronize(c.stream));
-    DN_NCCL(ncclCommDestroy(c.comm));
-    MPI_Finalize();
-    r->t_done = dn_now(&a);
-    c.tf->head.finished = 1;
-    dsh_trace_close(c.tf);
-    return 0;
+    dsh_xport x = {&n, dn_begin, dn_bcast, dn_gather, dn_scatter, dn_test, "distill_nccl"};
+    int rc = dsh_serve(&x, ctrl, n.rank, n.world);
+    if (n.comm) ncclCommAbort(n.comm);
+    fflush(NULL);
+    _exit(rc == 0 ? 0 : 3);
 }

@@ -1,0 +1,465 @@
+/* dsh_job: incident 0006's launcher: the long-lived MPI or NCCL job of this process (started with mpirun at its
+ * first seed, reused for the next), one seed at a time through the control file, the hang rule, the abort of a
+ * stalled seed and the orphan check (dsh.h). */
+#define _GNU_SOURCE
+#include "dsh.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* This process's job. */
+typedef struct {
+    pid_t pid;                 /* mpirun, leader of the job's session; 0: no job */
+    int reaped;                /* mpirun exited (and was waited for): only what it left behind can remain */
+    dsh_ctrl *ctrl;
+    char dir[512];             /* the job's directory: control file and mpirun.log */
+    char bin[1024];
+    int world;
+    double delay;              /* --startup-delay it was started with */
+    uint64_t epoch;
+    int fresh;                 /* the last epoch was abandoned */
+    int abandoned;             /* epochs abandoned since it started */
+    int exit_code;             /* mpirun's status once it exited (-1 killed) */
+} dsh_job_state;
+
+static dsh_job_state dsh_job;
+
+static double dsh_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double dsh_real(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void dsh_sleep(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* 1 when an executable named `name` is on PATH. */
+static int dsh_on_path(const char *name)
+{
+    const char *path = getenv("PATH");
+    if (!path) return 0;
+    char buf[4096];
+    for (const char *p = path; *p;) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, name);
+        if (n && access(buf, X_OK) == 0) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+int dsh_orphans(pid_t sid, const char *tag, int kill_them)
+{
+    DIR *d = opendir("/proc");
+    if (!d) return 0;
+    int count = 0;
+    pid_t self = getpid();
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == self) continue;
+        char path[64], buf[1024];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        char *rp = strrchr(buf, ')');
+        char state = 0;
+        int ppid = 0, pgrp = 0, session = 0;
+        if (!rp || sscanf(rp + 1, " %c %d %d %d", &state, &ppid, &pgrp, &session) != 4) continue;
+        if (state == 'Z' || state == 'X') continue; /* a zombie runs nothing; its parent or init reaps it */
+        int match = sid > 0 && session == sid;
+        if (!match && tag && tag[0]) {
+            snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+            int fd = open(path, O_RDONLY);
+            if (fd >= 0) {
+                ssize_t m = read(fd, buf, sizeof buf - 1);
+                close(fd);
+                if (m > 0) {
+                    for (ssize_t i = 0; i < m; ++i)
+                        if (!buf[i]) buf[i] = ' ';
+                    buf[m] = 0;
+                    match = strstr(buf, tag) != NULL;
+                }
+            }
+        }
+        if (!match) continue;
+        count++;
+        if (kill_them) kill((pid_t)pid, SIGKILL);
+    }
+    closedir(d);
+    return count;
+}
+
+/* The last non-empty line of file path into buf ("" if none). */
+static void dsh_last_line(const char *path, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        size_t n = strlen(line);
+        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+        if (n) snprintf(buf, cap, "%s", line);
+    }
+    fclose(f);
+}
+
+/* Removes a directory's files and the directory. */
+void dsh_rmdir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char path[1200];
+        while ((e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* Ends the job: the quit word, `grace` seconds for mpirun to exit, then SIGKILL to its session and to every process
+ * with the job's directory on its command line, checked until none is left (2 s at most). The counts go to
+ * *found and *left (may be NULL). */
+static void dsh_job_end(double grace, int *found, int *left)
+{
+    int f = 0, l = 0;
+    if (dsh_job.pid > 0) {
+        if (!dsh_job.reaped) {
+            if (dsh_job.ctrl) dsh_st32(&dsh_job.ctrl->quit, 1);
+            int status = 0;
+            double until = dsh_mono() + grace;
+            pid_t r = 0;
+            while ((r = waitpid(dsh_job.pid, &status, WNOHANG)) == 0 && dsh_mono() < until) dsh_sleep(0.005);
+            if (r == 0) {
+                kill(-dsh_job.pid, SIGKILL);
+                kill(dsh_job.pid, SIGKILL);
+                waitpid(dsh_job.pid, &status, 0);
+            }
+        }
+        f = dsh_orphans(dsh_job.pid, dsh_job.dir, 1);
+        double until = dsh_mono() + 2.0;
+        do {
+            l = dsh_orphans(dsh_job.pid, dsh_job.dir, 1);
+            if (!l) break;
+            dsh_sleep(0.02);
+        } while (dsh_mono() < until);
+    }
+    dsh_ctrl_unmap(dsh_job.ctrl);
+    if (dsh_job.dir[0]) dsh_rmdir(dsh_job.dir);
+    memset(&dsh_job, 0, sizeof dsh_job);
+    if (found) *found = f;
+    if (left) *left = l;
+}
+
+void dsh_job_retire_comm(void)
+{
+    if (dsh_job.fresh) return;
+    dsh_job.fresh = 1;
+    dsh_job.abandoned++;
+}
+
+static pid_t dsh_job_owner; /* the process whose atexit ends the job (a forked child must not) */
+
+void dsh_job_stop(void)
+{
+    if (getpid() == dsh_job_owner) dsh_job_end(1.0, NULL, NULL);
+}
+
+/* Starts the job: world ranks of bin under mpirun in a session of its own, and waits until every rank is serving
+ * (startup_s at most). LAB_OK with *started 0 when it did not come up in time (it is then ended). */
+static lab_status dsh_job_start(const char *bin, int world, double delay, double startup_s, int *started,
+                                double *took, char *tail, size_t tail_cap, char *dir_out, size_t dir_cap)
+{
+    *started = 0;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dsh_job.dir, sizeof dsh_job.dir, "%s/lab-0006-job-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    if (!mkdtemp(dsh_job.dir)) {
+        lab_status st = lab_err_set(LAB_ERR_IO, "0006: mkdtemp %s: %s", dsh_job.dir, strerror(errno));
+        dsh_job.dir[0] = 0;
+        return st;
+    }
+    snprintf(dir_out, dir_cap, "%s", dsh_job.dir);
+    char ctrl[600], log[600], np[16], dl[32];
+    snprintf(ctrl, sizeof ctrl, "%s/ctrl", dsh_job.dir);
+    snprintf(log, sizeof log, "%s/mpirun.log", dsh_job.dir);
+    snprintf(np, sizeof np, "%d", world);
+    snprintf(dl, sizeof dl, "%.3f", delay);
+    dsh_job.ctrl = dsh_ctrl_map(ctrl, 1, world);
+    if (!dsh_job.ctrl) {
+        lab_status st = lab_err_set(LAB_ERR_IO, "0006: %s", lab_err_msg());
+        dsh_job_end(0, NULL, NULL);
+        return st;
+    }
+    snprintf(dsh_job.bin, sizeof dsh_job.bin, "%s", bin);
+    dsh_job.world = world;
+    dsh_job.delay = delay;
+    const char *argv[] = {"mpirun", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader", "--mca",
+                          "btl_vader_single_copy_mechanism", "none", "-np", np, bin, "--ctrl", ctrl,
+                          delay > 0 ? "--startup-delay" : NULL, dl, NULL};
+    fflush(NULL);
+    double m0 = dsh_mono();
+    pid_t pid = fork();
+    if (pid < 0) {
+        lab_status st = lab_err_set(LAB_ERR_IO, "0006: fork: %s", strerror(errno));
+        dsh_job_end(0, NULL, NULL);
+        return st;
+    }
+    if (pid == 0) {
+        /* mpirun in a session of its own: its ranks (each in a process group of its own) keep the session id,
+         * which is how the orphan check finds them. It dies with this process. */
+        setsid();
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int nul = open("/dev/null", O_RDONLY);
+        if (fd >= 0) dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO);
+        if (nul >= 0) dup2(nul, STDIN_FILENO);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+        setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+        setenv("NCCL_NVLS_ENABLE", "0", 1); /* the NCCL job: no NVLink multicast */
+        execvp("mpirun", (char *const *)argv);
+        fprintf(stderr, "exec mpirun: %s\n", strerror(errno));
+        _exit(127);
+    }
+    dsh_job.pid = pid;
+    if (dsh_job_owner != getpid()) {
+        dsh_job_owner = getpid();
+        atexit(dsh_job_stop);
+    }
+    for (;;) {
+        int up = 0, status = 0;
+        for (int r = 0; r < world; ++r) up += dsh_ld64(&dsh_job.ctrl->alive[r]) > 0;
+        if (up == world) break;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            dsh_last_line(log, tail, tail_cap);
+            dsh_job.reaped = 1;
+            dsh_job_end(0, NULL, NULL);
+            return LAB_OK;
+        }
+        if (dsh_mono() - m0 > startup_s) {
+            dsh_last_line(log, tail, tail_cap);
+            dsh_job_end(0, NULL, NULL);
+            return LAB_OK;
+        }
+        dsh_sleep(0.005);
+    }
+    *took = dsh_mono() - m0;
+    *started = 1;
+    return LAB_OK;
+}
+
+/* One rank's trace head as the lab polls it. */
+typedef struct {
+    int present, finished, waiting;
+    uint64_t n, polls;
+    int32_t exchanges;
+    double last_t; /* the latest record's entry or completion, seconds since the epoch's t0 */
+} dsh_snap;
+
+static void dsh_snap_read(const char *dir, int world, dsh_snap *s)
+{
+    for (int r = 0; r < world; ++r) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/rank%d.trace", dir, r);
+        memset(&s[r], 0, sizeof s[r]);
+        int fd = open(path, O_RDONLY);
+        dsh_trace_head h;
+        if (fd < 0 || pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != DSH_TRACE_MAGIC) {
+            if (fd >= 0) close(fd);
+            continue;
+        }
+        dsh_record last;
+        memset(&last, 0, sizeof last);
+        if (h.n > 0)
+            (void)!pread(fd, &last, sizeof last,
+                         (off_t)(offsetof(dsh_trace_file, rec) + ((h.n - 1) % DSH_TRACE_RING) * sizeof last));
+        close(fd);
+        s[r].present = 1;
+        s[r].finished = h.finished;
+        s[r].waiting = h.waiting;
+        s[r].n = h.n;
+        s[r].polls = h.polls;
+        s[r].exchanges = h.exchanges;
+        s[r].last_t = last.t_done > last.t_enter ? last.t_done : last.t_enter;
+    }
+}
+
+lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, const dsh_watch *w, const char *dir,
+                       dsh_job_result *jr)
+{
+    memset(jr, 0, sizeof *jr);
+    jr->exit_code = -1;
+    jr->detect_s = NAN;
+    jr->startup_s = 0;
+    if (!dsh_on_path("mpirun")) return lab_err_set(LAB_ERR_UNSUPPORTED, "mpirun not found on PATH (Open MPI)");
+    if (access(job_bin, X_OK) != 0)
+        return lab_err_set(LAB_ERR_UNSUPPORTED, "%s: %s (not built: run make, which installs Open MPI and builds it)",
+                           job_bin, strerror(errno));
+    int world = p->job_world > p->trainers + 1 ? p->job_world : p->trainers + 1;
+    /* A job that is gone, of another shape or binary, or that carries too many abandoned MPI seeds is ended. */
+    if (dsh_job.pid > 0) {
+        int status = 0;
+        if (waitpid(dsh_job.pid, &status, WNOHANG) == dsh_job.pid) dsh_job.reaped = 1;
+        if (dsh_job.reaped || dsh_job.world != world || strcmp(dsh_job.bin, job_bin) || dsh_job.delay != p->startup_delay_s ||
+            (p->transport_leaks && dsh_job.abandoned >= DSH_MPI_ABANDON_MAX)) {
+            jr->respawned = 1;
+            dsh_job_end(1.0, NULL, NULL);
+        }
+    }
+    jr->reused = dsh_job.pid > 0;
+    if (!jr->reused) {
+        snprintf(jr->job_dir, sizeof jr->job_dir, "(starting)");
+        int started = 0;
+        double took = NAN;
+        lab_status st = dsh_job_start(job_bin, world, p->startup_delay_s, w->startup_s, &started, &took, jr->log_tail,
+                                      sizeof jr->log_tail, jr->job_dir, sizeof jr->job_dir);
+        if (st != LAB_OK) return st;
+        if (!started) {
+            jr->never_started = 1;
+            jr->why = "startup";
+            return LAB_OK;
+        }
+        jr->startup_s = took;
+    }
+    dsh_ctrl *c = dsh_job.ctrl;
+    int n = p->trainers + 1;
+    jr->sid = dsh_job.pid;
+    snprintf(jr->job_dir, sizeof jr->job_dir, "%s", dsh_job.dir);
+    c->variant = p->variant, c->trainers = p->trainers, c->g = p->g, c->steps = p->steps, c->seed = seed;
+    c->crash_rank = p->crash_rank;
+    c->fresh = dsh_job.fresh;
+    snprintf(c->trace_dir, sizeof c->trace_dir, "%s", dir);
+    double t0 = dsh_real(), m0 = dsh_mono();
+    c->t0 = t0;
+    uint64_t ep = ++dsh_job.epoch;
+    dsh_st64(&c->epoch, ep);
+
+    dsh_snap *s = calloc((size_t)n, sizeof *s), *prev = calloc((size_t)n, sizeof *prev);
+    uint64_t *polls0 = calloc((size_t)n, sizeof *polls0);
+    if (!s || !prev || !polls0) {
+        free(s), free(prev), free(polls0);
+        dsh_job_end(0, NULL, NULL);
+        return lab_err_set(LAB_ERR_NOMEM, "0006: out of memory");
+    }
+    double quiet_since = m0, started = NAN;
+    int job_gone = 0;
+    for (;;) {
+        double now = dsh_mono();
+        int status = 0;
+        if (waitpid(dsh_job.pid, &status, WNOHANG) == dsh_job.pid) {
+            dsh_job.reaped = 1;
+            jr->exited = 1;
+            jr->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            jr->end_s = dsh_real() - t0;
+            job_gone = 1;
+            break;
+        }
+        int done = 0, ok = 0, err = 0;
+        for (int r = 0; r < world; ++r) {
+            int d = dsh_ld64(&c->done_epoch[r]) == ep, how = dsh_ld32(&c->done_how[r]);
+            done += d, ok += d && how == DSH_DONE_OK, err += d && how == DSH_DONE_ERROR;
+        }
+        if (done == world) {
+            jr->end_s = dsh_real() - t0;
+            jr->completed = ok == world;
+            jr->ranks_error = err;
+            break;
+        }
+        dsh_snap_read(dir, n, s);
+        int present = 1, blocked = 1, all_final = 1, polled = 1, changed = 0;
+        for (int r = 0; r < n; ++r) {
+            /* progress: a record, an exchange completed, the loop left */
+            changed |= s[r].present != prev[r].present || s[r].n != prev[r].n || s[r].finished != prev[r].finished ||
+                       s[r].exchanges != prev[r].exchanges;
+            prev[r] = s[r];
+            int jrank = r < p->trainers ? r : world - 1, left = dsh_ld64(&c->done_epoch[jrank]) == ep;
+            present &= s[r].present;
+            blocked &= s[r].finished || s[r].waiting || left;
+            all_final &= s[r].finished || left;
+        }
+        if (changed || !present) {
+            quiet_since = now;
+            for (int r = 0; r < n; ++r) polls0[r] = s[r].polls;
+        }
+        for (int r = 0; r < n; ++r)
+            if (s[r].waiting && !s[r].finished && s[r].polls - polls0[r] < DSH_QUIET_POLLS) polled = 0;
+        if (present && isnan(started)) started = now;
+        const char *why = NULL;
+        if (isnan(started)) why = now - m0 > w->startup_s ? "startup" : NULL;
+        else if (now - started > w->deadline_s) why = "deadline";
+        else if (blocked && !all_final && polled && now - quiet_since >= w->quiet_s) why = "deadlock";
+        else if (now - quiet_since > w->stall_s) why = "stall";
+        if (why) {
+            jr->never_started = isnan(started);
+            jr->hung = !jr->never_started;
+            jr->why = why;
+            jr->end_s = dsh_real() - t0;
+            double last = 0;
+            for (int r = 0; r < n; ++r)
+                if (s[r].last_t > last) last = s[r].last_t;
+            jr->detect_s = jr->end_s - last;
+            /* Abandon the seed: every rank leaves it on the abort word, or the job is ended. */
+            dsh_st64(&c->abort_epoch, ep);
+            double until = dsh_mono() + DSH_ABORT_GRACE_S;
+            int left = 0;
+            while (dsh_mono() < until) {
+                left = 0;
+                for (int r = 0; r < world; ++r) left += dsh_ld64(&c->done_epoch[r]) == ep;
+                if (left == world) break;
+                if (waitpid(dsh_job.pid, &status, WNOHANG) == dsh_job.pid) {
+                    dsh_job.reaped = 1;
+                    break;
+                }
+                dsh_sleep(0.002);
+            }
+            jr->abandoned_clean = left == world;
+            if (left != world) job_gone = 1;
+            dsh_job.fresh = 1;
+            dsh_job.abandoned++;
+            break;
+        }
+        dsh_sleep(0.002);
+    }
+    if (!jr->hung) dsh_job.fresh = 0;
+    free(s), free(prev), free(polls0);
+    if (job_gone) {
+        char log[600];
+        snprintf(log, sizeof log, "%s/mpirun.log", dsh_job.dir);
+        dsh_last_line(log, jr->log_tail, sizeof jr->log_tail);
+        dsh_job_end(0.0, &jr->orphans_found, &jr->orphans_left);
+    }
+    return LAB_OK;
+}

@@ -149,31 +149,32 @@ static lab_status dsh_golden_compare(const char *dir, const dsh_rank_trace *tr, 
     return st;
 }
 
-/* The incident's log, as the lab reproduces it (variant bug-as-logged): the distiller at step DSH_LOGGED_RAMP + 1
- * holds a (0, 0) batch in a gather that never completes normally (NCCL: it waits for the trainers' sends; MPI: the
- * trainers' next real batch lands on its empty receive, truncated), while every trainer waits in a collective of a
- * later exchange. 1 when the traces show that state, with its description in buf. */
+/* The incident's log, as the lab reproduces it (variant bug-as-logged): the distiller's shape broadcast of its step
+ * DSH_LOGGED_RAMP + 1 is the trainers' broadcast of step DSH_LOGGED_RAMP, micro-step 1, and carries (0, 0): the
+ * distiller at step 3 with a (0, 0) batch while the trainers are at step 2. Where the job then stops depends on the
+ * transport (the README says how). 1 when the traces show it, with a description in buf. */
 static int dsh_logged_state(const dsh_rank_trace *tr, int world, char *buf, size_t cap)
 {
     const dsh_rank_trace *d = &tr[world - 1];
     buf[0] = 0;
-    if (!d->present || d->n == 0) return 0;
-    const dsh_record *dl = &d->rec[d->n - 1];
-    int ok = dl->op == DSH_OP_GATHER && dl->rows == 0 && dl->cols == 0 && dl->step == DSH_LOGGED_RAMP + 1 &&
-             dl->t_done == 0;
-    int tmin = 1 << 30, tmax = -1;
-    const dsh_record *tl = NULL;
-    for (int k = 0; k < world - 1; ++k) {
-        if (!tr[k].present || tr[k].n == 0) return 0;
-        tl = &tr[k].rec[tr[k].n - 1];
-        ok &= tl->t_done == 0 && tl->seq != dl->seq && !(tl->op == DSH_OP_GATHER && tl->rows == 0);
-        if (tl->step < tmin) tmin = tl->step;
-        if (tl->step > tmax) tmax = tl->step;
+    const dsh_record *g = NULL;
+    for (size_t k = 0; d->present && k < d->n && !g; ++k) {
+        const dsh_record *x = &d->rec[k];
+        if (x->op == DSH_OP_GATHER && x->step == DSH_LOGGED_RAMP + 1 && x->rows == 0 && x->cols == 0) g = x;
     }
-    snprintf(buf, cap, "distiller at step %d in %s holding (%d, %d)%s; trainers at step %d%s in %s", dl->step,
-             dsh_op_name(dl->op), dl->rows, dl->cols, d->head.errors ? " (its receive failed: truncated)" : "", tmin,
-             tmax != tmin ? "+" : "", tl ? dsh_op_name(tl->op) : "?");
-    return ok;
+    if (!g || g->seq == 0) return 0;
+    uint64_t bseq = g->seq - 1; /* its shape broadcast */
+    for (int t = 0; t < world - 1; ++t) {
+        const dsh_record *b = NULL;
+        for (size_t k = 0; tr[t].present && k < tr[t].n && !b; ++k)
+            if (tr[t].rec[k].seq == bseq) b = &tr[t].rec[k];
+        if (!b || b->op != DSH_OP_BCAST || b->step != DSH_LOGGED_RAMP || b->micro != 1) return 0;
+    }
+    const dsh_record *dl = &d->rec[d->n - 1];
+    snprintf(buf, cap, "distiller at step %d holds a (0, 0) batch from the trainers' step %d micro 1 broadcast; it "
+             "ends at step %d in %s holding (%d, %d)%s", g->step, DSH_LOGGED_RAMP, dl->step, dsh_op_name(dl->op),
+             dl->rows, dl->cols, d->head.errors ? ", its receive truncated" : "");
+    return 1;
 }
 
 lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, const dsh_watch *w)

@@ -25,7 +25,11 @@ typedef struct {
     cudaStream_t stream;
     void *dbuf;          /* device staging, grown as needed */
     size_t dcap;
-    const char *fail;    /* the last failed call */
+    void *hbuf;          /* pinned host staging: a copy from pageable memory would block the host until the stream
+                            reaches it, behind a hung collective, where the rank could not see the abort word */
+    size_t hcap;
+    void *out_dst;       /* what the posted operation brings back: copied out of hbuf once the stream is done */
+    size_t out_bytes;
 } dn_nccl;
 
 #define DN_TRY(call)                                                                                   \
@@ -60,6 +64,19 @@ static void *dn_dev(dn_nccl *n, size_t bytes)
     return n->dbuf;
 }
 
+/* Pinned host staging of at least `bytes` (grown only between operations: the stream is idle then). */
+static void *dn_host(dn_nccl *n, size_t bytes)
+{
+    if (bytes > n->hcap) {
+        if (n->hbuf) cudaFreeHost(n->hbuf);
+        n->hbuf = NULL;
+        n->hcap = 0;
+        if (cudaMallocHost(&n->hbuf, bytes) != cudaSuccess) return NULL;
+        n->hcap = bytes;
+    }
+    return n->hbuf;
+}
+
 static int dn_begin(dsh_xport *x, int trainers, int fresh, int *member, int *rank)
 {
     dn_nccl *n = (dn_nccl *)x->ctx;
@@ -76,6 +93,7 @@ static int dn_begin(dsh_xport *x, int trainers, int fresh, int *member, int *ran
         ncclCommAbort(n->comm);
         n->comm = NULL;
         DN_TRY(cudaStreamSynchronize(n->stream));
+        n->out_bytes = 0; /* what the abandoned operation would have brought back is nobody's */
     }
     ncclUniqueId id;
     if (n->rank == 0) DN_TRY(ncclGetUniqueId(&id));
@@ -87,11 +105,13 @@ static int dn_begin(dsh_xport *x, int trainers, int fresh, int *member, int *ran
 static int dn_bcast(dsh_xport *x, long long shape[2])
 {
     dn_nccl *n = (dn_nccl *)x->ctx;
-    long long *d = (long long *)dn_dev(n, 2 * sizeof(long long));
-    if (!d) return -1;
-    DN_TRY(cudaMemcpyAsync(d, shape, 2 * sizeof(long long), cudaMemcpyHostToDevice, n->stream));
+    long long *d = (long long *)dn_dev(n, 2 * sizeof(long long)), *h = (long long *)dn_host(n, 2 * sizeof(long long));
+    if (!d || !h) return -1;
+    memcpy(h, shape, 2 * sizeof(long long));
+    DN_TRY(cudaMemcpyAsync(d, h, 2 * sizeof(long long), cudaMemcpyHostToDevice, n->stream));
     DN_TRY(ncclBroadcast(d, d, 2, ncclInt64, 0, n->comm, n->stream));
-    DN_TRY(cudaMemcpyAsync(shape, d, 2 * sizeof(long long), cudaMemcpyDeviceToHost, n->stream));
+    DN_TRY(cudaMemcpyAsync(h, d, 2 * sizeof(long long), cudaMemcpyDeviceToHost, n->stream));
+    n->out_dst = shape, n->out_bytes = 2 * sizeof(long long);
     return 0;
 }
 
@@ -102,9 +122,12 @@ static int dn_p2p(dn_nccl *n, void *buf, size_t count, size_t esz, ncclDataType_
 {
     int distiller = n->world - 1, me_d = n->rank == distiller;
     size_t bytes = count * esz * (me_d ? (size_t)distiller : 1);
-    char *d = (char *)dn_dev(n, bytes + 16);
-    if (!d) return -1;
-    if (!(to_distiller ? me_d : !me_d) && bytes) DN_TRY(cudaMemcpyAsync(d, buf, bytes, cudaMemcpyHostToDevice, n->stream));
+    char *d = (char *)dn_dev(n, bytes + 16), *h = (char *)dn_host(n, bytes + 16);
+    if (!d || !h) return -1;
+    if (!(to_distiller ? me_d : !me_d) && bytes) {
+        memcpy(h, buf, bytes);
+        DN_TRY(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, n->stream));
+    }
     DN_TRY(ncclGroupStart());
     if (me_d) {
         for (int k = 0; k < distiller; ++k) {
@@ -118,7 +141,10 @@ static int dn_p2p(dn_nccl *n, void *buf, size_t count, size_t esz, ncclDataType_
         DN_TRY(ncclRecv(d, count, t, distiller, n->comm, n->stream));
     }
     DN_TRY(ncclGroupEnd());
-    if ((to_distiller ? me_d : !me_d) && bytes) DN_TRY(cudaMemcpyAsync(buf, d, bytes, cudaMemcpyDeviceToHost, n->stream));
+    if ((to_distiller ? me_d : !me_d) && bytes) {
+        DN_TRY(cudaMemcpyAsync(h, d, bytes, cudaMemcpyDeviceToHost, n->stream));
+        n->out_dst = buf, n->out_bytes = bytes;
+    }
     return 0;
 }
 
@@ -138,7 +164,11 @@ static int dn_test(dsh_xport *x)
 {
     dn_nccl *n = (dn_nccl *)x->ctx;
     cudaError_t e = cudaStreamQuery(n->stream);
-    if (e == cudaSuccess) return 1;
+    if (e == cudaSuccess) {
+        if (n->out_bytes) memcpy(n->out_dst, n->hbuf, n->out_bytes);
+        n->out_bytes = 0;
+        return 1;
+    }
     if (e != cudaErrorNotReady) return dn_ok(n, e, "cudaStreamQuery") ? 0 : -1;
     ncclResult_t async = ncclSuccess;
     if (!dn_ok(n, ncclCommGetAsyncError(n->comm, &async), "ncclCommGetAsyncError") || !dn_ok(n, async, "NCCL"))

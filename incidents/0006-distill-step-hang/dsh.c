@@ -287,6 +287,7 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
     lab_result_metric(r, "detect_latency_s", jr.hung ? jr.detect_s : NAN);
     lab_result_metric(r, "job_s", jr.end_s);
     lab_result_metric(r, "startup_s", jr.startup_s);
+    lab_result_metric(r, "comm_s", jr.comm_s);
     lab_result_metric(r, "first_bad_seq", (double)a.first_bad_seq);
     lab_result_metric(r, "first_step_seq", (double)a.first_step_seq);
     lab_result_metric(r, "collectives_matched", (double)a.n_matched);

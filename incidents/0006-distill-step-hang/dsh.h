@@ -64,6 +64,8 @@ typedef struct {
     double startup_s;      /* a new job: launch until every rank served (0 when reused) */
     double end_s;          /* seconds from the seed's post to its end or to the verdict */
     double detect_s;       /* hung: the latest collective record (entry or completion, any rank) to the verdict */
+    double comm_s;         /* the seed's communicator: the longest any rank took to make it (after an abandoned seed:
+                              the old one's abort and the next one) */
     int orphans_found;     /* processes of an ended job still alive after mpirun was gone (then killed) */
     int orphans_left;      /* still alive 2 s after being killed: the case is an ERROR */
     char log_tail[200];    /* last line mpirun or a rank printed, when the job ended */

@@ -453,6 +453,8 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
         }
         dsh_sleep(0.002);
     }
+    for (int r = 0; r < world; ++r) /* every rank made the communicator before it traced */
+        if (c->begin_s[r] > jr->comm_s) jr->comm_s = c->begin_s[r];
     if (!jr->hung) dsh_job.fresh = 0;
     free(s), free(prev), free(polls0);
     if (job_gone) {

@@ -267,7 +267,10 @@ int dsh_serve(dsh_xport *x, dsh_ctrl *ctrl, int jrank, int jworld)
         e.variant = ctrl->variant, e.g = ctrl->g, e.trainers = ctrl->trainers, e.seed = ctrl->seed, e.t0 = ctrl->t0;
         e.crash = ctrl->crash_rank == jrank;
         int steps = ctrl->steps, member = 0, how = DP_OK;
-        if (e.trainers < 1 || e.trainers > jworld - 1 || x->begin(x, e.trainers, ctrl->fresh, &member, &e.rank) != 0) {
+        double b0 = dp_now(0);
+        int bad = e.trainers < 1 || e.trainers > jworld - 1 || x->begin(x, e.trainers, ctrl->fresh, &member, &e.rank) != 0;
+        ctrl->begin_s[jrank] = dp_now(0) - b0;
+        if (bad) {
             fprintf(stderr, "%s: rank %d: cannot make the communicator of %d trainers + 1 (job of %d)\n", x->name,
                     jrank, e.trainers, jworld);
             dsh_st32(&ctrl->done_how[jrank], DSH_DONE_ERROR);

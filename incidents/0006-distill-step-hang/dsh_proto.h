@@ -60,6 +60,8 @@ typedef struct {
     uint64_t alive[DSH_TRACE_MAXRANK];    /* heartbeat while waiting for an epoch (0: not started yet) */
     uint64_t done_epoch[DSH_TRACE_MAXRANK];
     int32_t done_how[DSH_TRACE_MAXRANK];  /* DSH_DONE_* of done_epoch */
+    double begin_s[DSH_TRACE_MAXRANK];    /* seconds the epoch's communicator took (an abort and a new one after an
+                                             abandoned seed), written before the rank traces */
 } dsh_ctrl;
 
 /* Maps the control file at path (create: made and zeroed, world stored; else opened as it is). NULL with lab_err

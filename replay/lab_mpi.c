@@ -99,7 +99,11 @@ static void lab_mpi_die_with_launcher(void)
     if (getppid() != parent) raise(SIGKILL);
 }
 
-enum { LAB_MPI_TAG_HELLO = 7101, LAB_MPI_TAG_CASE, LAB_MPI_TAG_DONE, LAB_MPI_TAG_ASK, LAB_MPI_TAG_DEAL };
+enum { LAB_MPI_TAG_HELLO = 7101, LAB_MPI_TAG_CASE, LAB_MPI_TAG_DONE, LAB_MPI_TAG_ASK, LAB_MPI_TAG_DEAL, LAB_MPI_TAG_ALIVE };
+
+/* A rank other than 0 whose cases run but that has sent nothing for this long says it is alive (its workers may all be
+ * in long cases or seed batches): silence then means the rank process itself is stuck. */
+#define LAB_MPI_ALIVE_S (LAB_MPI_GRACE_S / 2)
 
 /* The most incidents (parts of the case list) a request for work can name: as many as `--incident` flags. */
 #define LAB_MPI_MAX_PARTS LAB_ARGS_IDS_MAX
@@ -127,6 +131,11 @@ typedef struct {
     int32_t status;
     char error[240];
 } lab_mpi_done_msg;
+
+/* A rank's word that it is alive (LAB_MPI_ALIVE_S). */
+typedef struct {
+    uint32_t n_reported;
+} lab_mpi_alive_msg;
 
 /* A rank's request for work: the incidents its lane in progress runs (lab_replay_feed_fn). */
 typedef struct {
@@ -238,7 +247,7 @@ typedef struct {
     /* a rank other than 0: its request in flight */
     int asking;
     uint32_t seq;
-    double asked_at;
+    double asked_at, said_at;       /* when it asked, and when it last sent anything */
     char fail[240];                 /* why this rank stopped asking ("" while fine) */
     /* rank 0 only */
     lab_mpi_peer *ranks;
@@ -302,10 +311,11 @@ static void lab_mpi_drain(lab_mpi_ctx *x)
             lab_mpi_case_msg c;
             lab_mpi_done_msg d;
             lab_mpi_ask_msg q;
+            lab_mpi_alive_msg a;
         } m;
         memset(&m, 0, sizeof m);
         size_t want = tag == LAB_MPI_TAG_HELLO ? sizeof m.h : tag == LAB_MPI_TAG_CASE ? sizeof m.c
-                    : tag == LAB_MPI_TAG_ASK   ? sizeof m.q : sizeof m.d;
+                    : tag == LAB_MPI_TAG_ASK   ? sizeof m.q : tag == LAB_MPI_TAG_ALIVE ? sizeof m.a : sizeof m.d;
         if (count < 0 || (size_t)count > sizeof m) {
             /* Not ours or malformed: receive it into a scratch buffer to get it out of the way. */
             char *junk = malloc(count > 0 ? (size_t)count : 1);
@@ -330,6 +340,7 @@ static void lab_mpi_drain(lab_mpi_ctx *x)
             lab_mpi_answer(x, src, &m.q);
             continue;
         }
+        if (tag == LAB_MPI_TAG_ALIVE) continue; /* heard: that is all */
         if (rk->status != LAB_RANK_RUNNING) continue; /* judged already (e.g. a late word from a hung rank) */
         if (tag == LAB_MPI_TAG_HELLO) {
             rk->hello = m.h;
@@ -426,6 +437,23 @@ static void lab_mpi_gather(lab_mpi_ctx *x)
     }
 }
 
+/* A rank other than 0: sends a message to rank 0, noting when (LAB_MPI_ALIVE_S). MPI_SUCCESS or MPI's error. */
+static int lab_mpi_tell(lab_mpi_ctx *x, const void *msg, size_t len, int tag)
+{
+    x->said_at = lab_mpi_now();
+    return MPI_Send(msg, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+}
+
+/* A rank other than 0, at every turn of its run's loop (lab_isolate_on_tick): says it is alive when it has said
+ * nothing for LAB_MPI_ALIVE_S. */
+static void lab_mpi_alive(void *vctx)
+{
+    lab_mpi_ctx *x = vctx;
+    if (lab_mpi_now() - x->said_at < LAB_MPI_ALIVE_S) return;
+    lab_mpi_alive_msg a = {(uint32_t)x->n_reported};
+    lab_mpi_tell(x, &a, sizeof a, LAB_MPI_TAG_ALIVE);
+}
+
 /* The lanes' feed (lab_replay_feed_fn): rank 0 deals to itself (serving the others first); another rank asks rank 0
  * once and takes its answer when it comes. */
 static int lab_mpi_feed(void *vctx, const unsigned char *accept, size_t *g0, size_t *g1)
@@ -447,7 +475,7 @@ static int lab_mpi_feed(void *vctx, const unsigned char *accept, size_t *g0, siz
         q.seq = ++x->seq;
         q.nparts = (uint32_t)x->groups.nparts;
         memcpy(q.accept, accept, x->groups.nparts);
-        if (MPI_Send(&q, (int)sizeof q, MPI_BYTE, 0, LAB_MPI_TAG_ASK, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        if (lab_mpi_tell(x, &q, sizeof q, LAB_MPI_TAG_ASK) != MPI_SUCCESS) {
             snprintf(x->fail, sizeof x->fail, "rank %d could not ask rank 0 for work (MPI_Send failed)", x->rank);
             return -1;
         }
@@ -492,7 +520,7 @@ static void lab_mpi_case_done(void *vctx, size_t i, const lab_case_record *rec)
         m.index = i;
         m.o = rec->o;
         snprintf(m.first_run, sizeof m.first_run, "%s", rec->first_run);
-        MPI_Send(&m, (int)sizeof m, MPI_BYTE, 0, LAB_MPI_TAG_CASE, MPI_COMM_WORLD);
+        lab_mpi_tell(x, &m, sizeof m, LAB_MPI_TAG_CASE);
     }
     if (!x->reported[i]) x->n_reported++;
     x->reported[i] = 1;
@@ -702,7 +730,8 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         lab_deal_weight(x.dealer, 0, me.jobs);
         lab_isolate_on_tick(lab_mpi_serve, &x); /* answers the others while its own cases run */
     } else {
-        MPI_Send(&me, (int)sizeof me, MPI_BYTE, 0, LAB_MPI_TAG_HELLO, MPI_COMM_WORLD);
+        lab_mpi_tell(&x, &me, sizeof me, LAB_MPI_TAG_HELLO);
+        lab_isolate_on_tick(lab_mpi_alive, &x); /* says it is alive while its cases run */
     }
 
     st = lab_replay_execute_fed(&opts, x.all, x.n_all, &x.groups, lab_mpi_feed, &x, lab_mpi_case_done, &x);
@@ -717,7 +746,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         d.wall_s = my_wall;
         d.status = st;
         if (st != LAB_OK) snprintf(d.error, sizeof d.error, "%s", lab_err_msg());
-        MPI_Send(&d, (int)sizeof d, MPI_BYTE, 0, LAB_MPI_TAG_DONE, MPI_COMM_WORLD);
+        lab_mpi_tell(&x, &d, sizeof d, LAB_MPI_TAG_DONE);
         lab_mpi_ctx_free(&x);
         lab_mpi_finalize(st == LAB_OK ? 0 : LAB_EXIT_FAILED);
         lab_mpi_share_verdict(verdict, st, rank);

@@ -411,3 +411,23 @@ Test(mpi, a_hosts_gpus_are_split_among_its_ranks, .timeout = 120)
     rmrf(three);
     rmrf(one);
 }
+
+/* An incident whose reproducer starts an MPI job of its own (0006: mpirun) runs inside a rank as it does alone: the
+ * rank's job variables are not handed to the inner mpirun, which would refuse to start. */
+Test(mpi, an_incident_that_starts_its_own_mpirun_runs_inside_a_rank, .timeout = 120)
+{
+    need_mpi();
+    char *dir = tmpdir(), *out;
+    int st = mpi_replay(NULL, "", "--incident 0006 --seeds 2 --no-plots", dir, &out);
+    cr_expect_eq(st, 0, "exit %d:\n%s", st, out);
+    cJSON *b = read_jsonl(dir);
+    cr_assert_eq(cJSON_GetArraySize(b), 6);
+    for (int i = 0; i < 6; ++i) {
+        cJSON *y = cJSON_GetArrayItem(b, i);
+        const char *want = strcmp(str(y, "role"), "fix") == 0 ? "PASS" : "FAIL";
+        cr_expect_str_eq(str(y, "outcome"), want, "case %d (%s): %s", i, str(y, "variant"), str(y, "detail"));
+    }
+    cJSON_Delete(b);
+    free(out);
+    rmrf(dir);
+}

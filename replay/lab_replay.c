@@ -544,6 +544,16 @@ static void lab_replay_ctx_init(lab_replay_ctx *ctx, const lab_replay_opts *opts
     ctx->t0 = t0;
 }
 
+/* The context of a run of all of recs[0..n) (its progress counted over n), done (NULL: none) told of each case. */
+static void lab_replay_ctx_told(lab_replay_ctx *ctx, const lab_replay_opts *opts, lab_case_record *recs, size_t n,
+                                lab_replay_done_fn done, void *done_ctx)
+{
+    lab_replay_ctx_init(ctx, opts, recs, n, lab_replay_now());
+    ctx->total = n;
+    ctx->on_done = done;
+    ctx->on_done_ctx = done_ctx;
+}
+
 /* An array of n elements of size sz, zeroed: shared with the children forked later (MAP_SHARED, so that a fed run's
  * layout of a chunk reaches the pool's workers already running), or private (calloc). NULL when out of memory. */
 static void *lab_replay_alloc(size_t n, size_t sz, int shared)
@@ -760,10 +770,7 @@ lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *
                                   lab_replay_done_fn done, void *done_ctx)
 {
     lab_replay_ctx ctx;
-    lab_replay_ctx_init(&ctx, opts, recs, n, lab_replay_now());
-    ctx.total = n;
-    ctx.on_done = done;
-    ctx.on_done_ctx = done_ctx;
+    lab_replay_ctx_told(&ctx, opts, recs, n, done, done_ctx);
     lab_replay_setup su;
     lab_status st = lab_replay_setup_make(&ctx, 1, &su);
     if (st != LAB_OK) return st;
@@ -927,10 +934,7 @@ lab_status lab_replay_execute_records(const lab_replay_opts *opts, lab_case_reco
                                       lab_replay_done_fn done, void *done_ctx)
 {
     lab_replay_ctx ctx;
-    lab_replay_ctx_init(&ctx, opts, recs, n, lab_replay_now());
-    ctx.total = n;
-    ctx.on_done = done;
-    ctx.on_done_ctx = done_ctx;
+    lab_replay_ctx_told(&ctx, opts, recs, n, done, done_ctx);
     return lab_replay_execute(&ctx);
 }
 

@@ -21,6 +21,16 @@ static lab_deal_group *make_groups(const size_t *counts, size_t nparts, double (
     return g;
 }
 
+/* A dealer of those groups to `ranks` ranks (*g and *n as make_groups). */
+static lab_deal *make_dealer(const size_t *counts, size_t nparts, double (*cost_of)(size_t, size_t), int ranks,
+                             lab_deal_group **g, size_t *n)
+{
+    *g = make_groups(counts, nparts, cost_of, n);
+    lab_deal *d;
+    cr_assert_eq(lab_deal_create(*g, *n, ranks, &d), LAB_OK, "%s", lab_err_msg());
+    return d;
+}
+
 static double mixed_cost(size_t part, size_t i) { return part == 1 ? 0.0 : part == 2 ? 0.5 + 0.01 * (double)(i % 7) : 0.1; }
 static double flat_cost(size_t part, size_t i) { (void)part, (void)i; return 0.1; }
 
@@ -30,9 +40,8 @@ static double flat_cost(size_t part, size_t i) { (void)part, (void)i; return 0.1
 Test(deal, chunks_cover_every_group_once_in_order_per_part)
 {
     size_t counts[] = {40, 13, 57, 1}, n;
-    lab_deal_group *g = make_groups(counts, 4, mixed_cost, &n);
-    lab_deal *d;
-    cr_assert_eq(lab_deal_create(g, n, 3, &d), LAB_OK);
+    lab_deal_group *g;
+    lab_deal *d = make_dealer(counts, 4, mixed_cost, 3, &g, &n);
     lab_deal_weight(d, 0, 1);
     lab_deal_weight(d, 1, 2);
     lab_deal_weight(d, 2, 3);
@@ -72,9 +81,8 @@ Test(deal, chunks_cover_every_group_once_in_order_per_part)
 Test(deal, chunks_shrink_toward_the_end)
 {
     size_t counts[] = {200}, n;
-    lab_deal_group *g = make_groups(counts, 1, flat_cost, &n);
-    lab_deal *d;
-    cr_assert_eq(lab_deal_create(g, n, 2, &d), LAB_OK);
+    lab_deal_group *g;
+    lab_deal *d = make_dealer(counts, 1, flat_cost, 2, &g, &n);
     lab_deal_chunk c;
     size_t prev = n, first = 0, last = 0, k = 0;
     while (lab_deal_next(d, (int)(k % 2), NULL, &c)) {
@@ -94,9 +102,8 @@ Test(deal, chunks_shrink_toward_the_end)
 Test(deal, a_requester_gets_only_the_parts_it_accepts)
 {
     size_t counts[] = {10, 10, 10}, n;
-    lab_deal_group *g = make_groups(counts, 3, flat_cost, &n);
-    lab_deal *d;
-    cr_assert_eq(lab_deal_create(g, n, 2, &d), LAB_OK);
+    lab_deal_group *g;
+    lab_deal *d = make_dealer(counts, 3, flat_cost, 2, &g, &n);
     unsigned char only1[3] = {0, 1, 0};
     lab_deal_chunk c;
     size_t got = 0;
@@ -117,9 +124,8 @@ Test(deal, a_requester_gets_only_the_parts_it_accepts)
 Test(deal, a_retired_rank_gets_nothing_and_leaves_its_share)
 {
     size_t counts[] = {100}, n;
-    lab_deal_group *g = make_groups(counts, 1, flat_cost, &n);
-    lab_deal *d;
-    cr_assert_eq(lab_deal_create(g, n, 2, &d), LAB_OK);
+    lab_deal_group *g;
+    lab_deal *d = make_dealer(counts, 1, flat_cost, 2, &g, &n);
     lab_deal_chunk c;
     cr_assert_eq(lab_deal_next(d, 0, NULL, &c), 1);
     cr_expect_eq(c.end - c.first, 25u, "two ranks: a quarter");
@@ -141,9 +147,8 @@ Test(deal, a_retired_rank_gets_nothing_and_leaves_its_share)
 static void race(double slow, double ideal_factor)
 {
     size_t counts[] = {120, 80, 200}, n;
-    lab_deal_group *g = make_groups(counts, 3, mixed_cost, &n);
-    lab_deal *d;
-    cr_assert_eq(lab_deal_create(g, n, 2, &d), LAB_OK);
+    lab_deal_group *g;
+    lab_deal *d = make_dealer(counts, 3, mixed_cost, 2, &g, &n);
     const double slowness[2] = {1.0, slow};
     double free_at[2] = {0.0, 0.0}, total = 0.0, work[2] = {0.0, 0.0};
     size_t chunks[2] = {0, 0}, groups[2] = {0, 0};

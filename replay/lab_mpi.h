@@ -68,7 +68,7 @@ int lab_mpi_rank(void);
  * *recs is NULL, *n_recs 0 and *verdict ok (exit 0) unless their own harness failed (exit 3). LAB_ERR_UNSUPPORTED when
  * the build has no MPI; LAB_ERR_IO when MPI cannot start (the message says which call) or another rank could not
  * start; LAB_ERR_ARG for a rank without a GPU (above) or a bad LAB_MPI_TEST_FAULT. LAB_MPI_TEST_FAULT (tests only):
- * crash:R or hang:R makes rank R (1 ..) die (SIGKILL) or stall once it has reported half of the cases dealt to it so
+ * crash:R or hang:R makes rank R (1 ..) die (SIGKILL) or stall once it has reported half of the cases it has received so
  * far while one of them is still unreported; slow:R makes rank R (0 ..) sleep LAB_MPI_TEST_SLOW_MS after each case it
  * reports. */
 lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, lab_case_record **recs,

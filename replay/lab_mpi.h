@@ -54,7 +54,8 @@ int lab_mpi_rank(void);
  * run time, status, why), added from memory in the staged result set before it replaces the output folder
  * (lab_replay_opts.summary_fields). A rank whose process is gone (same host: /proc says so) has its dealt and
  * unreported cases CRASH; one silent for longer than the longest case watchdog of the run plus LAB_MPI_GRACE_S has
- * them HANG; the error of each such case names the rank, host and pid. Either rank is dealt nothing more: the groups
+ * them HANG (a rank whose cases run says it is alive every LAB_MPI_GRACE_S / 2 seconds, so silence means the rank
+ * process is stuck, not its workers busy with long cases); the error of each such case names the rank, host and pid. Either rank is dealt nothing more: the groups
  * not yet dealt go to the others. The replay is then NOT OK whatever the roles, summary.json's "ok" is false, and
  * rank 0 ends a hung job with MPI_Abort(1) after writing every file. A rank dying only leaves rank 0 running when
  * mpirun was started with --enable-recovery (Open MPI 4; otherwise mpirun kills the job).

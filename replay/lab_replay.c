@@ -758,11 +758,12 @@ static int lab_replay_lane_next(void *vl, size_t waiting, size_t *first, size_t 
     }
 }
 
-/* Whether two plans run their cases alike (the same workers bound the same way): their incidents share a lane. */
+/* Whether two plans run their cases alike (the same workers bound the same way): their incidents share a lane. Cases
+ * that SKIP for want of GPUs do not: each incident's SKIP says what it needs. */
 static int lab_replay_same_plan(const lab_sched_plan *a, const lab_sched_plan *b)
 {
     return a->workers == b->workers && a->gpus_per_worker == b->gpus_per_worker && a->exclusive == b->exclusive &&
-           a->gpus_missing == b->gpus_missing;
+           !a->gpus_missing && !b->gpus_missing;
 }
 
 lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *recs, size_t n,

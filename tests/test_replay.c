@@ -862,6 +862,10 @@ static const lab_variant eight_gpu_variants[] = {{.name = "fix", .role = LAB_ROL
 static const lab_incident eight_gpus = {.id = "9013-eight-gpus", .title = "eight gpus", .summary = "synthetic",
                                         .variants = eight_gpu_variants, .n_variants = 1, .run_cpu = run_pid,
                                         .run_cuda = run_pid, .plot_metric = "pid"};
+static const lab_variant sixteen_gpu_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid", .gpus = 16}};
+static const lab_incident sixteen_gpus = {.id = "9014-sixteen-gpus", .title = "sixteen gpus", .summary = "synthetic",
+                                          .variants = sixteen_gpu_variants, .n_variants = 1, .run_cpu = run_pid,
+                                          .run_cuda = run_pid, .plot_metric = "pid"};
 static int fed_wrong_lane(void *ctx, const unsigned char *accept, size_t *g0, size_t *g1)
 {
     const lab_replay_groups *g = ctx;
@@ -876,9 +880,9 @@ static int fed_wrong_lane(void *ctx, const unsigned char *accept, size_t *g0, si
 Test(replay, a_fed_execution_runs_its_lanes_as_a_plain_one, .init = mkout, .fini = rmout)
 {
     setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3", 1);
-    const lab_incident *incs[] = {&pool_a, &two_gpus, &pool_b, &eight_gpus};
+    const lab_incident *incs[] = {&pool_a, &two_gpus, &pool_b, &eight_gpus, &sixteen_gpus};
     uint64_t seeds[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 4, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA,
+    lab_replay_opts o = {.incidents = incs, .n_incidents = 5, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA,
                          .jobs = 2, .lab_bin = "build/lab", .root = ".", .device_probe = probe_ok};
     lab_replay_groups g;
     int *owner;
@@ -888,8 +892,11 @@ Test(replay, a_fed_execution_runs_its_lanes_as_a_plain_one, .init = mkout, .fini
     size_t distinct = 0;
     for (size_t i = 0; i < n; ++i) {
         const lab_incident *inc = recs[i].incident;
-        if (inc == &eight_gpus) {
+        if (inc == &eight_gpus || inc == &sixteen_gpus) {
+            char need[32];
+            snprintf(need, sizeof need, "need %d GPUs", inc->variants[0].gpus);
             cr_expect_eq(recs[i].o.r.skip_class, LAB_SKIP_NEEDS_GPUS, "%s", recs[i].o.r.detail);
+            cr_expect(strstr(recs[i].o.r.detail, need) != NULL, "%s: '%s' lacks '%s'", inc->id, recs[i].o.r.detail, need);
             cr_expect_eq(recs[i].o.worker, -1, "SKIP in the runner");
             continue;
         }

@@ -179,7 +179,7 @@ static double lab_mpi_now(void)
 
 /* This rank's share of its host, without any CUDA call: the host's GPUs as lab_sched_probe sees them (a
  * CUDA_VISIBLE_DEVICES list already set by a scheduler, else the driver's listing in PCI order), split among the ranks
- * on the host (lab_sched_share); the rank's set becomes the only visible one (CUDA_VISIBLE_DEVICES, "-1" for none;
+ * on the host (lab_sched_host_share); the rank's set becomes the only visible one (CUDA_VISIBLE_DEVICES, "-1" for none;
  * CUDA_DEVICE_ORDER=PCI_BUS_ID for the driver's listing, unless already set) and is described into desc. *m gets the
  * share (its CPUs too); *host_gpus the host's GPU count. */
 static void lab_mpi_take_share(int local_rank, int local_size, lab_sched_machine *m, int *host_gpus, char *desc,
@@ -187,7 +187,7 @@ static void lab_mpi_take_share(int local_rank, int local_size, lab_sched_machine
 {
     lab_sched_probe(m);
     *host_gpus = m->ngpu;
-    int first = lab_sched_share(m, local_rank, local_size);
+    int first = lab_sched_host_share(m, local_rank, local_size);
     if (*host_gpus == 0) {
         snprintf(desc, len, "none (%s)", m->source);
         return;

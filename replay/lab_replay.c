@@ -696,16 +696,38 @@ typedef struct {
     lab_replay_ctx *ctx;
     const lab_replay_groups *groups;
     const lab_replay_part *parts;
+    const lab_sched_plan *plans; /* per part */
     unsigned char *accept;      /* per part: in this lane */
     int pool;                   /* the lane is the pool: a chunk is laid out in runs (lab_replay_pool_layout) */
-    int per_case;               /* ranges of one case (each its own compute-sanitizer process), else of one group */
     lab_replay_feed_fn feed;
     void *feed_ctx;
     int ended;                  /* the feed said -1 */
     lab_status st;              /* a chunk that could not be laid out, or was not one of this lane's */
     size_t *bounds, nr, next;   /* the pool's chunk: runs [bounds[r], bounds[r + 1]) from next on */
-    size_t at, end, grp;        /* otherwise: its jobs [at, end) not handed out yet, at in group grp */
+    size_t at, end, grp, gend;  /* otherwise: its jobs [at, end) not handed out yet, at in group grp of its groups
+                                   [.., gend) */
+    size_t batch;               /* and the jobs a child runs (its incident's plan.batch) */
 } lab_replay_lane;
+
+/* The next range of a chunk outside the pool: as the plain execution cuts its runs, plan.batch jobs a child (a seed
+ * group on the CPU, one case under compute-sanitizer, a worker's share of groups where its incident says so), here cut
+ * from the chunk: whole groups where the batch holds one or more, else batch cases at a time. */
+static void lab_replay_lane_cut(lab_replay_lane *l, size_t *first, size_t *end)
+{
+    const size_t *start = l->groups->start;
+    size_t stop, want = l->batch ? l->batch : 1;
+    if (want < start[l->grp + 1] - start[l->grp]) {
+        stop = l->at + want < start[l->grp + 1] ? l->at + want : start[l->grp + 1];
+        if (stop == start[l->grp + 1]) l->grp++;
+    } else {
+        size_t k = l->grp + 1;
+        while (k < l->gend && start[k + 1] - l->at <= want) ++k;
+        stop = start[k];
+        l->grp = k;
+    }
+    *first = l->at;
+    *end = l->at = stop;
+}
 
 /* The lane's next range (lab_job_feed_fn): the next run of the chunk in hand; when there is none and fewer ranges wait
  * than the lane has workers, the next chunk from the caller's feed, laid out. */
@@ -721,8 +743,7 @@ static int lab_replay_lane_next(void *vl, size_t waiting, size_t *first, size_t 
             return 1;
         }
         if (!l->pool && l->at < l->end) {
-            *first = l->at;
-            *end = l->at = l->per_case ? l->at + 1 : g->start[++l->grp];
+            lab_replay_lane_cut(l, first, end);
             return 1;
         }
         if (l->ended || waiting >= (size_t)ctx->plan.workers) return l->ended ? -1 : 0;
@@ -742,6 +763,8 @@ static int lab_replay_lane_next(void *vl, size_t waiting, size_t *first, size_t 
         l->at = g->start[g0];
         l->end = g->start[g1];
         l->grp = g0;
+        l->gend = g1;
+        l->batch = l->plans[p].batch;
         if (l->pool) {
             lab_replay_part pt = {l->at, l->end, l->parts[p].group_size, g1 - g0};
             size_t *bounds = NULL, nr = 0;
@@ -792,7 +815,7 @@ lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *
             }
     }
     for (int ln = 0; ln < nl && st == LAB_OK && !lab_isolate_interrupted(); ++ln) {
-        lab_replay_lane l = {&ctx, groups, su.parts, accept, ln == 0, opts->sanitize != NULL, feed, feed_ctx};
+        lab_replay_lane l = {&ctx, groups, su.parts, su.plans, accept, ln == 0, feed, feed_ctx};
         int members = 0;
         for (size_t i = 0; i < su.np; ++i) {
             accept[i] = lane[i] == ln;

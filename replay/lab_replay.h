@@ -122,9 +122,10 @@ typedef int (*lab_replay_feed_fn)(void *ctx, const unsigned char *accept, size_t
  * in lanes, as lab_replay_execute_records runs them: first one pool of the incidents whose plans share their workers
  * (single-GPU CUDA cases; each chunk laid out as that pool lays out its runs: seed batches cut to a worker's share,
  * runs costliest first), its long-lived workers kept across chunks; then one lane for each other plan, in the
- * incidents' order (the CPU backend: every incident in one lane, a seed group a child; cases that need GPUs of their
- * own; cases that SKIP for want of GPUs). A lane asks the feed for chunks of its incidents until it answers -1, and
- * its workers take each chunk's runs as they free up, so none waits while the feed has work. Then the cases that met a
+ * incidents' order (the CPU backend: every incident in one lane; cases that need GPUs of their own; each incident
+ * whose cases SKIP for want of GPUs), a chunk cut into runs of the incident's plan.batch jobs (whole seed groups
+ * where the batch holds one). A lane asks the feed for chunks of its incidents until it answers -1, and its workers
+ * take each chunk's runs as they free up, so none waits while the feed has work. Then the cases that met a
  * device error run again, as there. Returns as lab_replay_execute_records; LAB_ERR_ARG when groups are not those of
  * recs or the feed gave a chunk that is not a lane's (the message says which). */
 lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *recs, size_t n,

@@ -254,7 +254,7 @@ void lab_sched_bind(const lab_sched_machine *m, const lab_sched_plan *p, int slo
     setenv("CUDA_VISIBLE_DEVICES", val, 1);
 }
 
-int lab_sched_share(lab_sched_machine *m, int rank, int size)
+int lab_sched_host_share(lab_sched_machine *m, int rank, int size)
 {
     if (size < 1 || rank < 0 || rank >= size) return -1;
     int ncpu = m->ncpu / size;

@@ -112,7 +112,7 @@ void lab_sched_visible(const lab_sched_machine *m, int first, int count, char *b
  * front of *m (entries, names, UUIDs) with m->ngpu its size; and the CPUs divided (ncpu / size, at least 1; cpu_source
  * says so). A rank beyond the GPUs (size > ngpu) keeps none. Returns the host index of the rank's first GPU (its
  * count: m->ngpu), or -1 with *m unchanged when rank is not in [0, size). No CUDA call, nothing in the environment. */
-int lab_sched_share(lab_sched_machine *m, int rank, int size);
+int lab_sched_host_share(lab_sched_machine *m, int rank, int size);
 
 /* In a worker process, before any CUDA call: makes the worker's GPUs the only visible ones
  * (CUDA_VISIBLE_DEVICES), worker `slot` of the plan (lab_isolate_worker_slot()). Does nothing on the CPU

@@ -103,7 +103,7 @@ Test(sched, a_host_is_shared_by_its_local_ranks)
     for (int r = 0; r < 2; ++r) {
         lab_sched_machine m = host(64, 4);
         snprintf(m.uuid[2 * r], sizeof m.uuid[0], "GPU-%d", 2 * r);
-        cr_expect_eq(lab_sched_share(&m, r, 2), 2 * r);
+        cr_expect_eq(lab_sched_host_share(&m, r, 2), 2 * r);
         cr_expect_eq(m.ngpu, 2);
         cr_expect_eq(m.ncpu, 32);
         cr_expect(strstr(m.cpu_source, "shared by 2 local ranks") != NULL, "%s", m.cpu_source);
@@ -119,20 +119,20 @@ Test(sched, a_host_is_shared_by_its_local_ranks)
     int sizes[3], firsts[3];
     for (int r = 0; r < 3; ++r) {
         lab_sched_machine m = host(64, 4);
-        firsts[r] = lab_sched_share(&m, r, 3);
+        firsts[r] = lab_sched_host_share(&m, r, 3);
         sizes[r] = m.ngpu;
         cr_expect_eq(m.ncpu, 21);
     }
     cr_expect(sizes[0] == 2 && sizes[1] == 1 && sizes[2] == 1, "4 GPUs, 3 ranks: %d %d %d", sizes[0], sizes[1], sizes[2]);
     cr_expect(firsts[0] == 0 && firsts[1] == 2 && firsts[2] == 3, "first GPUs %d %d %d", firsts[0], firsts[1], firsts[2]);
     lab_sched_machine m = host(2, 1);
-    cr_expect_eq(lab_sched_share(&m, 1, 2), 1);
+    cr_expect_eq(lab_sched_host_share(&m, 1, 2), 1);
     cr_expect_eq(m.ngpu, 0, "a second rank on a host of one GPU keeps none");
     cr_expect_eq(m.ncpu, 1);
     m = host(1, 0);
-    cr_expect_eq(lab_sched_share(&m, 0, 4), 0);
+    cr_expect_eq(lab_sched_host_share(&m, 0, 4), 0);
     cr_expect_eq(m.ncpu, 1, "never below one CPU");
-    cr_expect_eq(lab_sched_share(&m, 4, 4), -1, "a rank outside the host");
+    cr_expect_eq(lab_sched_host_share(&m, 4, 4), -1, "a rank outside the host");
     lab_sched_machine one = host(64, 1);
     char vis[8];
     lab_sched_visible(&one, 0, 1, vis, sizeof vis);

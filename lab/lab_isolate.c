@@ -375,7 +375,8 @@ typedef struct {
     size_t n, cap;
 } lab_isolate_queue;
 
-static int lab_isolate_push(lab_isolate_queue *q, size_t a, size_t b)
+/* Queues [a, b) on top of the stack (handed out next), or with `last` at its bottom (after everything queued). */
+static int lab_isolate_queue_add(lab_isolate_queue *q, size_t a, size_t b, int last)
 {
     if (a >= b) return 0;
     if (q->n == q->cap) {
@@ -385,10 +386,44 @@ static int lab_isolate_push(lab_isolate_queue *q, size_t a, size_t b)
         q->r = nr;
         q->cap = cap;
     }
-    q->r[q->n][0] = a;
-    q->r[q->n][1] = b;
+    size_t at = last ? 0 : q->n;
+    if (last) memmove(q->r + 1, q->r, q->n * sizeof *q->r);
+    q->r[at][0] = a;
+    q->r[at][1] = b;
     q->n++;
     return 0;
+}
+
+static int lab_isolate_push(lab_isolate_queue *q, size_t a, size_t b) { return lab_isolate_queue_add(q, a, b, 0); }
+
+/* The parent's hook at every turn of a run's loop (lab_isolate_on_tick). */
+static void (*lab_isolate_tick_fn)(void *ctx);
+static void *lab_isolate_tick_ctx;
+
+void lab_isolate_on_tick(void (*fn)(void *ctx), void *ctx)
+{
+    lab_isolate_tick_fn = fn;
+    lab_isolate_tick_ctx = ctx;
+}
+
+/* Takes what the feed has now into the queue, behind what waits: 0 while it may give more, -1 once it said it never
+ * will or gave a range outside [0, n) (*result then says so). */
+static int lab_isolate_take_feed(lab_job_feed_fn feed, void *feed_ctx, size_t n, lab_isolate_queue *q, lab_status *result)
+{
+    for (;;) {
+        size_t a = 0, b = 0;
+        int r = feed(feed_ctx, q->n, &a, &b);
+        if (r < 0) return -1;
+        if (r == 0) return 0;
+        if (a >= b || b > n) {
+            *result = lab_err_set(LAB_ERR_ARG, "isolate: the feed gave jobs [%zu, %zu), not a range of the %zu jobs", a, b, n);
+            return -1;
+        }
+        if (lab_isolate_queue_add(q, a, b, 1) != 0) {
+            *result = lab_err_set(LAB_ERR_NOMEM, "isolate: out of memory");
+            return -1;
+        }
+    }
 }
 
 int lab_isolate_slowest(size_t *job, double *elapsed_s)
@@ -430,7 +465,8 @@ lab_status lab_isolate_run_batched(size_t n, lab_job_fn fn, void *ctx, int jobs,
  * one through its command socket instead of exiting. */
 static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, const size_t *bounds, size_t nranges,
                                      double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
-                                     lab_job_outcome *out, int reuse, lab_job_init_fn init)
+                                     lab_job_outcome *out, int reuse, lab_job_init_fn init, lab_job_feed_fn feed,
+                                     void *feed_ctx)
 {
     if (jobs < 1) jobs = 1;
     if (timeout_s <= 0) timeout_s = 60;
@@ -460,7 +496,10 @@ static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int job
     int outer_jobs = lab_isolate_cur_jobs;
     lab_isolate_cur_slots = slots;
     lab_isolate_cur_jobs = jobs;
-    while ((q.n > 0 || running > 0) && !lab_isolate_sig) {
+    int feeding = feed != NULL; /* the feed may give more ranges */
+    while ((q.n > 0 || running > 0 || feeding) && !lab_isolate_sig) {
+        if (lab_isolate_tick_fn) lab_isolate_tick_fn(lab_isolate_tick_ctx);
+        if (feeding && result == LAB_OK && lab_isolate_take_feed(feed, feed_ctx, n, &q, &result) < 0) feeding = 0;
         /* Start batches into free slots. */
         for (int i = 0; i < jobs && q.n > 0 && result == LAB_OK && !lab_isolate_sig; ++i) {
             lab_isolate_slot *s = &slots[i];
@@ -536,9 +575,9 @@ static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int job
             s->delay0 = 0; /* a new process has waited for nothing yet */
             running++;
         }
-        /* Nothing left to hand out: the long-lived children waiting for work end (a range cut short later goes to a
-         * fresh child). */
-        for (int i = 0; i < jobs && q.n == 0; ++i)
+        /* Nothing left to hand out, nor to come from a feed: the long-lived children waiting for work end (a range cut
+         * short later goes to a fresh child). */
+        for (int i = 0; i < jobs && q.n == 0 && !feeding; ++i)
             if (slots[i].pid && slots[i].idle && slots[i].cmd >= 0) {
                 close(slots[i].cmd);
                 slots[i].cmd = -1;
@@ -638,12 +677,20 @@ lab_status lab_isolate_run_ranges(size_t n, lab_job_fn fn, void *ctx, int jobs, 
                                   double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
                                   lab_job_outcome *out)
 {
-    return lab_isolate_ranges(n, fn, ctx, jobs, bounds, nranges, timeout_s, timeout_of, done, out, 0, NULL);
+    return lab_isolate_ranges(n, fn, ctx, jobs, bounds, nranges, timeout_s, timeout_of, done, out, 0, NULL, NULL, NULL);
 }
 
 lab_status lab_isolate_run_pool(size_t n, lab_job_fn fn, void *ctx, int jobs, const size_t *bounds, size_t nranges,
                                 double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
                                 lab_job_outcome *out, lab_job_init_fn init)
 {
-    return lab_isolate_ranges(n, fn, ctx, jobs, bounds, nranges, timeout_s, timeout_of, done, out, 1, init);
+    return lab_isolate_ranges(n, fn, ctx, jobs, bounds, nranges, timeout_s, timeout_of, done, out, 1, init, NULL, NULL);
+}
+
+lab_status lab_isolate_run_fed(size_t n, lab_job_fn fn, void *ctx, int jobs, lab_job_feed_fn feed, void *feed_ctx,
+                               double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
+                               lab_job_outcome *out, int reuse, lab_job_init_fn init)
+{
+    return lab_isolate_ranges(n, fn, ctx, jobs, NULL, 0, timeout_s, timeout_of, done, out, reuse, reuse ? init : NULL,
+                              feed, feed_ctx);
 }

@@ -113,7 +113,31 @@ lab_status lab_isolate_run_pool(size_t n, lab_job_fn fn, void *ctx, int jobs, co
                                 double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
                                 lab_job_outcome *out, lab_job_init_fn init);
 
-/* In a child of lab_isolate_run(_batched, _ranges, _pool): the slot (0 .. jobs-1) it runs in, so a worker can take the
+/* Where a fed run (lab_isolate_run_fed) gets its ranges: called in the parent at every turn of the run's loop (20 ms
+ * apart at most, sooner when a child reports) and again at once after each range it gives, with `waiting`, the ranges
+ * queued and not yet handed to a child (so it can tell when the queue runs low). Returns 1 with a range [*first, *end)
+ * of jobs it never gave before (first < end <= n), queued behind the ranges that wait; 0 when it has nothing now (it is
+ * asked again at the next turn); -1 when it will never have more. It must not start runs of its own. */
+typedef int (*lab_job_feed_fn)(void *ctx, size_t waiting, size_t *first, size_t *end);
+
+/* lab_isolate_run_pool (reuse: long-lived children, init as there) or lab_isolate_run_ranges (!reuse: a child per
+ * range, init unused) with the ranges coming from `feed` while the run goes on, so a caller can hand out work it did
+ * not have when the run started (lab_replay's `--mpi` ranks, dealt seed groups on demand). Jobs are numbered 0..n-1 and
+ * out has n entries; only the jobs of ranges the feed gave run, and only their out entries and done() calls are made.
+ * While the feed may give more, long-lived children waiting for work are kept (not watched: they run nothing), so a
+ * later range runs in a process (and CUDA context) already started; the run ends once the feed said -1, the queue is
+ * empty and every child is done. A range outside [0, n) stops the feed: LAB_ERR_ARG once the children are done (the
+ * queued ranges are then ERROR, as after a failed fork). Interrupts as lab_isolate_run (the feed is not asked again). */
+lab_status lab_isolate_run_fed(size_t n, lab_job_fn fn, void *ctx, int jobs, lab_job_feed_fn feed, void *feed_ctx,
+                               double timeout_s, lab_job_timeout_fn timeout_of, lab_job_done_fn done,
+                               lab_job_outcome *out, int reuse, lab_job_init_fn init);
+
+/* fn (NULL: none) is called in the parent at every turn of every run's loop from now on, 20 ms apart at most while a
+ * run is in progress (and before its feed is asked), so that a process can serve its peers while its own jobs run
+ * (lab_mpi's rank 0 answers requests for work). fn must not start runs, fork or exit. */
+void lab_isolate_on_tick(void (*fn)(void *ctx), void *ctx);
+
+/* In a child of lab_isolate_run(_batched, _ranges, _pool, _fed): the slot (0 .. jobs-1) it runs in, so a worker can take the
  * resources of its slot (a GPU); -1 in the parent. */
 int lab_isolate_worker_slot(void);
 

@@ -14,7 +14,7 @@ Exit status: 0 all well; 1 a regression (lab compare said so) or a replay that i
 (bad arguments, a report that cannot be read, a command that failed to run).
 
 Examples:
-  replay/lab_fleet.py --dry-run launch --launcher mpirun --hostfile hosts --np 16 --out runs/h200 -- --seeds 1024
+  replay/lab_fleet.py --dry-run launch --launcher mpirun --hostfile hosts --out runs/h200 -- --seeds 1024
   replay/lab_fleet.py launch --launcher slurm --nodes 2 --gpus-per-node 8 --partition gpu --out runs/b200 \
       --lab-command report -- --backend cuda       # lab report --mpi: report.json, which compare reads
   replay/lab_fleet.py collect --into runs h200=gpu1:/lab/runs/h200 b200=gpu9:/lab/runs/b200
@@ -68,14 +68,15 @@ def replay_argv(args):
 
 
 def mpirun_argv(args):
-    """mpirun with --enable-recovery, so that rank 0 outlives a rank that dies and still writes the report."""
+    """mpirun with --enable-recovery, so that rank 0 outlives a rank that dies and still writes the report; with a host
+    file, --ranks-per-node ranks a host (default 1: one rank drives all of its host's GPUs); never bound to a core
+    (--bind-to none: a rank sizes its workers from the CPUs it may use, and Open MPI would bind it to one)."""
     argv = ["mpirun"]
     if not args.no_recovery:
         argv.append("--enable-recovery")
     if args.hostfile:
-        argv += ["--hostfile", args.hostfile]
-    if args.gpus_per_node:
-        argv += ["--map-by", "ppr:%d:node" % args.gpus_per_node]
+        argv += ["--hostfile", args.hostfile, "--map-by", "ppr:%d:node" % args.ranks_per_node]
+    argv += ["--bind-to", "none"]
     if args.np:
         argv += ["-np", str(args.np)]
     for kv in args.env:
@@ -85,12 +86,14 @@ def mpirun_argv(args):
 
 
 def sbatch_script(args):
-    """The batch script: one task per GPU, the job step run by srun (Open MPI binds to Slurm's PMIx)."""
+    """The batch script: --ranks-per-node tasks a node (default 1: one rank drives all of its node's GPUs) on whole
+    nodes, the job step run by srun (Open MPI binds to Slurm's PMIx), its tasks not bound to a CPU (a rank sizes its
+    workers from the CPUs it may use)."""
     lines = ["#!/bin/bash", "#SBATCH --job-name=%s" % args.job_name]
     if args.nodes:
         lines.append("#SBATCH --nodes=%d" % args.nodes)
-    per_node = args.gpus_per_node or 1
-    lines.append("#SBATCH --ntasks-per-node=%d" % per_node)
+    lines.append("#SBATCH --ntasks-per-node=%d" % args.ranks_per_node)
+    lines.append("#SBATCH --exclusive")
     if args.gpus_per_node:
         lines.append("#SBATCH --gpus-per-node=%d" % args.gpus_per_node)
     if args.partition:
@@ -104,7 +107,7 @@ def sbatch_script(args):
     for kv in args.env:
         lines.append("export %s" % kv)
     # --kill-on-bad-exit=0: a rank that dies does not take the step down; rank 0 reports its cases.
-    srun = ["srun", "--mpi=%s" % args.srun_mpi, "--kill-on-bad-exit=0"] + replay_argv(args)
+    srun = ["srun", "--mpi=%s" % args.srun_mpi, "--kill-on-bad-exit=0", "--cpu-bind=none"] + replay_argv(args)
     lines.append(quote(srun))
     return "\n".join(lines) + "\n"
 
@@ -124,6 +127,8 @@ def report_verdict(out_dir):
 
 
 def cmd_launch(args, runner):
+    if args.ranks_per_node < 1:
+        raise UsageError("--ranks-per-node %d: want 1 or more" % args.ranks_per_node)
     if args.launcher == "mpirun":
         if not args.hostfile and not args.np:
             raise UsageError("launch --launcher mpirun needs --hostfile FILE or --np N")
@@ -356,7 +361,9 @@ def parser():
     la.add_argument("--hostfile", help="mpirun: Open MPI host file")
     la.add_argument("--np", type=int, help="mpirun: number of ranks")
     la.add_argument("--nodes", type=int, help="slurm: number of nodes")
-    la.add_argument("--gpus-per-node", type=int, help="ranks (= GPUs) per node")
+    la.add_argument("--gpus-per-node", type=int, help="slurm: GPUs a node to allocate")
+    la.add_argument("--ranks-per-node", type=int, default=1,
+                    help="ranks a node (default 1: one rank drives all of its node's GPUs; K splits them K ways)")
     la.add_argument("--partition", help="slurm partition")
     la.add_argument("--time", help="slurm time limit (HH:MM:SS)")
     la.add_argument("--job-name", default="lab-replay")

@@ -1,5 +1,5 @@
-/* lab_mpi: replay scale-out across MPI ranks (Open MPI): a deterministic split of the cases, one GPU per
- * local rank, results streamed to rank 0, and a rank that dies or hangs reported instead of lost. */
+/* lab_mpi: replay scale-out across MPI ranks (Open MPI), the transport: a rank a host driving its GPUs, seed groups
+ * dealt by rank 0 on demand (lab_deal), results streamed to rank 0, a rank that dies or hangs reported instead of lost. */
 #include "lab_mpi.h"
 
 #include <string.h>
@@ -34,6 +34,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict
 
 #include <cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <mpi.h>
 #include <signal.h>
 #include <stdint.h>
@@ -44,6 +45,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict
 #include <unistd.h>
 
 #include "lab_args.h"
+#include "lab_deal.h"
 #include "lab_fs.h"
 #include "lab_sched.h"
 
@@ -79,6 +81,15 @@ static void lab_mpi_deadline_arm(int code)
     alarm((unsigned)LAB_MPI_END_GRACE_S);
 }
 
+/* Ends MPI within LAB_MPI_END_GRACE_S (see lab_mpi_deadline_arm), everything flushed before. */
+static void lab_mpi_finalize(int code)
+{
+    fflush(NULL);
+    lab_mpi_deadline_arm(code);
+    MPI_Finalize();
+    alarm(0);
+}
+
 /* A rank never outlives its launcher (mpirun, orted, srun's step daemon): killed with it. The parent is
  * compared before and after, so a launcher that died in between is caught too. */
 static void lab_mpi_die_with_launcher(void)
@@ -88,21 +99,29 @@ static void lab_mpi_die_with_launcher(void)
     if (getppid() != parent) raise(SIGKILL);
 }
 
-enum { LAB_MPI_TAG_HELLO = 7101, LAB_MPI_TAG_CASE, LAB_MPI_TAG_DONE };
+enum { LAB_MPI_TAG_HELLO = 7101, LAB_MPI_TAG_CASE, LAB_MPI_TAG_DONE, LAB_MPI_TAG_ASK, LAB_MPI_TAG_DEAL, LAB_MPI_TAG_ALIVE };
+
+/* A rank other than 0 whose cases run but that has sent nothing for this long says it is alive (its workers may all be
+ * in long cases or seed batches): silence then means the rank process itself is stuck. */
+#define LAB_MPI_ALIVE_S (LAB_MPI_GRACE_S / 2)
+
+/* The most incidents (parts of the case list) a request for work can name: as many as `--incident` flags. */
+#define LAB_MPI_MAX_PARTS LAB_ARGS_IDS_MAX
 
 /* What a rank tells rank 0 first: who and where it is. Sent as bytes: every rank runs the same binary. */
 typedef struct {
     int32_t rank, local_rank, local_size, jobs;
     int64_t pid;
-    uint64_t n_total, n_mine;      /* cases in the whole list as this rank built it, cases of this rank */
+    uint64_t n_total, n_groups;    /* cases and seed groups in the whole list as this rank built it */
     char host[128];
     char device[224];
 } lab_mpi_hello;
 
-/* One finished case: its index in the canonical list and its outcome. */
+/* One finished case (or its rerun after a device error): its index in the canonical list and its outcome. */
 typedef struct {
     uint64_t index;
     lab_job_outcome o;
+    char first_run[sizeof ((lab_case_record *)0)->first_run];
 } lab_mpi_case_msg;
 
 /* A rank's last word: how many cases it sent and whether its own harness failed. */
@@ -112,6 +131,25 @@ typedef struct {
     int32_t status;
     char error[240];
 } lab_mpi_done_msg;
+
+/* A rank's word that it is alive (LAB_MPI_ALIVE_S). */
+typedef struct {
+    uint32_t n_reported;
+} lab_mpi_alive_msg;
+
+/* A rank's request for work: the incidents its lane in progress runs (lab_replay_feed_fn). */
+typedef struct {
+    uint32_t seq;
+    uint32_t nparts;
+    unsigned char accept[LAB_MPI_MAX_PARTS];
+} lab_mpi_ask_msg;
+
+/* Rank 0's answer: seed groups [first, end), or none left for those incidents (more = 0). */
+typedef struct {
+    uint32_t seq;
+    int32_t more;
+    uint64_t first, end;
+} lab_mpi_deal_msg;
 
 typedef enum { LAB_RANK_RUNNING, LAB_RANK_DONE, LAB_RANK_CRASHED, LAB_RANK_HUNG, LAB_RANK_BAD } lab_mpi_rank_status;
 
@@ -126,9 +164,8 @@ typedef struct {
     int have_hello;
     lab_mpi_hello hello;
     lab_mpi_rank_status status;
-    size_t n_expected, n_got;
+    size_t n_dealt, n_got, chunks;  /* cases dealt to it, cases it reported, chunks it was dealt */
     double last_heard;
-    double max_watchdog;            /* longest watchdog among the rank's cases */
     double wall_s;                  /* the rank's own run time (from its DONE) */
     char why[240];                  /* crash / hang / error explanation */
 } lab_mpi_peer;
@@ -140,75 +177,127 @@ static double lab_mpi_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Picks this rank's GPU by local rank, without any CUDA call, among the GPUs the scheduler's probe sees
- * (lab_sched_probe: a CUDA_VISIBLE_DEVICES list already set by a scheduler, else the driver's listing in PCI
- * order), makes it the only visible one (CUDA_VISIBLE_DEVICES; CUDA_DEVICE_ORDER=PCI_BUS_ID for the driver's
- * listing, unless already set) and describes it into desc. Without a GPU nothing is set and desc says why. */
-static void lab_mpi_pick_device(int local_rank, int local_size, char *desc, size_t len)
+/* This rank's share of its host, without any CUDA call: the host's GPUs as lab_sched_probe sees them (a
+ * CUDA_VISIBLE_DEVICES list already set by a scheduler, else the driver's listing in PCI order), split among the ranks
+ * on the host (lab_sched_host_share); the rank's set becomes the only visible one (CUDA_VISIBLE_DEVICES, "-1" for none;
+ * CUDA_DEVICE_ORDER=PCI_BUS_ID for the driver's listing, unless already set) and is described into desc. *m gets the
+ * share (its CPUs too); *host_gpus the host's GPU count. */
+static void lab_mpi_take_share(int local_rank, int local_size, lab_sched_machine *m, int *host_gpus, char *desc,
+                               size_t len)
 {
-    lab_sched_machine m;
-    lab_sched_probe(&m);
-    if (m.ngpu == 0) {
-        snprintf(desc, len, "none (%s)", m.source);
+    lab_sched_probe(m);
+    *host_gpus = m->ngpu;
+    int first = lab_sched_host_share(m, local_rank, local_size);
+    if (*host_gpus == 0) {
+        snprintf(desc, len, "none (%s)", m->source);
         return;
     }
-    int idx = local_rank % m.ngpu;
-    char mine[sizeof m.gpu[0]];
-    snprintf(mine, sizeof mine, "%s", m.gpu[idx]);
+    char mine[LAB_SCHED_MAX_GPUS * 33];
+    lab_sched_visible(m, 0, m->ngpu, mine, sizeof mine);
     if (!getenv("CUDA_VISIBLE_DEVICES")) setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0); /* the listing's order */
-    setenv("CUDA_VISIBLE_DEVICES", mine, 1);
-    snprintf(desc, len, "cuda:%s%s%s (of %d GPU%s from %s%s)", mine, m.what[idx][0] ? " " : "", m.what[idx], m.ngpu,
-             m.ngpu > 1 ? "s" : "", m.source, local_size > m.ngpu ? ", shared with other ranks" : "");
+    setenv("CUDA_VISIBLE_DEVICES", m->ngpu ? mine : "-1", 1);
+    if (m->ngpu == 0)
+        snprintf(desc, len, "none (the host's %d GPU%s from %s went to its other %d local ranks)", *host_gpus,
+                 *host_gpus == 1 ? "" : "s", m->source, local_size - 1);
+    else
+        snprintf(desc, len, "cuda:%s%s%s (GPUs %d-%d of %d from %s)", mine, m->what[0][0] ? " " : "", m->what[0],
+                 first, first + m->ngpu - 1, *host_gpus, m->source);
 }
 
-/* LAB_MPI_TEST_FAULT=crash:R | hang:R, for the tests of rank failure. */
+/* LAB_MPI_TEST_FAULT=crash:R | hang:R | slow:R, for the tests of rank failure and of dealing. */
+typedef enum { LAB_MPI_FAULT_NONE, LAB_MPI_FAULT_CRASH, LAB_MPI_FAULT_HANG, LAB_MPI_FAULT_SLOW } lab_mpi_fault_kind;
 typedef struct {
-    int kind;    /* 0 none, 1 crash, 2 hang */
+    lab_mpi_fault_kind kind;
     int rank;
 } lab_mpi_fault;
 
 static lab_status lab_mpi_fault_parse(lab_mpi_fault *f, int size)
 {
-    f->kind = 0;
+    f->kind = LAB_MPI_FAULT_NONE;
     f->rank = -1;
     const char *s = getenv("LAB_MPI_TEST_FAULT");
     if (!s || !*s) return LAB_OK;
     char *end;
-    if (!strncmp(s, "crash:", 6)) f->kind = 1;
-    else if (!strncmp(s, "hang:", 5)) f->kind = 2;
-    else return lab_err_set(LAB_ERR_ARG, "LAB_MPI_TEST_FAULT='%s': want crash:RANK or hang:RANK", s);
+    if (!strncmp(s, "crash:", 6)) f->kind = LAB_MPI_FAULT_CRASH;
+    else if (!strncmp(s, "hang:", 5)) f->kind = LAB_MPI_FAULT_HANG;
+    else if (!strncmp(s, "slow:", 5)) f->kind = LAB_MPI_FAULT_SLOW;
+    else return lab_err_set(LAB_ERR_ARG, "LAB_MPI_TEST_FAULT='%s': want crash:RANK, hang:RANK or slow:RANK", s);
     const char *num = strchr(s, ':') + 1;
+    int lowest = f->kind == LAB_MPI_FAULT_SLOW ? 0 : 1; /* rank 0 gathers: it may be slow, not die */
     errno = 0;
     long r = strtol(num, &end, 10);
-    if (errno || !*num || *end || r < 1 || r >= size)
-        return lab_err_set(LAB_ERR_ARG, "LAB_MPI_TEST_FAULT='%s': the rank must be 1..%d (rank 0 gathers)", s,
-                           size - 1);
+    if (errno || !*num || *end || r < lowest || r >= size)
+        return lab_err_set(LAB_ERR_ARG, "LAB_MPI_TEST_FAULT='%s': the rank must be %d..%d%s", s, lowest, size - 1,
+                           lowest ? " (rank 0 gathers)" : "");
     f->rank = (int)r;
     return LAB_OK;
 }
 
-static void lab_mpi_fault_fire(const lab_mpi_fault *f)
-{
-    if (f->kind == 1) raise(SIGKILL);
-    if (f->kind == 2)
-        for (;;) pause(); /* a stalled rank: alive, silent */
-}
-
-/* Everything a rank needs while its share runs (the done callback's context). */
+/* Everything a rank needs while its cases run (the feed's and the done callback's context). */
 typedef struct {
     const lab_replay_opts *opts;
     int rank, size;
-    lab_case_record *all;           /* the whole list (rank 0 fills it) */
+    lab_case_record *all;           /* the whole list (rank 0 fills the outcomes) */
     size_t n_all;
-    size_t *share_index;            /* share position -> canonical index */
-    size_t n_share, n_reported;
+    lab_replay_groups groups;       /* its seed groups, as every rank makes them */
+    size_t n_dealt, n_reported;     /* this rank: cases dealt to it, cases it reported (first reports) */
+    unsigned char *reported;        /* this rank: per case, reported once already */
     lab_mpi_fault fault;
+    double patience;                /* seconds a rank waits for rank 0's answer (and rank 0 for a silent rank) */
+    /* a rank other than 0: its request in flight */
+    int asking;
+    uint32_t seq;
+    double asked_at, said_at;       /* when it asked, and when it last sent anything */
+    char fail[240];                 /* why this rank stopped asking ("" while fine) */
     /* rank 0 only */
     lab_mpi_peer *ranks;
     unsigned char *got;             /* per canonical case: its outcome is in */
+    int *dealt_to;                  /* per canonical case: the rank it was dealt to, -1 none yet */
+    lab_deal *dealer;
+    size_t chunks;
+    double judged_at;
+    const char *host;
 } lab_mpi_ctx;
 
-/* Rank 0: takes every message that has arrived, without waiting. */
+/* Rank 0: groups [c->first, c->end) go to rank r: its cases are r's from now on. */
+static void lab_mpi_deal_to(lab_mpi_ctx *x, int r, const lab_deal_chunk *c)
+{
+    const lab_replay_groups *g = &x->groups;
+    for (size_t p = g->start[c->first]; p < g->start[c->end]; ++p) x->dealt_to[g->order[p]] = r;
+    x->ranks[r].n_dealt += g->start[c->end] - g->start[c->first];
+    x->ranks[r].chunks++;
+    x->chunks++;
+}
+
+/* Rank 0: a finished case from rank src (itself included); a rerun after a device error replaces the first report. */
+static void lab_mpi_take(lab_mpi_ctx *x, int src, size_t i, const lab_job_outcome *o, const char *first_run)
+{
+    if (i >= x->n_all || x->dealt_to[i] != src) return;
+    if (!x->got[i]) x->ranks[src].n_got++;
+    x->got[i] = 1;
+    x->all[i].o = *o;
+    snprintf(x->all[i].first_run, sizeof x->all[i].first_run, "%s", first_run);
+}
+
+/* Rank 0: answers rank src's request for work. */
+static void lab_mpi_answer(lab_mpi_ctx *x, int src, const lab_mpi_ask_msg *q)
+{
+    lab_mpi_deal_msg d;
+    memset(&d, 0, sizeof d);
+    d.seq = q->seq;
+    lab_deal_chunk c;
+    if (x->ranks[src].status == LAB_RANK_RUNNING && q->nparts == x->groups.nparts &&
+        lab_deal_next(x->dealer, src, q->accept, &c)) {
+        lab_mpi_deal_to(x, src, &c);
+        d.more = 1;
+        d.first = c.first;
+        d.end = c.end;
+    }
+    MPI_Send(&d, (int)sizeof d, MPI_BYTE, src, LAB_MPI_TAG_DEAL, MPI_COMM_WORLD);
+}
+
+/* Rank 0: takes every message that has arrived, without waiting: hellos, cases, requests for work (answered at once),
+ * last words. */
 static void lab_mpi_drain(lab_mpi_ctx *x)
 {
     for (;;) {
@@ -221,9 +310,12 @@ static void lab_mpi_drain(lab_mpi_ctx *x)
             lab_mpi_hello h;
             lab_mpi_case_msg c;
             lab_mpi_done_msg d;
+            lab_mpi_ask_msg q;
+            lab_mpi_alive_msg a;
         } m;
         memset(&m, 0, sizeof m);
-        size_t want = tag == LAB_MPI_TAG_HELLO ? sizeof m.h : tag == LAB_MPI_TAG_CASE ? sizeof m.c : sizeof m.d;
+        size_t want = tag == LAB_MPI_TAG_HELLO ? sizeof m.h : tag == LAB_MPI_TAG_CASE ? sizeof m.c
+                    : tag == LAB_MPI_TAG_ASK   ? sizeof m.q : tag == LAB_MPI_TAG_ALIVE ? sizeof m.a : sizeof m.d;
         if (count < 0 || (size_t)count > sizeof m) {
             /* Not ours or malformed: receive it into a scratch buffer to get it out of the way. */
             char *junk = malloc(count > 0 ? (size_t)count : 1);
@@ -238,58 +330,42 @@ static void lab_mpi_drain(lab_mpi_ctx *x)
         if ((size_t)count != want) {
             if (rk->status == LAB_RANK_RUNNING) {
                 rk->status = LAB_RANK_BAD;
+                lab_deal_retire(x->dealer, src);
                 snprintf(rk->why, sizeof rk->why, "sent a %d-byte message with tag %d (want %zu): not the same lab build",
                          count, tag, want);
             }
             continue;
         }
+        if (tag == LAB_MPI_TAG_ASK) { /* answered whatever the rank's state: a rank judged already gets "none" */
+            lab_mpi_answer(x, src, &m.q);
+            continue;
+        }
+        if (tag == LAB_MPI_TAG_ALIVE) continue; /* heard: that is all */
         if (rk->status != LAB_RANK_RUNNING) continue; /* judged already (e.g. a late word from a hung rank) */
         if (tag == LAB_MPI_TAG_HELLO) {
             rk->hello = m.h;
             rk->have_hello = 1;
-            if (m.h.n_total != x->n_all || m.h.n_mine != rk->n_expected) {
+            lab_deal_weight(x->dealer, src, m.h.jobs);
+            if (m.h.n_total != x->n_all || m.h.n_groups != x->groups.ng) {
                 rk->status = LAB_RANK_BAD;
+                lab_deal_retire(x->dealer, src);
                 snprintf(rk->why, sizeof rk->why,
-                         "built %llu cases (%llu its own), rank 0 built %zu (%zu for it): ranks must run the same lab "
+                         "built %llu cases in %llu seed groups, rank 0 built %zu in %zu: ranks must run the same lab "
                          "build with the same arguments",
-                         (unsigned long long)m.h.n_total, (unsigned long long)m.h.n_mine, x->n_all, rk->n_expected);
+                         (unsigned long long)m.h.n_total, (unsigned long long)m.h.n_groups, x->n_all, x->groups.ng);
             }
         } else if (tag == LAB_MPI_TAG_CASE) {
-            size_t i = (size_t)m.c.index;
-            if (i >= x->n_all || (int)(i % (size_t)x->size) != src || x->got[i]) continue;
-            x->all[i].o = m.c.o;
-            x->got[i] = 1;
-            rk->n_got++;
+            m.c.first_run[sizeof m.c.first_run - 1] = 0;
+            lab_mpi_take(x, src, (size_t)m.c.index, &m.c.o, m.c.first_run);
         } else if (tag == LAB_MPI_TAG_DONE) {
             rk->wall_s = m.d.wall_s;
             rk->status = LAB_RANK_DONE;
+            m.d.error[sizeof m.d.error - 1] = 0;
             if (m.d.status != LAB_OK) snprintf(rk->why, sizeof rk->why, "its harness failed: %s", m.d.error);
-            else if (rk->n_got != rk->n_expected)
-                snprintf(rk->why, sizeof rk->why, "finished having reported %zu of %zu cases", rk->n_got,
-                         rk->n_expected);
+            else if (rk->n_got != rk->n_dealt)
+                snprintf(rk->why, sizeof rk->why, "finished having reported %zu of %zu cases", rk->n_got, rk->n_dealt);
         }
     }
-}
-
-/* Called as each case of this rank's share finishes. */
-static void lab_mpi_case_done(void *vctx, size_t share_pos, const lab_case_record *rec)
-{
-    lab_mpi_ctx *x = vctx;
-    size_t i = x->share_index[share_pos];
-    if (x->rank == 0) {
-        x->all[i].o = rec->o;
-        x->got[i] = 1;
-        x->ranks[0].n_got++;
-        lab_mpi_drain(x);
-    } else {
-        lab_mpi_case_msg m;
-        memset(&m, 0, sizeof m);
-        m.index = i;
-        m.o = rec->o;
-        MPI_Send(&m, (int)sizeof m, MPI_BYTE, 0, LAB_MPI_TAG_CASE, MPI_COMM_WORLD);
-    }
-    x->n_reported++;
-    if (x->fault.kind && x->fault.rank == x->rank && x->n_reported == x->n_share / 2) lab_mpi_fault_fire(&x->fault);
 }
 
 /* Is the process pid on this host gone (no /proc entry, or a zombie)? */
@@ -306,38 +382,156 @@ static int lab_mpi_pid_gone(long pid)
     return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
-/* Rank 0, after its own share: waits for every other rank's DONE, judging a dead or silent rank. */
-static void lab_mpi_gather(lab_mpi_ctx *x, const char *my_host)
+/* Rank 0: judges the ranks still running: one whose process is gone (same host) crashed, one silent for longer than
+ * x->patience hung; either is retired from the dealing (what it was not dealt goes to the others). Returns how many
+ * still run. */
+static int lab_mpi_judge(lab_mpi_ctx *x)
+{
+    int running = 0;
+    double now = lab_mpi_now();
+    for (int r = 1; r < x->size; ++r) {
+        lab_mpi_peer *rk = &x->ranks[r];
+        if (rk->status != LAB_RANK_RUNNING) continue;
+        const char *host = rk->have_hello ? rk->hello.host : "?";
+        long pid = rk->have_hello ? (long)rk->hello.pid : -1;
+        if (rk->have_hello && !strcmp(rk->hello.host, x->host) && lab_mpi_pid_gone(pid)) {
+            lab_mpi_drain(x); /* its last words, if any, are in by now */
+            if (rk->status != LAB_RANK_RUNNING) continue;
+            rk->status = LAB_RANK_CRASHED;
+            snprintf(rk->why, sizeof rk->why, "rank %d (host %s, pid %ld) died after reporting %zu of %zu cases", r, host,
+                     pid, rk->n_got, rk->n_dealt);
+        } else if (now - rk->last_heard > x->patience) {
+            rk->status = LAB_RANK_HUNG;
+            snprintf(rk->why, sizeof rk->why,
+                     "rank %d (host %s, pid %ld) silent for %.0f s (longest case watchdog %.0f s + %.0f s grace) after "
+                     "reporting %zu of %zu cases: hung%s",
+                     r, host, pid, now - rk->last_heard, x->patience - LAB_MPI_GRACE_S, LAB_MPI_GRACE_S, rk->n_got,
+                     rk->n_dealt, rk->have_hello && !strcmp(host, x->host) ? "" : ", or died on another host");
+        } else {
+            running++;
+            continue;
+        }
+        lab_deal_retire(x->dealer, r);
+    }
+    x->judged_at = now;
+    return running;
+}
+
+/* Rank 0's turn while its own cases run (lab_isolate_on_tick): every message answered, the ranks judged once a
+ * second. */
+static void lab_mpi_serve(void *vctx)
+{
+    lab_mpi_ctx *x = vctx;
+    lab_mpi_drain(x);
+    if (lab_mpi_now() - x->judged_at >= 1.0) lab_mpi_judge(x);
+}
+
+/* Rank 0, after its own cases: serves and judges until every other rank said its last word or was judged. */
+static void lab_mpi_gather(lab_mpi_ctx *x)
 {
     for (;;) {
         lab_mpi_drain(x);
-        int running = 0;
-        double now = lab_mpi_now();
-        for (int r = 1; r < x->size; ++r) {
-            lab_mpi_peer *rk = &x->ranks[r];
-            if (rk->status != LAB_RANK_RUNNING) continue;
-            const char *host = rk->have_hello ? rk->hello.host : "?";
-            long pid = rk->have_hello ? (long)rk->hello.pid : -1;
-            if (rk->have_hello && !strcmp(rk->hello.host, my_host) && lab_mpi_pid_gone(pid)) {
-                lab_mpi_drain(x); /* its last words, if any, are in by now */
-                if (rk->status != LAB_RANK_RUNNING) continue;
-                rk->status = LAB_RANK_CRASHED;
-                snprintf(rk->why, sizeof rk->why, "rank %d (host %s, pid %ld) died after reporting %zu of %zu cases", r,
-                         host, pid, rk->n_got, rk->n_expected);
-            } else if (now - rk->last_heard > rk->max_watchdog + LAB_MPI_GRACE_S) {
-                rk->status = LAB_RANK_HUNG;
-                snprintf(rk->why, sizeof rk->why,
-                         "rank %d (host %s, pid %ld) silent for %.0f s (longest case watchdog %.0f s + %.0f s grace) "
-                         "after reporting %zu of %zu cases: hung%s",
-                         r, host, pid, now - rk->last_heard, rk->max_watchdog, LAB_MPI_GRACE_S, rk->n_got,
-                         rk->n_expected, rk->have_hello && !strcmp(host, my_host) ? "" : ", or died on another host");
-            } else {
-                running++;
-            }
-        }
-        if (!running) return;
+        if (!lab_mpi_judge(x)) return;
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
+    }
+}
+
+/* A rank other than 0: sends a message to rank 0, noting when (LAB_MPI_ALIVE_S). MPI_SUCCESS or MPI's error. */
+static int lab_mpi_tell(lab_mpi_ctx *x, const void *msg, size_t len, int tag)
+{
+    x->said_at = lab_mpi_now();
+    return MPI_Send(msg, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+}
+
+/* A rank other than 0, at every turn of its run's loop (lab_isolate_on_tick): says it is alive when it has said
+ * nothing for LAB_MPI_ALIVE_S. */
+static void lab_mpi_alive(void *vctx)
+{
+    lab_mpi_ctx *x = vctx;
+    if (lab_mpi_now() - x->said_at < LAB_MPI_ALIVE_S) return;
+    lab_mpi_alive_msg a = {(uint32_t)x->n_reported};
+    lab_mpi_tell(x, &a, sizeof a, LAB_MPI_TAG_ALIVE);
+}
+
+/* The lanes' feed (lab_replay_feed_fn): rank 0 deals to itself (serving the others first); another rank asks rank 0
+ * once and takes its answer when it comes. */
+static int lab_mpi_feed(void *vctx, const unsigned char *accept, size_t *g0, size_t *g1)
+{
+    lab_mpi_ctx *x = vctx;
+    lab_deal_chunk c;
+    if (x->rank == 0) {
+        lab_mpi_drain(x);
+        if (!lab_deal_next(x->dealer, 0, accept, &c)) return -1;
+        lab_mpi_deal_to(x, 0, &c);
+        *g0 = c.first;
+        *g1 = c.end;
+        return 1;
+    }
+    if (x->fail[0]) return -1;
+    if (!x->asking) {
+        lab_mpi_ask_msg q;
+        memset(&q, 0, sizeof q);
+        q.seq = ++x->seq;
+        q.nparts = (uint32_t)x->groups.nparts;
+        memcpy(q.accept, accept, x->groups.nparts);
+        if (lab_mpi_tell(x, &q, sizeof q, LAB_MPI_TAG_ASK) != MPI_SUCCESS) {
+            snprintf(x->fail, sizeof x->fail, "rank %d could not ask rank 0 for work (MPI_Send failed)", x->rank);
+            return -1;
+        }
+        x->asking = 1;
+        x->asked_at = lab_mpi_now();
+    }
+    int flag = 0;
+    if (MPI_Iprobe(0, LAB_MPI_TAG_DEAL, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag) {
+        if (lab_mpi_now() - x->asked_at <= x->patience) return 0;
+        snprintf(x->fail, sizeof x->fail, "rank 0 did not answer a request for work in %.0f s", x->patience);
+        return -1;
+    }
+    lab_mpi_deal_msg d;
+    if (MPI_Recv(&d, (int)sizeof d, MPI_BYTE, 0, LAB_MPI_TAG_DEAL, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+        d.seq != x->seq) {
+        snprintf(x->fail, sizeof x->fail, "rank 0's answer to request %u could not be read", x->seq);
+        return -1;
+    }
+    x->asking = 0;
+    if (!d.more) return -1;
+    if (d.first >= d.end || d.end > x->groups.ng) {
+        snprintf(x->fail, sizeof x->fail, "rank 0 dealt seed groups [%llu, %llu) of %zu", (unsigned long long)d.first,
+                 (unsigned long long)d.end, x->groups.ng);
+        return -1;
+    }
+    x->n_dealt += x->groups.start[d.end] - x->groups.start[d.first];
+    *g0 = (size_t)d.first;
+    *g1 = (size_t)d.end;
+    return 1;
+}
+
+/* Called as each of this rank's cases finishes (and again for a rerun after a device error). */
+static void lab_mpi_case_done(void *vctx, size_t i, const lab_case_record *rec)
+{
+    lab_mpi_ctx *x = vctx;
+    if (x->rank == 0) {
+        lab_mpi_take(x, 0, i, &rec->o, rec->first_run);
+        lab_mpi_drain(x);
+    } else {
+        lab_mpi_case_msg m;
+        memset(&m, 0, sizeof m);
+        m.index = i;
+        m.o = rec->o;
+        snprintf(m.first_run, sizeof m.first_run, "%s", rec->first_run);
+        lab_mpi_tell(x, &m, sizeof m, LAB_MPI_TAG_CASE);
+    }
+    if (!x->reported[i]) x->n_reported++;
+    x->reported[i] = 1;
+    if (x->fault.rank != x->rank) return;
+    if (x->fault.kind == LAB_MPI_FAULT_SLOW) {
+        struct timespec ts = {LAB_MPI_TEST_SLOW_MS / 1000, (LAB_MPI_TEST_SLOW_MS % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    } else if (x->n_reported * 2 >= x->n_dealt && x->n_reported < x->n_dealt) {
+        /* half of what it was dealt is reported, and a case it was dealt is not */
+        if (x->fault.kind == LAB_MPI_FAULT_CRASH) raise(SIGKILL);
+        for (;;) pause(); /* a stalled rank: alive, silent */
     }
 }
 
@@ -346,6 +540,9 @@ typedef struct {
     const lab_mpi_ctx *x;
     int rank_failed;
 } lab_mpi_summary;
+
+#define LAB_MPI_SPLIT "dealt on demand: rank 0 hands out seed groups of one incident, a chunk half of the asking " \
+                      "rank's share of the cost left (guided self-scheduling)"
 
 /* Adds "mpi" and "ranks" to the summary rank 0 writes from the merged records, in the staged result set
  * before it is swapped in: no file is read back ("ok" is the verdict's: a failed rank already made it false). */
@@ -357,7 +554,9 @@ static lab_status lab_mpi_summary_fields(void *vctx, struct cJSON *root)
     cJSON *arr = cJSON_AddArrayToObject(root, "ranks");
     if (!mpi || !arr) return lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory for the summary's ranks");
     cJSON_AddNumberToObject(mpi, "ranks", x->size);
-    cJSON_AddStringToObject(mpi, "split", "round-robin: case i of the canonical list runs on rank i % ranks");
+    cJSON_AddStringToObject(mpi, "split", LAB_MPI_SPLIT);
+    cJSON_AddNumberToObject(mpi, "seed_groups", (double)x->groups.ng);
+    cJSON_AddNumberToObject(mpi, "chunks", (double)x->chunks);
     cJSON_AddBoolToObject(mpi, "rank_failed", ms->rank_failed);
     for (int r = 0; r < x->size; ++r) {
         const lab_mpi_peer *rk = &x->ranks[r];
@@ -374,7 +573,8 @@ static lab_status lab_mpi_summary_fields(void *vctx, struct cJSON *root)
         } else {
             cJSON_AddNullToObject(o, "host");
         }
-        cJSON_AddNumberToObject(o, "cases", (double)rk->n_expected);
+        cJSON_AddNumberToObject(o, "chunks", (double)rk->chunks);
+        cJSON_AddNumberToObject(o, "cases", (double)rk->n_dealt);
         cJSON_AddNumberToObject(o, "reported", (double)rk->n_got);
         cJSON_AddNumberToObject(o, "wall_s", rk->wall_s);
         cJSON_AddStringToObject(o, "status", lab_mpi_status_name(rk->status));
@@ -390,7 +590,47 @@ static void lab_mpi_share_verdict(lab_verdict *v, lab_status st, int rank)
     memset(v, 0, sizeof *v);
     v->ok = st == LAB_OK;
     v->exit_status = st == LAB_OK ? LAB_EXIT_OK : LAB_EXIT_FAILED;
-    snprintf(v->line, sizeof v->line, "rank %d: %s", rank, st == LAB_OK ? "its share went to rank 0" : "its harness failed");
+    snprintf(v->line, sizeof v->line, "rank %d: %s", rank, st == LAB_OK ? "its cases went to rank 0" : "its harness failed");
+}
+
+static void lab_mpi_ctx_free(lab_mpi_ctx *x)
+{
+    free(x->all);
+    lab_replay_groups_free(&x->groups);
+    free(x->reported);
+    free(x->ranks);
+    free(x->got);
+    free(x->dealt_to);
+    lab_deal_free(x->dealer);
+    x->all = NULL, x->reported = NULL, x->ranks = NULL, x->got = NULL, x->dealt_to = NULL, x->dealer = NULL;
+}
+
+/* Rank 0's table of the ranks, after the merged report. */
+static void lab_mpi_print_ranks(const lab_mpi_ctx *x, FILE *report, int rank_failed)
+{
+    int hosts = 0;
+    for (int r = 0; r < x->size; ++r) {
+        int seen = 0;
+        for (int q = 0; q < r; ++q)
+            seen |= x->ranks[q].have_hello && x->ranks[r].have_hello && !strcmp(x->ranks[q].hello.host, x->ranks[r].hello.host);
+        hosts += x->ranks[r].have_hello && !seen;
+    }
+    fprintf(report, "mpi: %d ranks on %d host%s, %zu seed groups dealt on demand in %zu chunks\n", x->size, hosts,
+            hosts == 1 ? "" : "s", x->groups.ng, x->chunks);
+    fprintf(report, "%-5s %-20s %-8s %-5s %-4s %6s %6s %8s %8s  %-8s %s\n", "rank", "host", "pid", "local", "jobs", "chunks",
+            "cases", "reported", "wall_s", "status", "device");
+    for (int r = 0; r < x->size; ++r) {
+        const lab_mpi_peer *rk = &x->ranks[r];
+        fprintf(report, "%-5d %-20s %-8lld %-5d %-4d %6zu %6zu %8zu %8.2f  %-8s %s\n", r,
+                rk->have_hello ? rk->hello.host : "?", rk->have_hello ? (long long)rk->hello.pid : -1LL,
+                rk->have_hello ? rk->hello.local_rank : -1, rk->have_hello ? rk->hello.jobs : -1, rk->chunks, rk->n_dealt,
+                rk->n_got, rk->wall_s, lab_mpi_status_name(rk->status), rk->have_hello ? rk->hello.device : "?");
+        if (rk->why[0]) fprintf(report, "      %s\n", rk->why);
+    }
+    if (rank_failed) fprintf(report, "NOT OK: a rank failed (see above); the merged files are written\n");
+    fflush(report);
+    fflush(stdout);
+    fflush(stderr);
 }
 
 lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verdict *verdict,
@@ -416,48 +656,54 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         MPI_Comm_free(&local);
     }
 
-    lab_replay_opts opts = *opts_in;
-    opts.progress = 0; /* one progress line per rank would interleave */
-    if (opts.jobs <= 0) {
-        opts.jobs = lab_isolate_ncpu() / local_size;
-        if (opts.jobs < 1) opts.jobs = 1;
-    }
-
     lab_mpi_hello me;
     memset(&me, 0, sizeof me);
     me.rank = rank;
     me.local_rank = local_rank;
     me.local_size = local_size;
-    me.jobs = opts.jobs;
     me.pid = (int64_t)getpid();
     gethostname(me.host, sizeof me.host - 1);
-    lab_mpi_pick_device(local_rank, local_size, me.device, sizeof me.device);
+    static lab_sched_machine share; /* large: not on the stack */
+    int host_gpus = 0;
+    lab_mpi_take_share(local_rank, local_size, &share, &host_gpus, me.device, sizeof me.device);
+    lab_replay_opts opts = *opts_in;
+    opts.progress = 0; /* one progress line per rank would interleave */
+    char note[200];
+    opts.jobs = me.jobs = lab_sched_workers(&share, opts.backend, opts.jobs, note, sizeof note);
 
     lab_mpi_ctx x;
     memset(&x, 0, sizeof x);
     x.opts = &opts;
     x.rank = rank;
     x.size = size;
+    x.host = me.host;
     lab_status st = lab_mpi_fault_parse(&x.fault, size);
+    if (st == LAB_OK && opts.backend == LAB_BACKEND_CUDA && host_gpus > 0 && share.ngpu == 0)
+        st = lab_err_set(LAB_ERR_ARG, "--mpi: rank %d (local rank %d of %d on host %s) has no GPU: its host has %d GPU%s "
+                         "(%s) for %d ranks; start at most %d rank%s there (one rank drives all of a host's GPUs)",
+                         rank, local_rank, local_size, me.host, host_gpus, host_gpus == 1 ? "" : "s", share.source,
+                         local_size, host_gpus, host_gpus == 1 ? "" : "s");
     if (st == LAB_OK) st = lab_replay_cases(&opts, &x.all, &x.n_all);
-    lab_case_record *share = NULL;
-    if (st == LAB_OK) {
-        x.share_index = calloc(x.n_all / (size_t)size + 1, sizeof *x.share_index);
-        share = calloc(x.n_all / (size_t)size + 1, sizeof *share);
-        if (!x.share_index || !share) st = lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory");
-    }
-    if (st == LAB_OK)
-        for (size_t i = (size_t)rank; i < x.n_all; i += (size_t)size) {
-            share[x.n_share] = x.all[i];
-            x.share_index[x.n_share++] = i;
-        }
+    if (st == LAB_OK) st = lab_replay_groups_make(x.all, x.n_all, &x.groups);
+    if (st == LAB_OK && x.groups.nparts > LAB_MPI_MAX_PARTS)
+        st = lab_err_set(LAB_ERR_ARG, "--mpi: %zu incidents, at most %d", x.groups.nparts, LAB_MPI_MAX_PARTS);
+    if (st == LAB_OK && !(x.reported = calloc(x.n_all ? x.n_all : 1, 1))) st = lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory");
     me.n_total = x.n_all;
-    me.n_mine = x.n_share;
+    me.n_groups = x.groups.ng;
+    double longest = 0.0;
+    for (size_t i = 0; i < opts.n_incidents; ++i) longest = fmax(longest, lab_replay_watchdog(&opts, opts.incidents[i]));
+    x.patience = longest + LAB_MPI_GRACE_S;
 
     if (rank == 0 && st == LAB_OK) {
         x.ranks = calloc((size_t)size, sizeof *x.ranks);
         x.got = calloc(x.n_all ? x.n_all : 1, 1);
-        if (!x.ranks || !x.got) st = lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory");
+        x.dealt_to = malloc((x.n_all ? x.n_all : 1) * sizeof *x.dealt_to);
+        lab_deal_group *dg = malloc((x.groups.ng ? x.groups.ng : 1) * sizeof *dg);
+        if (!x.ranks || !x.got || !x.dealt_to || !dg) st = lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory");
+        for (size_t k = 0; st == LAB_OK && k < x.groups.ng; ++k) dg[k] = (lab_deal_group){x.groups.part[k], x.groups.cost[k]};
+        if (st == LAB_OK) st = lab_deal_create(dg, x.groups.ng, size, &x.dealer);
+        free(dg);
+        for (size_t i = 0; st == LAB_OK && i < x.n_all; ++i) x.dealt_to[i] = -1;
     }
     if (rank == 0 && st == LAB_OK && opts.out_dir) st = lab_fs_mkdirs(opts.out_dir);
     /* Agree on the start while every rank is surely alive: if one cannot start, none does. */
@@ -466,15 +712,8 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     if (bad_any && st == LAB_OK) st = lab_err_set(LAB_ERR_IO, "--mpi: another rank could not start (see its message)");
     if (st != LAB_OK) {
         if (rank != 0) fprintf(stderr, "lab replay --mpi: rank %d: %s\n", rank, lab_err_msg());
-        free(x.all);
-        free(x.share_index);
-        free(share);
-        free(x.ranks);
-        free(x.got);
-        fflush(NULL);
-        lab_mpi_deadline_arm(LAB_EXIT_FAILED);
-        MPI_Finalize();
-        alarm(0);
+        lab_mpi_ctx_free(&x);
+        lab_mpi_finalize(LAB_EXIT_FAILED);
         lab_mpi_share_verdict(verdict, st, rank);
         return st;
     }
@@ -484,21 +723,20 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         for (int r = 0; r < size; ++r) {
             x.ranks[r].status = LAB_RANK_RUNNING;
             x.ranks[r].last_heard = t0;
-            x.ranks[r].n_expected = x.n_all / (size_t)size + ((size_t)r < x.n_all % (size_t)size);
-        }
-        for (size_t i = 0; i < x.n_all; ++i) {
-            double w = lab_replay_watchdog(&opts, x.all[i].incident);
-            lab_mpi_peer *rk = &x.ranks[i % (size_t)size];
-            if (w > rk->max_watchdog) rk->max_watchdog = w;
         }
         x.ranks[0].hello = me;
         x.ranks[0].have_hello = 1;
+        x.judged_at = t0;
+        lab_deal_weight(x.dealer, 0, me.jobs);
+        lab_isolate_on_tick(lab_mpi_serve, &x); /* answers the others while its own cases run */
     } else {
-        MPI_Send(&me, (int)sizeof me, MPI_BYTE, 0, LAB_MPI_TAG_HELLO, MPI_COMM_WORLD);
-        if (x.fault.kind && x.fault.rank == rank && x.n_share / 2 == 0) lab_mpi_fault_fire(&x.fault);
+        lab_mpi_tell(&x, &me, sizeof me, LAB_MPI_TAG_HELLO);
+        lab_isolate_on_tick(lab_mpi_alive, &x); /* says it is alive while its cases run */
     }
 
-    st = lab_replay_execute_records(&opts, share, x.n_share, lab_mpi_case_done, &x);
+    st = lab_replay_execute_fed(&opts, x.all, x.n_all, &x.groups, lab_mpi_feed, &x, lab_mpi_case_done, &x);
+    if (st == LAB_OK && x.fail[0]) st = lab_err_set(LAB_ERR_IO, "%s", x.fail);
+    lab_isolate_on_tick(NULL, NULL);
     double my_wall = lab_mpi_now() - t0;
 
     if (rank != 0) {
@@ -508,14 +746,9 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         d.wall_s = my_wall;
         d.status = st;
         if (st != LAB_OK) snprintf(d.error, sizeof d.error, "%s", lab_err_msg());
-        MPI_Send(&d, (int)sizeof d, MPI_BYTE, 0, LAB_MPI_TAG_DONE, MPI_COMM_WORLD);
-        free(x.all);
-        free(x.share_index);
-        free(share);
-        fflush(NULL);
-        lab_mpi_deadline_arm(st == LAB_OK ? 0 : LAB_EXIT_FAILED);
-        MPI_Finalize();
-        alarm(0);
+        lab_mpi_tell(&x, &d, sizeof d, LAB_MPI_TAG_DONE);
+        lab_mpi_ctx_free(&x);
+        lab_mpi_finalize(st == LAB_OK ? 0 : LAB_EXIT_FAILED);
         lab_mpi_share_verdict(verdict, st, rank);
         return st;
     }
@@ -523,8 +756,11 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     /* Rank 0: its own harness status, then everyone else's results. */
     x.ranks[0].status = st == LAB_OK ? LAB_RANK_DONE : LAB_RANK_BAD;
     x.ranks[0].wall_s = my_wall;
-    if (st != LAB_OK) snprintf(x.ranks[0].why, sizeof x.ranks[0].why, "its harness failed: %s", lab_err_msg());
-    lab_mpi_gather(&x, me.host);
+    if (st != LAB_OK) {
+        snprintf(x.ranks[0].why, sizeof x.ranks[0].why, "its harness failed: %s", lab_err_msg());
+        lab_deal_retire(x.dealer, 0); /* what is left goes to the others */
+    }
+    lab_mpi_gather(&x);
     double wall = lab_mpi_now() - t0;
 
     /* Cases no one reported: the failed rank is named in each. */
@@ -536,13 +772,19 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     }
     for (size_t i = 0; i < x.n_all; ++i) {
         if (x.got[i]) continue;
-        lab_mpi_peer *rk = &x.ranks[i % (size_t)size];
+        int r = x.dealt_to[i];
         lab_job_outcome *o = &x.all[i].o;
         memset(o, 0, sizeof *o);
+        rank_failed = 1;
+        if (r < 0) {
+            o->outcome = LAB_OUT_ERROR;
+            snprintf(o->error, sizeof o->error, "not dealt to any MPI rank: no rank was left to take it");
+            continue;
+        }
+        lab_mpi_peer *rk = &x.ranks[r];
         o->outcome = rk->status == LAB_RANK_CRASHED ? LAB_OUT_CRASH : rk->status == LAB_RANK_HUNG ? LAB_OUT_HANG
                                                                                                   : LAB_OUT_ERROR;
-        snprintf(o->error, sizeof o->error, "not reported by MPI rank %d: %s", (int)(i % (size_t)size),
-                 rk->why[0] ? rk->why : "no reason known");
+        snprintf(o->error, sizeof o->error, "not reported by MPI rank %d: %s", r, rk->why[0] ? rk->why : "no reason known");
     }
 
     /* A failed rank is part of the one verdict (NOT OK even where its lost cases are a bug's CRASH/HANG). */
@@ -551,34 +793,11 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     opts.summary_fields = lab_mpi_summary_fields;
     opts.summary_ctx = &ms;
     lab_status st2 = lab_replay_report(&opts, report, x.all, x.n_all, wall, &run, verdict);
+    lab_mpi_print_ranks(&x, report, rank_failed);
 
-    int hosts = 0;
-    for (int r = 0; r < size; ++r) {
-        int seen = 0;
-        for (int q = 0; q < r; ++q)
-            seen |= x.ranks[q].have_hello && x.ranks[r].have_hello && !strcmp(x.ranks[q].hello.host, x.ranks[r].hello.host);
-        hosts += x.ranks[r].have_hello && !seen;
-    }
-    fprintf(report, "mpi: %d ranks on %d host%s, round-robin split\n", size, hosts, hosts == 1 ? "" : "s");
-    fprintf(report, "%-5s %-20s %-8s %-5s %-4s %6s %8s %8s  %-8s %s\n", "rank", "host", "pid", "local", "jobs", "cases",
-            "reported", "wall_s", "status", "device");
-    for (int r = 0; r < size; ++r) {
-        const lab_mpi_peer *rk = &x.ranks[r];
-        fprintf(report, "%-5d %-20s %-8lld %-5d %-4d %6zu %8zu %8.2f  %-8s %s\n", r, rk->have_hello ? rk->hello.host : "?",
-                rk->have_hello ? (long long)rk->hello.pid : -1LL, rk->have_hello ? rk->hello.local_rank : -1,
-                rk->have_hello ? rk->hello.jobs : -1, rk->n_expected, rk->n_got, rk->wall_s,
-                lab_mpi_status_name(rk->status), rk->have_hello ? rk->hello.device : "?");
-        if (rk->why[0]) fprintf(report, "      %s\n", rk->why);
-    }
-    if (rank_failed) fprintf(report, "NOT OK: a rank failed (see above); the merged files are written\n");
-    fflush(report);
-    fflush(stdout);
-    fflush(stderr);
-
-    free(x.share_index);
-    free(share);
-    free(x.ranks);
-    free(x.got);
+    lab_case_record *all = x.all;
+    x.all = NULL;
+    lab_mpi_ctx_free(&x);
     int code = st2 != LAB_OK ? LAB_EXIT_FAILED : verdict->exit_status;
     if (lost) {
         /* A stalled rank never reaches MPI_Finalize, and Open MPI's finalize may wait for a dead one for
@@ -589,11 +808,8 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         MPI_Abort(MPI_COMM_WORLD, code);
         _exit(code); /* not reached: MPI_Abort does not return */
     }
-    fflush(NULL);
-    lab_mpi_deadline_arm(code);
-    MPI_Finalize();
-    alarm(0);
-    *recs_out = x.all;
+    lab_mpi_finalize(code);
+    *recs_out = all;
     *n_recs = x.n_all;
     return st2;
 }

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -440,6 +441,14 @@ static lab_status lab_replay_pool_first(lab_replay_ctx *ctx, lab_replay_part *pa
     return st;
 }
 
+/* Opens the pool's context gate (lab_ctxgate.h) for its CUDA workers; when it cannot, says so and lets them make their
+ * contexts all at once. */
+static void lab_replay_gate_open(lab_replay_ctx *ctx)
+{
+    if (ctx->opts->backend == LAB_BACKEND_CUDA && lab_ctxgate_open(&ctx->gate, LAB_CTXGATE_WIDTH) != LAB_OK)
+        fprintf(stderr, "replay: %s; the workers make their contexts all at once\n", lab_err_msg());
+}
+
 /* Stops the replay's MPS daemon (opts->mps) before cases that must not be its clients: from here on workers make
  * plain contexts. Says so once, on the progress stream. */
 static void lab_replay_leave_mps(lab_replay_ctx *ctx, const char *who)
@@ -523,26 +532,81 @@ static lab_status lab_replay_rerun(lab_replay_ctx *ctx, lab_job_outcome *out)
     return st;
 }
 
-/* Runs the cases (records are grouped by incident): an incident at a time under its plan, except that the
- * incidents with poolable plans run first, as one pool; every job under its incident's watchdog. Then the cases
- * that met a device error run again (lab_replay_rerun). */
-static lab_status lab_replay_execute(lab_replay_ctx *ctx)
+/* A run's context over recs[0..n): nothing bound, no gate, its clock started at t0. */
+static void lab_replay_ctx_init(lab_replay_ctx *ctx, const lab_replay_opts *opts, lab_case_record *recs, size_t n,
+                                double t0)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->opts = opts;
+    ctx->recs = recs;
+    ctx->n = n;
+    ctx->gate = (lab_ctxgate)LAB_CTXGATE_CLOSED;
+    ctx->t0 = t0;
+}
+
+/* The context of a run of all of recs[0..n) (its progress counted over n), done (NULL: none) told of each case. */
+static void lab_replay_ctx_told(lab_replay_ctx *ctx, const lab_replay_opts *opts, lab_case_record *recs, size_t n,
+                                lab_replay_done_fn done, void *done_ctx)
+{
+    lab_replay_ctx_init(ctx, opts, recs, n, lab_replay_now());
+    ctx->total = n;
+    ctx->on_done = done;
+    ctx->on_done_ctx = done_ctx;
+}
+
+/* An array of n elements of size sz, zeroed: shared with the children forked later (MAP_SHARED, so that a fed run's
+ * layout of a chunk reaches the pool's workers already running), or private (calloc). NULL when out of memory. */
+static void *lab_replay_alloc(size_t n, size_t sz, int shared)
+{
+    if (!shared) return calloc(n ? n : 1, sz);
+    void *p = mmap(NULL, (n ? n : 1) * sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void lab_replay_release(void *p, size_t n, size_t sz, int shared)
+{
+    if (!shared) free(p);
+    else if (p) munmap(p, (n ? n : 1) * sz);
+}
+
+/* What an execution holds from its set-up to its end: the outcomes, each incident's part of ctx->order and its plan. */
+typedef struct {
+    lab_job_outcome *out;
+    lab_replay_part *parts;
+    lab_sched_plan *plans;
+    size_t np;
+    int shared;                 /* ctx->order and ctx->lead are shared with the children (a fed run) */
+} lab_replay_setup;
+
+static void lab_replay_setup_free(lab_replay_ctx *ctx, lab_replay_setup *s)
+{
+    free(s->out);
+    free(s->parts);
+    free(s->plans);
+    lab_replay_release(ctx->order, ctx->n, sizeof *ctx->order, s->shared);
+    lab_replay_release(ctx->lead, ctx->n, sizeof *ctx->lead, s->shared);
+    ctx->order = NULL;
+    ctx->lead = NULL;
+}
+
+/* The set-up of an execution: the machine (printed with the progress), every incident's execution order (a part of
+ * ctx->order: its seed groups one after another, lab_replay_order) and its plan. */
+static lab_status lab_replay_setup_make(lab_replay_ctx *ctx, int shared, lab_replay_setup *s)
 {
     const lab_replay_opts *opts = ctx->opts;
-    lab_job_outcome *out = calloc(ctx->n ? ctx->n : 1, sizeof *out);
-    ctx->order = calloc(ctx->n ? ctx->n : 1, sizeof *ctx->order);
-    ctx->lead = malloc((ctx->n ? ctx->n : 1) * sizeof *ctx->lead);
-    for (size_t i = 0; ctx->lead && i < ctx->n; ++i) ctx->lead[i] = 1;
-    size_t n_inc = 0;
-    for (size_t i = 0; i < ctx->n; ++i) n_inc += i == 0 || ctx->recs[i].incident != ctx->recs[i - 1].incident;
-    lab_replay_part *parts = calloc(n_inc ? n_inc : 1, sizeof *parts);
-    lab_sched_plan *plans = calloc(n_inc ? n_inc : 1, sizeof *plans);
-    size_t *bounds = NULL;
-    lab_status st = LAB_OK;
-    if (!out || !ctx->order || !ctx->lead || !parts || !plans) {
-        st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
-        goto done;
+    memset(s, 0, sizeof *s);
+    s->shared = shared;
+    for (size_t i = 0; i < ctx->n; ++i) s->np += i == 0 || ctx->recs[i].incident != ctx->recs[i - 1].incident;
+    s->out = calloc(ctx->n ? ctx->n : 1, sizeof *s->out);
+    s->parts = calloc(s->np ? s->np : 1, sizeof *s->parts);
+    s->plans = calloc(s->np ? s->np : 1, sizeof *s->plans);
+    ctx->order = lab_replay_alloc(ctx->n, sizeof *ctx->order, shared);
+    ctx->lead = lab_replay_alloc(ctx->n, sizeof *ctx->lead, shared);
+    if (!s->out || !s->parts || !s->plans || !ctx->order || !ctx->lead) {
+        lab_replay_setup_free(ctx, s);
+        return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
     }
+    for (size_t i = 0; i < ctx->n; ++i) ctx->lead[i] = 1;
     lab_sched_probe(&ctx->machine);
     if (opts->progress && !ctx->quiet_sched) {
         char note[200];
@@ -553,18 +617,48 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
         if (opts->backend == LAB_BACKEND_CUDA)
             fprintf(stderr, "scheduler: %d GPU%s from %s\n", ctx->machine.ngpu, ctx->machine.ngpu == 1 ? "" : "s", ctx->machine.source);
     }
-    /* Every incident's execution order and plan. */
-    for (size_t i = 0, start = 0; i < n_inc; ++i) {
+    for (size_t i = 0, start = 0; i < s->np; ++i) {
         const lab_incident *inc = ctx->recs[start].incident;
         size_t end = start;
         while (end < ctx->n && ctx->recs[end].incident == inc) ++end;
         size_t gs = lab_replay_order(ctx->recs, start, end, ctx->order);
-        parts[i] = (lab_replay_part){start, end, gs, (end - start + gs - 1) / gs};
-        plans[i] = lab_sched_plan_incident(&ctx->machine, inc, opts->backend, parts[i].n_groups, gs, opts->jobs);
-        if (opts->sanitize) plans[i].batch = 1; /* each case is its own compute-sanitizer process anyway */
+        s->parts[i] = (lab_replay_part){start, end, gs, (end - start + gs - 1) / gs};
+        s->plans[i] = lab_sched_plan_incident(&ctx->machine, inc, opts->backend, s->parts[i].n_groups, gs, opts->jobs);
+        if (opts->sanitize) s->plans[i].batch = 1; /* each case is its own compute-sanitizer process anyway */
         start = end;
     }
-    if ((st = lab_replay_pool_first(ctx, parts, plans, n_inc)) != LAB_OK) goto done;
+    return LAB_OK;
+}
+
+/* Jobs [a, b) of the run in progress SKIP in the runner, without a worker: their cases need more GPUs than the host
+ * has (a worker per case spent 3 s on 0006's 3000 cases of a 1000-seed replay on one GPU, after the pool). */
+static void lab_replay_skip_missing(lab_replay_ctx *ctx, size_t a, size_t b, lab_job_outcome *out)
+{
+    for (size_t k = a; k < b; ++k) {
+        lab_job_outcome o;
+        memset(&o, 0, sizeof o);
+        o.outcome = LAB_OUT_SKIP;
+        o.worker = -1;
+        lab_result_skip_as(&o.r, LAB_SKIP_NEEDS_GPUS, "%s", ctx->plan.why);
+        out[k] = o;
+        lab_replay_done(ctx, k, &o);
+    }
+}
+
+/* Runs the cases (records are grouped by incident): an incident at a time under its plan, except that the
+ * incidents with poolable plans run first, as one pool; every job under its incident's watchdog. Then the cases
+ * that met a device error run again (lab_replay_rerun). */
+static lab_status lab_replay_execute(lab_replay_ctx *ctx)
+{
+    const lab_replay_opts *opts = ctx->opts;
+    lab_replay_setup su;
+    lab_status st = lab_replay_setup_make(ctx, 0, &su);
+    if (st != LAB_OK) return st;
+    lab_replay_part *parts = su.parts;
+    lab_sched_plan *plans = su.plans;
+    lab_job_outcome *out = su.out;
+    size_t n_inc = su.np, *bounds = NULL;
+    st = lab_replay_pool_first(ctx, parts, plans, n_inc);
     for (size_t i = 0; i < n_inc && st == LAB_OK;) {
         size_t j = i + 1;
         ctx->plan = plans[i];
@@ -575,25 +669,14 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
             size_t nr = 0;
             free(bounds), bounds = NULL;
             st = lab_replay_pool_layout(ctx, parts[i].start, parts + i, j - i, ctx->plan.workers, &bounds, &nr);
-            if (st == LAB_OK && opts->backend == LAB_BACKEND_CUDA && lab_ctxgate_open(&ctx->gate, LAB_CTXGATE_WIDTH) != LAB_OK)
-                fprintf(stderr, "replay: %s; the workers make their contexts all at once\n", lab_err_msg());
+            if (st == LAB_OK) lab_replay_gate_open(ctx);
             if (st == LAB_OK)
                 st = lab_isolate_run_pool(parts[j - 1].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
                                           bounds, nr, 0, lab_replay_job_timeout, lab_replay_done, out + parts[i].start,
                                           lab_replay_worker_init);
             lab_ctxgate_close(&ctx->gate);
         } else if (ctx->plan.gpus_missing) {
-            /* nothing to run: every case SKIPs here, in the runner (a worker per case spent 3 s on 0006's 3000 cases of
-             * a 1000-seed replay on one GPU, after the pool) */
-            for (size_t k = 0; k < parts[i].end - parts[i].start; ++k) {
-                lab_job_outcome o;
-                memset(&o, 0, sizeof o);
-                o.outcome = LAB_OUT_SKIP;
-                o.worker = -1;
-                lab_result_skip_as(&o.r, LAB_SKIP_NEEDS_GPUS, "%s", ctx->plan.why);
-                out[parts[i].start + k] = o;
-                lab_replay_done(ctx, k, &o);
-            }
+            lab_replay_skip_missing(ctx, 0, parts[i].end - parts[i].start, out + parts[i].start);
         } else {
             lab_replay_leave_mps(ctx, "multi-GPU and sanitizer cases");
             st = lab_isolate_run_batched(parts[i].end - parts[i].start, lab_replay_job, ctx, ctx->plan.workers,
@@ -603,16 +686,207 @@ static lab_status lab_replay_execute(lab_replay_ctx *ctx)
         i = j;
     }
     if (st == LAB_OK) st = lab_replay_rerun(ctx, out);
-done:
-    free(out);
-    free(ctx->order);
-    free(ctx->lead);
-    ctx->lead = NULL;
-    free(parts);
-    free(plans);
     free(bounds);
-    ctx->order = NULL;
+    lab_replay_setup_free(ctx, &su);
     return st;
+}
+
+/* A fed execution's lane: the parts that run under one plan (lab_replay_execute_fed), and the chunk it is handing out. */
+typedef struct {
+    lab_replay_ctx *ctx;
+    const lab_replay_groups *groups;
+    const lab_replay_part *parts;
+    const lab_sched_plan *plans; /* per part */
+    unsigned char *accept;      /* per part: in this lane */
+    int pool;                   /* the lane is the pool: a chunk is laid out in runs (lab_replay_pool_layout) */
+    lab_replay_feed_fn feed;
+    void *feed_ctx;
+    int ended;                  /* the feed said -1 */
+    lab_status st;              /* a chunk that could not be laid out, or was not one of this lane's */
+    size_t *bounds, nr, next;   /* the pool's chunk: runs [bounds[r], bounds[r + 1]) from next on */
+    size_t at, end, grp, gend;  /* otherwise: its jobs [at, end) not handed out yet, at in group grp of its groups
+                                   [.., gend) */
+    size_t batch;               /* and the jobs a child runs (its incident's plan.batch) */
+} lab_replay_lane;
+
+/* The next range of a chunk outside the pool: as the plain execution cuts its runs, plan.batch jobs a child (a seed
+ * group on the CPU, one case under compute-sanitizer, a worker's share of groups where its incident says so), here cut
+ * from the chunk: whole groups where the batch holds one or more, else batch cases at a time. */
+static void lab_replay_lane_cut(lab_replay_lane *l, size_t *first, size_t *end)
+{
+    const size_t *start = l->groups->start;
+    size_t stop, want = l->batch ? l->batch : 1;
+    if (want < start[l->grp + 1] - start[l->grp]) {
+        stop = l->at + want < start[l->grp + 1] ? l->at + want : start[l->grp + 1];
+        if (stop == start[l->grp + 1]) l->grp++;
+    } else {
+        size_t k = l->grp + 1;
+        while (k < l->gend && start[k + 1] - l->at <= want) ++k;
+        stop = start[k];
+        l->grp = k;
+    }
+    *first = l->at;
+    *end = l->at = stop;
+}
+
+/* The lane's next range (lab_job_feed_fn): the next run of the chunk in hand; when there is none and fewer ranges wait
+ * than the lane has workers, the next chunk from the caller's feed, laid out. */
+static int lab_replay_lane_next(void *vl, size_t waiting, size_t *first, size_t *end)
+{
+    lab_replay_lane *l = vl;
+    lab_replay_ctx *ctx = l->ctx;
+    const lab_replay_groups *g = l->groups;
+    for (;;) {
+        if (l->pool && l->next < l->nr) {
+            *first = l->bounds[l->next];
+            *end = l->bounds[++l->next];
+            return 1;
+        }
+        if (!l->pool && l->at < l->end) {
+            lab_replay_lane_cut(l, first, end);
+            return 1;
+        }
+        if (l->ended || waiting >= (size_t)ctx->plan.workers) return l->ended ? -1 : 0;
+        size_t g0 = 0, g1 = 0;
+        int r = l->feed(l->feed_ctx, l->accept, &g0, &g1);
+        if (r <= 0) {
+            l->ended = r < 0;
+            return r;
+        }
+        size_t p = g0 < g->ng ? g->part[g0] : 0;
+        if (!(g0 < g1 && g1 <= g->ng && g->part[g1 - 1] == p && l->accept[p])) {
+            l->st = lab_err_set(LAB_ERR_ARG, "replay: the feed gave seed groups [%zu, %zu), not a chunk of this lane's "
+                                "incidents (%zu groups)", g0, g1, g->ng);
+            l->ended = 1;
+            return -1;
+        }
+        l->at = g->start[g0];
+        l->end = g->start[g1];
+        l->grp = g0;
+        l->gend = g1;
+        l->batch = l->plans[p].batch;
+        if (l->pool) {
+            lab_replay_part pt = {l->at, l->end, l->parts[p].group_size, g1 - g0};
+            size_t *bounds = NULL, nr = 0;
+            lab_status st = lab_replay_pool_layout(ctx, l->at, &pt, 1, ctx->plan.workers, &bounds, &nr);
+            if (st != LAB_OK) {
+                l->st = st;
+                l->ended = 1;
+                return -1;
+            }
+            for (size_t k = 0; k <= nr; ++k) bounds[k] += l->at;
+            free(l->bounds);
+            l->bounds = bounds, l->nr = nr, l->next = 0;
+        }
+    }
+}
+
+/* Whether two plans run their cases alike (the same workers bound the same way): their incidents share a lane. Cases
+ * that SKIP for want of GPUs do not: each incident's SKIP says what it needs. */
+static int lab_replay_same_plan(const lab_sched_plan *a, const lab_sched_plan *b)
+{
+    return a->workers == b->workers && a->gpus_per_worker == b->gpus_per_worker && a->exclusive == b->exclusive &&
+           !a->gpus_missing && !b->gpus_missing;
+}
+
+lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *recs, size_t n,
+                                  const lab_replay_groups *groups, lab_replay_feed_fn feed, void *feed_ctx,
+                                  lab_replay_done_fn done, void *done_ctx)
+{
+    lab_replay_ctx ctx;
+    lab_replay_ctx_told(&ctx, opts, recs, n, done, done_ctx);
+    lab_replay_setup su;
+    lab_status st = lab_replay_setup_make(&ctx, 1, &su);
+    if (st != LAB_OK) return st;
+    if (su.np != groups->nparts || memcmp(ctx.order, groups->order, n * sizeof *ctx.order) != 0)
+        st = lab_err_set(LAB_ERR_ARG, "replay: the seed groups given are not those of these cases (lab_replay_groups_make)");
+    /* lanes: the pool first (its lane number 0), then one a distinct plan, in the incidents' order */
+    int *lane = calloc(su.np ? su.np : 1, sizeof *lane), nl = 1;
+    unsigned char *accept = calloc(su.np ? su.np : 1, 1);
+    if (st == LAB_OK && (!lane || !accept)) st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    for (size_t i = 0; st == LAB_OK && i < su.np; ++i) {
+        if (lab_replay_poolable(opts, &su.plans[i])) continue;
+        lane[i] = nl++;
+        for (size_t k = 0; k < i; ++k)
+            if (lane[k] && lab_replay_same_plan(&su.plans[k], &su.plans[i])) {
+                lane[i] = lane[k];
+                nl--;
+                break;
+            }
+    }
+    for (int ln = 0; ln < nl && st == LAB_OK && !lab_isolate_interrupted(); ++ln) {
+        lab_replay_lane l = {&ctx, groups, su.parts, su.plans, accept, ln == 0, feed, feed_ctx};
+        int members = 0;
+        for (size_t i = 0; i < su.np; ++i) {
+            accept[i] = lane[i] == ln;
+            if (!accept[i]) continue;
+            if (members++ == 0) ctx.plan = su.plans[i];
+            else if (su.plans[i].workers > ctx.plan.workers) ctx.plan.workers = su.plans[i].workers;
+        }
+        if (!members) continue;
+        ctx.offset = 0;
+        if (l.pool) {
+            lab_replay_gate_open(&ctx);
+            st = lab_isolate_run_fed(n, lab_replay_job, &ctx, ctx.plan.workers, lab_replay_lane_next, &l, 0,
+                                     lab_replay_job_timeout, lab_replay_done, su.out, 1, lab_replay_worker_init);
+            lab_ctxgate_close(&ctx.gate);
+        } else if (ctx.plan.gpus_missing) {
+            size_t a, b;
+            for (int r; !lab_isolate_interrupted() && (r = lab_replay_lane_next(&l, 0, &a, &b)) >= 0;) {
+                if (r) lab_replay_skip_missing(&ctx, a, b, su.out);
+                else nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+            }
+        } else {
+            lab_replay_leave_mps(&ctx, "multi-GPU and sanitizer cases");
+            st = lab_isolate_run_fed(n, lab_replay_job, &ctx, ctx.plan.workers, lab_replay_lane_next, &l, 0,
+                                     lab_replay_job_timeout, lab_replay_done, su.out, 0, NULL);
+        }
+        free(l.bounds);
+        if (st == LAB_OK) st = l.st;
+    }
+    if (st == LAB_OK) st = lab_replay_rerun(&ctx, su.out);
+    free(lane);
+    free(accept);
+    lab_replay_setup_free(&ctx, &su);
+    return st;
+}
+
+lab_status lab_replay_groups_make(const lab_case_record *recs, size_t n, lab_replay_groups *g)
+{
+    memset(g, 0, sizeof *g);
+    g->order = malloc((n ? n : 1) * sizeof *g->order);
+    g->start = malloc((n + 1) * sizeof *g->start);
+    g->part = malloc((n ? n : 1) * sizeof *g->part);
+    g->cost = malloc((n ? n : 1) * sizeof *g->cost);
+    if (!g->order || !g->start || !g->part || !g->cost) {
+        lab_replay_groups_free(g);
+        return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    }
+    for (size_t start = 0, end; start < n; start = end, g->nparts++) {
+        for (end = start; end < n && recs[end].incident == recs[start].incident; ++end) {
+        }
+        lab_replay_order(recs, start, end, g->order);
+        for (size_t p = start; p < end; ++p) {
+            const lab_case_record *r = &recs[g->order[p]];
+            if (p == start || r->seed != recs[g->order[p - 1]].seed) {
+                g->start[g->ng] = p;
+                g->part[g->ng] = g->nparts;
+                g->cost[g->ng++] = 0.0;
+            }
+            g->cost[g->ng - 1] += lab_sched_case_cost(r->incident, r->backend, r->seed);
+        }
+    }
+    g->start[g->ng] = n;
+    return LAB_OK;
+}
+
+void lab_replay_groups_free(lab_replay_groups *g)
+{
+    free(g->order);
+    free(g->start);
+    free(g->part);
+    free(g->cost);
+    memset(g, 0, sizeof *g);
 }
 
 /* Prints the per-variant table. */
@@ -680,26 +954,11 @@ lab_status lab_replay_cases(const lab_replay_opts *opts, lab_case_record **recs_
     return LAB_OK;
 }
 
-/* A run's context over recs[0..n): nothing bound, no gate, its clock started at t0. */
-static void lab_replay_ctx_init(lab_replay_ctx *ctx, const lab_replay_opts *opts, lab_case_record *recs, size_t n,
-                                double t0)
-{
-    memset(ctx, 0, sizeof *ctx);
-    ctx->opts = opts;
-    ctx->recs = recs;
-    ctx->n = n;
-    ctx->gate = (lab_ctxgate)LAB_CTXGATE_CLOSED;
-    ctx->t0 = t0;
-}
-
 lab_status lab_replay_execute_records(const lab_replay_opts *opts, lab_case_record *recs, size_t n,
                                       lab_replay_done_fn done, void *done_ctx)
 {
     lab_replay_ctx ctx;
-    lab_replay_ctx_init(&ctx, opts, recs, n, lab_replay_now());
-    ctx.total = n;
-    ctx.on_done = done;
-    ctx.on_done_ctx = done_ctx;
+    lab_replay_ctx_told(&ctx, opts, recs, n, done, done_ctx);
     return lab_replay_execute(&ctx);
 }
 

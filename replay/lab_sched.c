@@ -248,15 +248,41 @@ lab_status lab_sched_order_runs(const double *cost, size_t n, size_t *idx)
     return LAB_OK;
 }
 
+void lab_sched_visible(const lab_sched_machine *m, int first, int count, char *buf, size_t len)
+{
+    size_t at = 0;
+    if (len) buf[0] = 0;
+    for (int k = 0; k < count && first + k < m->ngpu && at < len; ++k)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", k ? "," : "", m->gpu[first + k]);
+}
+
 void lab_sched_bind(const lab_sched_machine *m, const lab_sched_plan *p, int slot)
 {
     if (p->gpus_per_worker <= 0 || m->ngpu <= 0 || slot < 0) return;
-    char val[LAB_SCHED_MAX_GPUS * 33] = "";
-    size_t len = 0;
+    char val[LAB_SCHED_MAX_GPUS * 33];
     int sets = m->ngpu / p->gpus_per_worker;
     int first = p->exclusive ? (slot % (sets > 0 ? sets : 1)) * p->gpus_per_worker : slot % m->ngpu;
-    for (int k = 0; k < p->gpus_per_worker && first + k < m->ngpu; ++k)
-        len += (size_t)snprintf(val + len, sizeof val - len, "%s%s", k ? "," : "", m->gpu[first + k]);
+    lab_sched_visible(m, first, p->gpus_per_worker, val, sizeof val);
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0); /* the driver's listing is in PCI order */
     setenv("CUDA_VISIBLE_DEVICES", val, 1);
+}
+
+int lab_sched_host_share(lab_sched_machine *m, int rank, int size)
+{
+    if (size < 1 || rank < 0 || rank >= size) return -1;
+    int ncpu = m->ncpu / size;
+    m->ncpu = ncpu > 0 ? ncpu : 1;
+    if (size > 1) {
+        size_t at = strlen(m->cpu_source);
+        snprintf(m->cpu_source + at, sizeof m->cpu_source - at, ", shared by %d local ranks", size);
+    }
+    int base = m->ngpu / size, extra = m->ngpu % size;
+    int first = rank * base + (rank < extra ? rank : extra), count = base + (rank < extra);
+    for (int k = 0; k < count; ++k) {
+        memmove(m->gpu[k], m->gpu[first + k], sizeof m->gpu[0]);
+        memmove(m->what[k], m->what[first + k], sizeof m->what[0]);
+        memmove(m->uuid[k], m->uuid[first + k], sizeof m->uuid[0]);
+    }
+    m->ngpu = count;
+    return first;
 }

@@ -102,6 +102,18 @@ unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair, in
  * order as they free up, the longest processing time first. LAB_ERR_NOMEM (idx unset). */
 lab_status lab_sched_order_runs(const double *cost, size_t n, size_t *idx);
 
+/* The GPUs m->gpu[first .. first + count) (as many as m has) as a CUDA_VISIBLE_DEVICES value ("0,1", or UUIDs), into buf
+ * ("" for none; cut at len). */
+void lab_sched_visible(const lab_sched_machine *m, int first, int count, char *buf, size_t len);
+
+/* The part of a host that local rank `rank` of `size` ranks on it gets (lab_mpi: one rank per host by default, or
+ * several sharing it): the host's GPUs split into `size` disjoint sets of consecutive entries, as even as possible (the
+ * first ngpu % size ranks one more: 4 GPUs, 2 ranks: {0,1} {2,3}; 3 GPUs: {0,1} {2}), the rank's set moved to the
+ * front of *m (entries, names, UUIDs) with m->ngpu its size; and the CPUs divided (ncpu / size, at least 1; cpu_source
+ * says so). A rank beyond the GPUs (size > ngpu) keeps none. Returns the host index of the rank's first GPU (its
+ * count: m->ngpu), or -1 with *m unchanged when rank is not in [0, size). No CUDA call, nothing in the environment. */
+int lab_sched_host_share(lab_sched_machine *m, int rank, int size);
+
 /* In a worker process, before any CUDA call: makes the worker's GPUs the only visible ones
  * (CUDA_VISIBLE_DEVICES), worker `slot` of the plan (lab_isolate_worker_slot()). Does nothing on the CPU
  * backend or when the plan binds no GPU. */

@@ -1,16 +1,21 @@
 #!/bin/bash
-# mpi_scaling.sh: times `lab replay --mpi` on the same cases at several rank counts, prints the speed-up
-# over one rank, and checks that every run's results.jsonl equals the one-rank run case by case (outcome, detail,
-# metrics: the per-run fields wall_s, cpu_s, done_s, worker and first_run left out).
+# mpi_scaling.sh: times `lab replay --mpi` on the same cases at several rank counts, prints the speed-up over the
+# first, each rank's share (seed-group chunks dealt, cases, its own run time) and the spread between the first and the
+# last rank to finish, and checks that every run's results.jsonl equals the first run's case by case: outcome, detail,
+# metrics, replay command, with what a run measures set aside (the per-run fields wall_s, cpu_s, done_s, worker,
+# first_run; metrics named *_s, wall-clock seconds a case measured, and orphans_found, the processes a hang left
+# behind; times such as "1.8 ms" in a detail line).
 # Usage: replay/mpi_scaling.sh [--ranks "1 2 4"] [--jobs J] [--out DIR] [-- lab replay args...]
-#   --jobs J   cases at once per rank (default: the lab's own, online CPUs / ranks on the host); with
-#              --jobs 1 the rank count is the only parallelism, which isolates the scaling of the split.
-# Example (two GPUs): replay/mpi_scaling.sh --ranks "1 2" -- --backend cuda --seeds 256
+#   --ranks    rank counts to time, all on this host (one rank drives all its GPUs; k ranks split them k ways)
+#   --jobs J   cases at once per rank (default: the lab's own, lab_sched_workers on the rank's share of the host);
+#              with --jobs 1 the rank count is the only parallelism, which isolates the scaling of the dealing.
+# Example (a host of four GPUs): replay/mpi_scaling.sh --ranks "1 2 4" -- --backend cuda --seeds 256
 set -euo pipefail
 ranks="1 2 4"
 jobs=""
 out=build/mpi-scaling
 lab=${LAB_BIN:-build/lab}
+here=$(dirname "$0")
 while [ $# -gt 0 ]; do
     case "$1" in
         --ranks) ranks="$2"; shift 2 ;;
@@ -31,27 +36,16 @@ printf "%-6s %10s %10s %10s %8s  %s\n" ranks wall_s user_s sys_s speedup "result
 for np in $ranks; do
     dir="$out/np$np"
     rm -rf "$dir"
-    /usr/bin/time -f "%e %U %S" -o "$out/time-np$np" mpirun "${root_flags[@]}" --oversubscribe -np "$np" \
+    /usr/bin/time -f "%e %U %S" -o "$out/time-np$np" mpirun "${root_flags[@]}" --oversubscribe --bind-to none -np "$np" \
         "$lab" replay --mpi --no-plots --quiet $jobs --out "$dir" "$@" >"$out/log-np$np" 2>&1 || true
-    read -r wall user sys <"$out/time-np$np"
+    # (a replay that is NOT OK exits 1: time then writes "Command exited with non-zero status 1" first)
+    read -r wall user sys < <(tail -n 1 "$out/time-np$np")
     [ -z "$t1" ] && t1=$wall
-    same=first
-    if [ -n "$first" ]; then
-        same=$(python3 - "$first/results.jsonl" "$dir/results.jsonl" <<'EOF'
-import json, sys
-def load(p):
-    rows = [json.loads(l) for l in open(p)]
-    for r in rows:
-        for k in ("wall_s", "cpu_s", "done_s", "worker", "first_run"):
-            r.pop(k, None)
-    return rows
-a, b = load(sys.argv[1]), load(sys.argv[2])
-print("equal (%d cases)" % len(a) if a == b else "DIFFERENT (%d vs %d cases)" % (len(a), len(b)))
-EOF
-)
-    else
-        first=$dir
-    fi
-    printf "%-6s %10s %10s %10s %8.2f  %s\n" "$np" "$wall" "$user" "$sys" "$(python3 -c "print($t1/$wall)")" "$same"
+    [ -z "$first" ] && first=$dir
+    # line 1: the comparison with the first run; line 2: the ranks
+    report=$(python3 "$here/mpi_scaling_report.py" "$first" "$dir")
+    printf "%-6s %10s %10s %10s %8.2f  %s\n" "$np" "$wall" "$user" "$sys" "$(python3 -c "print($t1/$wall)")" \
+        "$(head -n 1 <<<"$report")"
+    tail -n +2 <<<"$report"
 done
 echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"

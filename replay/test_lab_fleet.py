@@ -42,21 +42,33 @@ class Launch(unittest.TestCase):
                           "--gpus-per-node", "2", "--env", "LAB_ROOT=/lab", "--out", "runs/h200", "--",
                           "--seeds", "64", "--backend", "cuda"])
         self.assertEqual(st, 0)
-        self.assertEqual(out.strip(), "+ mpirun --enable-recovery --hostfile hosts --map-by ppr:2:node -np 4 "
-                                      "-x LAB_ROOT=/lab build/lab replay --mpi --out runs/h200 --seeds 64 --backend cuda")
+        self.assertEqual(out.strip(), "+ mpirun --enable-recovery --hostfile hosts --map-by ppr:1:node --bind-to none "
+                                      "-np 4 -x LAB_ROOT=/lab build/lab replay --mpi --out runs/h200 --seeds 64 "
+                                      "--backend cuda")
+
+    def test_mpirun_ranks_per_node_and_bad_count(self):
+        st, out, _ = run(["--dry-run", "launch", "--launcher", "mpirun", "--hostfile", "hosts", "--ranks-per-node", "2",
+                          "--out", "r"])
+        self.assertEqual(st, 0)
+        self.assertEqual(out.strip(), "+ mpirun --enable-recovery --hostfile hosts --map-by ppr:2:node --bind-to none "
+                                      "build/lab replay --mpi --out r")
+        st, _, err = run(["--dry-run", "launch", "--launcher", "mpirun", "--np", "2", "--ranks-per-node", "0",
+                          "--out", "r"])
+        self.assertEqual(st, 2)
+        self.assertIn("--ranks-per-node 0: want 1 or more", err)
 
     def test_report_command(self):
         st, out, _ = run(["--dry-run", "launch", "--launcher", "mpirun", "--np", "8", "--lab-command", "report",
                           "--out", "runs/h200", "--", "--backend", "cuda"])
         self.assertEqual(st, 0)
-        self.assertEqual(out.strip(), "+ mpirun --enable-recovery -np 8 build/lab report --mpi --out runs/h200 "
-                                      "--backend cuda")
+        self.assertEqual(out.strip(), "+ mpirun --enable-recovery --bind-to none -np 8 build/lab report --mpi --out "
+                                      "runs/h200 --backend cuda")
 
     def test_mpirun_without_recovery_and_own_lab(self):
         st, out, _ = run(["--dry-run", "--lab", "/opt/lab/bin/lab", "launch", "--launcher", "mpirun", "--np", "2",
                           "--no-recovery", "--out", "r"])
         self.assertEqual(st, 0)
-        self.assertEqual(out.strip(), "+ mpirun -np 2 /opt/lab/bin/lab replay --mpi --out r")
+        self.assertEqual(out.strip(), "+ mpirun --bind-to none -np 2 /opt/lab/bin/lab replay --mpi --out r")
 
     def test_mpirun_needs_hosts_or_ranks(self):
         st, _, err = run(["--dry-run", "launch", "--launcher", "mpirun", "--out", "r"])
@@ -71,10 +83,10 @@ class Launch(unittest.TestCase):
         lines = out.splitlines()
         self.assertEqual(lines[0], "# runs/b/lab-replay.sbatch")
         self.assertEqual(lines[1], "#!/bin/bash")
-        for want in ["#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=8", "#SBATCH --gpus-per-node=8",
+        for want in ["#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=1", "#SBATCH --exclusive", "#SBATCH --gpus-per-node=8",
                      "#SBATCH --partition=gpu", "#SBATCH --time=01:00:00", "#SBATCH --output=runs/b/slurm-%j.out",
                      "cd /lab",
-                     "srun --mpi=pmix --kill-on-bad-exit=0 build/lab replay --mpi --out runs/b --seeds 1024"]:
+                     "srun --mpi=pmix --kill-on-bad-exit=0 --cpu-bind=none build/lab replay --mpi --out runs/b --seeds 1024"]:
             self.assertIn(want, lines)
         self.assertEqual(lines[-1], "+ sbatch --parsable runs/b/lab-replay.sbatch")
 

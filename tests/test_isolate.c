@@ -354,3 +354,62 @@ Test(isolate, pool_init_runs_before_any_work_and_a_broken_init_loses_no_job, .ti
             cr_expect_eq(lab_result_get(&out[i].r, "pid"), p0, "init mode %d: job %zu ran beside a child still starting", init_mode, i);
     }
 }
+
+/* A fed run: ranges come from the feed as the run goes (here one range of 3 jobs every other call, "nothing now" in
+ * between, up to job 18 of 24, then "never more"). Every fed job runs once; the jobs never fed are left untouched; a
+ * pool's children wait across the feed's pauses instead of ending (one process per slot for all of it); the tick is
+ * called at every turn. */
+typedef struct {
+    size_t next, calls, ticks;
+} fed_src;
+static int feed_threes(void *ctx, size_t waiting, size_t *first, size_t *end)
+{
+    fed_src *f = ctx;
+    if (f->next >= 18) return -1;
+    if (f->calls++ % 2) return 0;
+    if (waiting >= 2) return 0; /* a queue that is not low: nothing more yet */
+    *first = f->next;
+    *end = f->next += 3;
+    return 1;
+}
+static void count_tick(void *ctx) { ((fed_src *)ctx)->ticks++; }
+static lab_status job_fed_pid(void *ctx, size_t i, lab_case_result *r)
+{
+    (void)ctx, (void)i;
+    lab_result_metric(r, "pid", (double)getpid());
+    usleep(20000);
+    lab_result_verdict(r, 1, "fine");
+    return LAB_OK;
+}
+Test(isolate, fed_run_takes_ranges_as_they_come, .timeout = 60)
+{
+    for (int reuse = 0; reuse < 2; ++reuse) {
+        lab_job_outcome out[24];
+        memset(out, 0xff, sizeof out);
+        fed_src f = {0};
+        lab_isolate_on_tick(count_tick, &f);
+        cr_assert_eq(lab_isolate_run_fed(24, job_fed_pid, NULL, 2, feed_threes, &f, 5.0, NULL, NULL, out, reuse, NULL), LAB_OK,
+                     "%s", lab_err_msg());
+        lab_isolate_on_tick(NULL, NULL);
+        for (size_t i = 0; i < 18; ++i) cr_expect_eq(out[i].outcome, LAB_OUT_PASS, "reuse %d, job %zu", reuse, i);
+        for (size_t i = 18; i < 24; ++i) cr_expect_eq((unsigned)out[i].outcome, 0xffffffffu, "job %zu was never fed", i);
+        cr_expect_gt(f.ticks, f.calls / 2, "the tick runs at every turn (%zu ticks, %zu feed calls)", f.ticks, f.calls);
+        size_t procs = distinct_pids(out, 18);
+        if (reuse) cr_expect_leq(procs, 2u, "a pool of 2 ran the 6 fed ranges in %zu processes", procs);
+        else cr_expect_eq(procs, 6u, "a child per range: %zu processes for 6 ranges", procs);
+    }
+}
+
+static int feed_bad(void *ctx, size_t waiting, size_t *first, size_t *end)
+{
+    (void)ctx, (void)waiting;
+    *first = 4;
+    *end = 9; /* past the 8 jobs */
+    return 1;
+}
+Test(isolate, fed_range_outside_the_jobs_is_an_error)
+{
+    lab_job_outcome out[8];
+    cr_expect_eq(lab_isolate_run_fed(8, job_fed_pid, NULL, 2, feed_bad, NULL, 5.0, NULL, NULL, out, 1, NULL), LAB_ERR_ARG);
+    cr_expect(strstr(lab_err_msg(), "[4, 9)") != NULL, "%s", lab_err_msg());
+}

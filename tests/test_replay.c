@@ -750,3 +750,170 @@ Test(replay, cases_a_neighbours_fault_ended_run_again_alone, .init = mkout, .fin
         if (recs[i].seed % 2 == 0) cr_expect_eq(recs[i].o.outcome, LAB_OUT_ERROR, "no rerun without device_ok");
     free(recs);
 }
+
+/* ---- a fed execution (lab_replay_execute_fed): the cases a feed deals out as the run goes, as an `--mpi` rank runs
+ * them; the feed here is the dealer of lab_deal.h in this process ---- */
+
+#include "lab_deal.h"
+
+typedef struct {
+    lab_deal *d;
+    const lab_replay_groups *g;
+    int *owner;          /* per group: the rank it went to (-1: none) */
+    size_t calls, chunks;
+    int rival;           /* a second rank takes a chunk before each of ours */
+} fed_feed;
+
+static int fed_next(void *ctx, const unsigned char *accept, size_t *g0, size_t *g1)
+{
+    fed_feed *f = ctx;
+    if (f->calls++ % 3 == 1) return 0; /* not yet, as an answer still on its way */
+    lab_deal_chunk c;
+    if (f->rival && lab_deal_next(f->d, 1, accept, &c))
+        for (size_t k = c.first; k < c.end; ++k) f->owner[k] = 1;
+    if (!lab_deal_next(f->d, 0, accept, &c)) return -1;
+    for (size_t k = c.first; k < c.end; ++k) f->owner[k] = 0;
+    f->chunks++;
+    *g0 = c.first;
+    *g1 = c.end;
+    return 1;
+}
+
+static void fed_count(void *ctx, size_t index, const lab_case_record *rec)
+{
+    (void)rec;
+    ((int *)ctx)[index]++;
+}
+
+/* Runs the cases of opts fed from a dealer of two ranks (rival: the other rank takes every other chunk) and checks that
+ * exactly the cases of this rank's groups ran, each reported once, with the outcome a plain execution gives. Returns
+ * the records (the caller frees them and the groups). */
+static lab_case_record *fed_run(const lab_replay_opts *o, int rival, lab_replay_groups *g, int **owner_out, size_t *n_out)
+{
+    lab_case_record *recs, *plain;
+    size_t n, np;
+    cr_assert_eq(lab_replay_cases(o, &recs, &n), LAB_OK);
+    cr_assert_eq(lab_replay_cases(o, &plain, &np), LAB_OK);
+    cr_assert_eq(lab_replay_groups_make(recs, n, g), LAB_OK);
+    cr_assert_eq(lab_replay_execute_records(o, plain, np, NULL, NULL), LAB_OK, "%s", lab_err_msg());
+    lab_deal_group *dg = malloc(g->ng * sizeof *dg);
+    int *owner = malloc(g->ng * sizeof *owner), *told = calloc(n, sizeof *told);
+    for (size_t k = 0; k < g->ng; ++k) dg[k] = (lab_deal_group){g->part[k], g->cost[k]}, owner[k] = -1;
+    fed_feed f = {.g = g, .owner = owner, .rival = rival};
+    cr_assert_eq(lab_deal_create(dg, g->ng, 2, &f.d), LAB_OK);
+    lab_deal_weight(f.d, 0, o->jobs);
+    lab_deal_weight(f.d, 1, o->jobs);
+    cr_assert_eq(lab_replay_execute_fed(o, recs, n, g, fed_next, &f, fed_count, told), LAB_OK, "%s", lab_err_msg());
+    cr_expect_eq(lab_deal_left(f.d), 0u, "the lanes asked until nothing was left");
+    cr_expect_gt(f.chunks, 2u, "dealt in %zu chunks", f.chunks);
+    for (size_t k = 0; k < g->ng; ++k)
+        for (size_t p = g->start[k]; p < g->start[k + 1]; ++p) {
+            size_t i = g->order[p];
+            cr_expect_eq(told[i], owner[k] == 0, "case %zu (group %zu of rank %d) reported %d times", i, k, owner[k], told[i]);
+            if (owner[k] != 0) continue;
+            cr_expect_eq(recs[i].o.outcome, plain[i].o.outcome, "case %zu: fed %s, plain %s", i,
+                         lab_outcome_name(recs[i].o.outcome), lab_outcome_name(plain[i].o.outcome));
+            cr_expect_str_eq(recs[i].o.r.detail, plain[i].o.r.detail, "case %zu", i);
+        }
+    lab_deal_free(f.d);
+    free(dg);
+    free(told);
+    free(plain);
+    *owner_out = owner;
+    *n_out = n;
+    return recs;
+}
+
+/* On the CPU: one lane, a child per seed group (its variants together, the memory bug retiring it), whether this rank
+ * gets every chunk or shares them with another. */
+Test(replay, a_fed_execution_runs_the_groups_it_is_dealt, .init = mkout, .fini = rmout)
+{
+    const lab_incident *incs[] = {&batch_inc, &pool_a};
+    uint64_t seeds[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    lab_replay_opts o = {.incidents = incs, .n_incidents = 2, .seeds = seeds, .n_seeds = 8, .backend = LAB_BACKEND_CPU,
+                         .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    for (int rival = 0; rival < 2; ++rival) {
+        lab_replay_groups g;
+        int *owner;
+        size_t n;
+        lab_case_record *recs = fed_run(&o, rival, &g, &owner, &n);
+        cr_expect_eq(g.ng, 16u, "8 seeds of 2 incidents");
+        size_t mine = 0;
+        for (size_t k = 0; k < g.ng; ++k) {
+            mine += owner[k] == 0;
+            if (owner[k] != 0 || g.part[k] != 0) continue;
+            double pid = lab_result_get(&recs[g.order[g.start[k]]].o.r, "pid");
+            for (size_t p = g.start[k]; p < g.start[k + 1]; ++p)
+                cr_expect_eq(lab_result_get(&recs[g.order[p]].o.r, "pid"), pid, "group %zu: one worker", k);
+        }
+        if (rival) cr_expect(mine > 0 && mine < g.ng, "this rank ran %zu of %zu groups beside another", mine, g.ng);
+        else cr_expect_eq(mine, g.ng);
+        free(owner);
+        free(recs);
+        lab_replay_groups_free(&g);
+    }
+}
+
+/* On CUDA (four GPUs listed, a stand-in probe: no GPU needed): the single-GPU incidents run as one pool whose workers
+ * last across the chunks (at most -j processes for all of them), the cases that need 2 GPUs in a lane of their own, and
+ * those that need more GPUs than the host has SKIP in the runner; the groups given as a chunk of another lane's incident
+ * are refused. */
+static const lab_variant eight_gpu_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid", .gpus = 8}};
+static const lab_incident eight_gpus = {.id = "9013-eight-gpus", .title = "eight gpus", .summary = "synthetic",
+                                        .variants = eight_gpu_variants, .n_variants = 1, .run_cpu = run_pid,
+                                        .run_cuda = run_pid, .plot_metric = "pid"};
+static const lab_variant sixteen_gpu_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid", .gpus = 16}};
+static const lab_incident sixteen_gpus = {.id = "9014-sixteen-gpus", .title = "sixteen gpus", .summary = "synthetic",
+                                          .variants = sixteen_gpu_variants, .n_variants = 1, .run_cpu = run_pid,
+                                          .run_cuda = run_pid, .plot_metric = "pid"};
+static int fed_wrong_lane(void *ctx, const unsigned char *accept, size_t *g0, size_t *g1)
+{
+    const lab_replay_groups *g = ctx;
+    for (size_t k = 0; k < g->ng; ++k)
+        if (!accept[g->part[k]]) {
+            *g0 = k;
+            *g1 = k + 1;
+            return 1;
+        }
+    return -1;
+}
+Test(replay, a_fed_execution_runs_its_lanes_as_a_plain_one, .init = mkout, .fini = rmout)
+{
+    setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3", 1);
+    const lab_incident *incs[] = {&pool_a, &two_gpus, &pool_b, &eight_gpus, &sixteen_gpus};
+    uint64_t seeds[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    lab_replay_opts o = {.incidents = incs, .n_incidents = 5, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA,
+                         .jobs = 2, .lab_bin = "build/lab", .root = ".", .device_probe = probe_ok};
+    lab_replay_groups g;
+    int *owner;
+    size_t n;
+    lab_case_record *recs = fed_run(&o, 0, &g, &owner, &n);
+    double pids[40];
+    size_t distinct = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const lab_incident *inc = recs[i].incident;
+        if (inc == &eight_gpus || inc == &sixteen_gpus) {
+            char need[32];
+            snprintf(need, sizeof need, "need %d GPUs", inc->variants[0].gpus);
+            cr_expect_eq(recs[i].o.r.skip_class, LAB_SKIP_NEEDS_GPUS, "%s", recs[i].o.r.detail);
+            cr_expect(strstr(recs[i].o.r.detail, need) != NULL, "%s: '%s' lacks '%s'", inc->id, recs[i].o.r.detail, need);
+            cr_expect_eq(recs[i].o.worker, -1, "SKIP in the runner");
+            continue;
+        }
+        cr_expect_eq(recs[i].o.outcome, LAB_OUT_PASS, "%s seed %llu: %s %s", inc->id, (unsigned long long)recs[i].seed,
+                     recs[i].o.r.detail, recs[i].o.error);
+        if (inc == &two_gpus) continue;
+        double p = lab_result_get(&recs[i].o.r, "pid");
+        size_t k = 0;
+        while (k < distinct && pids[k] != p) ++k;
+        if (k == distinct) pids[distinct++] = p;
+    }
+    cr_expect_leq(distinct, 2u, "%zu processes ran the pool's 20 cases at -j 2, across its chunks", distinct);
+    free(owner);
+    free(recs);
+    cr_assert_eq(lab_replay_cases(&o, &recs, &n), LAB_OK);
+    cr_expect_eq(lab_replay_execute_fed(&o, recs, n, &g, fed_wrong_lane, &g, NULL, NULL), LAB_ERR_ARG);
+    cr_expect(strstr(lab_err_msg(), "not a chunk of this lane's incidents") != NULL, "%s", lab_err_msg());
+    free(recs);
+    lab_replay_groups_free(&g);
+}

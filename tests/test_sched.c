@@ -93,3 +93,48 @@ Test(sched, a_plan_never_exceeds_the_gpu_cap)
     p = lab_sched_plan_incident(&one, &inc, LAB_BACKEND_CPU, 1000, 1, 0);
     cr_expect_eq(p.workers, 64, "%s", p.why);
 }
+
+/* A host shared by local ranks: its GPUs in disjoint sets of consecutive entries, as even as possible, the CPUs divided;
+ * the rank's worker count is then lab_sched_workers on its share (here 64 CPUs and 4 GPUs: 2 ranks get 32 workers each,
+ * 16 a GPU; 4 ranks 16 each). A rank beyond the GPUs keeps none. */
+Test(sched, a_host_is_shared_by_its_local_ranks)
+{
+    static const char *want2[2][2] = {{"0", "1"}, {"2", "3"}};
+    for (int r = 0; r < 2; ++r) {
+        lab_sched_machine m = host(64, 4);
+        snprintf(m.uuid[2 * r], sizeof m.uuid[0], "GPU-%d", 2 * r);
+        cr_expect_eq(lab_sched_host_share(&m, r, 2), 2 * r);
+        cr_expect_eq(m.ngpu, 2);
+        cr_expect_eq(m.ncpu, 32);
+        cr_expect(strstr(m.cpu_source, "shared by 2 local ranks") != NULL, "%s", m.cpu_source);
+        for (int k = 0; k < 2; ++k) cr_expect_str_eq(m.gpu[k], want2[r][k], "rank %d, GPU %d", r, k);
+        char uuid[16];
+        snprintf(uuid, sizeof uuid, "GPU-%d", 2 * r);
+        cr_expect_str_eq(m.uuid[0], uuid, "the names and UUIDs move with their GPUs");
+        char vis[64];
+        lab_sched_visible(&m, 0, m.ngpu, vis, sizeof vis);
+        cr_expect_str_eq(vis, r ? "2,3" : "0,1");
+        cr_expect_eq(lab_sched_workers(&m, LAB_BACKEND_CUDA, 0, NULL, 0), 32);
+    }
+    int sizes[3], firsts[3];
+    for (int r = 0; r < 3; ++r) {
+        lab_sched_machine m = host(64, 4);
+        firsts[r] = lab_sched_host_share(&m, r, 3);
+        sizes[r] = m.ngpu;
+        cr_expect_eq(m.ncpu, 21);
+    }
+    cr_expect(sizes[0] == 2 && sizes[1] == 1 && sizes[2] == 1, "4 GPUs, 3 ranks: %d %d %d", sizes[0], sizes[1], sizes[2]);
+    cr_expect(firsts[0] == 0 && firsts[1] == 2 && firsts[2] == 3, "first GPUs %d %d %d", firsts[0], firsts[1], firsts[2]);
+    lab_sched_machine m = host(2, 1);
+    cr_expect_eq(lab_sched_host_share(&m, 1, 2), 1);
+    cr_expect_eq(m.ngpu, 0, "a second rank on a host of one GPU keeps none");
+    cr_expect_eq(m.ncpu, 1);
+    m = host(1, 0);
+    cr_expect_eq(lab_sched_host_share(&m, 0, 4), 0);
+    cr_expect_eq(m.ncpu, 1, "never below one CPU");
+    cr_expect_eq(lab_sched_host_share(&m, 4, 4), -1, "a rank outside the host");
+    lab_sched_machine one = host(64, 1);
+    char vis[8];
+    lab_sched_visible(&one, 0, 1, vis, sizeof vis);
+    cr_expect_str_eq(vis, "0");
+}

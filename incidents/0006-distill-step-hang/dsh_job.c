@@ -118,6 +118,28 @@ int dsh_orphans(pid_t sid, const char *tag, int kill_them)
     return count;
 }
 
+/* In the child about to exec mpirun: the variables of an MPI job this case runs inside (a `lab replay --mpi` rank:
+ * OMPI_*, PMIX_*, OPAL_*, ORTE_*) are removed, so that the reproducer's mpirun starts a job of its own, as from a plain
+ * shell; inherited, they make it refuse to start (it takes itself for a rank of the outer job). */
+static void dsh_leave_outer_job(void)
+{
+    static const char *const prefixes[] = {"OMPI_", "PMIX_", "OPAL_", "ORTE_"};
+    for (size_t i = 0; environ[i];) {
+        int outer = 0;
+        for (size_t p = 0; p < sizeof prefixes / sizeof *prefixes; ++p)
+            outer |= !strncmp(environ[i], prefixes[p], strlen(prefixes[p]));
+        if (!outer) {
+            ++i;
+            continue;
+        }
+        char name[256];
+        const char *was = environ[i];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(was, "="), was);
+        unsetenv(name); /* environ shifts down: the same index is looked at again */
+        if (environ[i] == was) ++i; /* a name too long to copy stays */
+    }
+}
+
 /* The last non-empty line of file path into buf ("" if none). */
 static void dsh_last_line(const char *path, char *buf, size_t cap)
 {
@@ -246,6 +268,7 @@ static lab_status dsh_job_start(const char *bin, int world, double delay, double
         int nul = open("/dev/null", O_RDONLY);
         if (fd >= 0) dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO);
         if (nul >= 0) dup2(nul, STDIN_FILENO);
+        dsh_leave_outer_job();
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
         setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);

@@ -68,7 +68,7 @@ typedef struct {
  * lab_sched_workers(m, b, jobs_cap) workers. CPU: one worker per core, one group per worker run. CUDA: every
  * worker holds one context; single-GPU cases share the GPUs (worker k on GPU k mod ngpu), each worker one
  * equal share of the groups (one context start per worker and incident; incidents that run as one pool are
- * cut into runs by the replay's pool instead, with lab_sched_chunk_seeds and lab_sched_order_runs); a case that needs N > 1 GPUs gets N GPUs alone, floor(ngpu / N) workers.
+ * cut into runs by the replay's pool instead, with lab_sched_chunk_seeds and lab_sched_order_runs); a case that needs N > 1 GPUs gets N GPUs alone (every GPU of the host when the incident sets gpus_all), floor(ngpu / N) workers. An incident with worker_setup_s > 0 (a long-lived job per worker) gets one equal share of the seed groups per worker, on either backend, never more workers than groups.
  * Memory-bug variants are handled by the runner (their worker retires after them unless the case reports
  * its strays contained), not here. */
 lab_sched_plan lab_sched_plan_incident(const lab_sched_machine *m, const lab_incident *inc, lab_backend b,

@@ -138,3 +138,25 @@ Test(sched, a_host_is_shared_by_its_local_ranks)
     lab_sched_visible(&one, 0, 1, vis, sizeof vis);
     cr_expect_str_eq(vis, "0");
 }
+
+/* An incident whose workers start a long-lived job (worker_setup_s) gets one equal share of the seed groups per
+ * worker instead of a worker per group; with gpus_all, a multi-GPU case takes every GPU of the host, one at a time. */
+Test(sched, long_lived_jobs_get_shares_and_gpus_all_takes_the_host)
+{
+    static const lab_variant two_gpus[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "-", .gpus = 2}};
+    lab_incident plain = {.id = "9103-plain", .variants = two_gpus, .n_variants = 1};
+    lab_incident lived = {.id = "9104-lived", .variants = two_gpus, .n_variants = 1, .worker_setup_s = 1.0};
+    lab_incident all = {.id = "9105-all", .variants = two_gpus, .n_variants = 1, .worker_setup_s = 1.0, .gpus_all = 1};
+    lab_sched_machine cpu8 = host(8, 0), four = host(64, 4);
+    lab_sched_plan p = lab_sched_plan_incident(&cpu8, &plain, LAB_BACKEND_CPU, 100, 4, 0);
+    cr_expect_eq(p.batch, 4, "one group a worker run: %s", p.why);
+    p = lab_sched_plan_incident(&cpu8, &lived, LAB_BACKEND_CPU, 100, 4, 0);
+    cr_expect_eq(p.workers, 8);
+    cr_expect_eq(p.batch, 13 * 4, "ceil(100 / 8) groups a worker: %s", p.why);
+    p = lab_sched_plan_incident(&cpu8, &lived, LAB_BACKEND_CPU, 3, 4, 0);
+    cr_expect_eq(p.workers, 3, "no worker without a group: %s", p.why);
+    p = lab_sched_plan_incident(&four, &lived, LAB_BACKEND_CUDA, 100, 4, 0);
+    cr_expect(p.workers == 2 && p.gpus_per_worker == 2 && p.exclusive && p.batch == 50 * 4, "%s", p.why);
+    p = lab_sched_plan_incident(&four, &all, LAB_BACKEND_CUDA, 100, 4, 0);
+    cr_expect(p.workers == 1 && p.gpus_per_worker == 4 && p.exclusive && p.batch == 100 * 4, "%s", p.why);
+}

@@ -60,8 +60,8 @@ static volatile sig_atomic_t lab_mpi_end_code;
 static void lab_mpi_deadline_hit(int sig)
 {
     (void)sig;
-    static const char msg[] = "lab replay --mpi: MPI did not end within its grace of " LAB_MPI_STR(LAB_MPI_END_GRACE_S)
-                              " s; exiting without it (the files are written)\n";
+    static const char msg[] = "lab replay --mpi: MPI did not end within its end grace (" LAB_MPI_STR(LAB_MPI_END_GRACE_S)
+                              " s unless a test set LAB_MPI_TEST_END_GRACE_S); exiting without it\n";
     ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
     (void)w;
     _exit(lab_mpi_end_code);
@@ -78,7 +78,9 @@ static void lab_mpi_deadline_arm(int code)
     sa.sa_handler = lab_mpi_deadline_hit;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, NULL);
-    alarm((unsigned)LAB_MPI_END_GRACE_S);
+    const char *t = getenv("LAB_MPI_TEST_END_GRACE_S"); /* tests only: a short grace */
+    int grace = t && atoi(t) > 0 ? atoi(t) : LAB_MPI_END_GRACE_S;
+    alarm((unsigned)grace);
 }
 
 /* Ends MPI within LAB_MPI_END_GRACE_S (see lab_mpi_deadline_arm), everything flushed before. */
@@ -99,7 +101,8 @@ static void lab_mpi_die_with_launcher(void)
     if (getppid() != parent) raise(SIGKILL);
 }
 
-enum { LAB_MPI_TAG_HELLO = 7101, LAB_MPI_TAG_CASE, LAB_MPI_TAG_DONE, LAB_MPI_TAG_ASK, LAB_MPI_TAG_DEAL, LAB_MPI_TAG_ALIVE };
+enum { LAB_MPI_TAG_HELLO = 7101, LAB_MPI_TAG_CASE, LAB_MPI_TAG_DONE, LAB_MPI_TAG_ASK, LAB_MPI_TAG_DEAL, LAB_MPI_TAG_ALIVE,
+       LAB_MPI_TAG_RELEASE };
 
 /* A rank other than 0 whose cases run but that has sent nothing for this long says it is alive (its workers may all be
  * in long cases or seed batches): silence then means the rank process itself is stuck. */
@@ -205,7 +208,7 @@ static void lab_mpi_take_share(int local_rank, int local_size, lab_sched_machine
 }
 
 /* LAB_MPI_TEST_FAULT=crash:R | hang:R | slow:R, for the tests of rank failure and of dealing. */
-typedef enum { LAB_MPI_FAULT_NONE, LAB_MPI_FAULT_CRASH, LAB_MPI_FAULT_HANG, LAB_MPI_FAULT_SLOW } lab_mpi_fault_kind;
+typedef enum { LAB_MPI_FAULT_NONE, LAB_MPI_FAULT_CRASH, LAB_MPI_FAULT_HANG, LAB_MPI_FAULT_SLOW, LAB_MPI_FAULT_LATE } lab_mpi_fault_kind;
 typedef struct {
     lab_mpi_fault_kind kind;
     int rank;
@@ -221,9 +224,11 @@ static lab_status lab_mpi_fault_parse(lab_mpi_fault *f, int size)
     if (!strncmp(s, "crash:", 6)) f->kind = LAB_MPI_FAULT_CRASH;
     else if (!strncmp(s, "hang:", 5)) f->kind = LAB_MPI_FAULT_HANG;
     else if (!strncmp(s, "slow:", 5)) f->kind = LAB_MPI_FAULT_SLOW;
-    else return lab_err_set(LAB_ERR_ARG, "LAB_MPI_TEST_FAULT='%s': want crash:RANK, hang:RANK or slow:RANK", s);
+    else if (!strncmp(s, "late:", 5)) f->kind = LAB_MPI_FAULT_LATE;
+    else return lab_err_set(LAB_ERR_ARG, "LAB_MPI_TEST_FAULT='%s': want crash:RANK, hang:RANK, slow:RANK or late:0", s);
     const char *num = strchr(s, ':') + 1;
-    int lowest = f->kind == LAB_MPI_FAULT_SLOW ? 0 : 1; /* rank 0 gathers: it may be slow, not die */
+    int lowest = f->kind == LAB_MPI_FAULT_SLOW || f->kind == LAB_MPI_FAULT_LATE ? 0 : 1; /* rank 0 gathers: it may be
+                                                                                        slow or late, not die */
     errno = 0;
     long r = strtol(num, &end, 10);
     if (errno || !*num || *end || r < lowest || r >= size)
@@ -442,6 +447,29 @@ static int lab_mpi_tell(lab_mpi_ctx *x, const void *msg, size_t len, int tag)
 {
     x->said_at = lab_mpi_now();
     return MPI_Send(msg, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+}
+
+/* A rank other than 0, its cases reported: waits (sleeping) until rank 0 has written every file and releases it, or
+ * LAB_MPI_RELEASE_WAIT_S. Open MPI's finalize waits for every rank, so a rank that entered it while rank 0 still ran
+ * its last chunk and wrote the report ran out of its end grace, left without finalize, and mpirun then killed rank 0
+ * before it wrote anything (4 ranks on 4 GPUs, 2026-11-27). */
+static void lab_mpi_await_release(int rank)
+{
+    int flag = 0, token = 0;
+    MPI_Request req;
+    if (MPI_Irecv(&token, 1, MPI_INT, 0, LAB_MPI_TAG_RELEASE, MPI_COMM_WORLD, &req) != MPI_SUCCESS) return;
+    double until = lab_mpi_now() + LAB_MPI_RELEASE_WAIT_S;
+    long ns = 1000000;
+    while (MPI_Test(&req, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag) {
+        if (lab_mpi_now() > until) {
+            fprintf(stderr, "lab replay --mpi: rank %d: rank 0 did not end the run within %d s of this rank's last case\n",
+                    rank, LAB_MPI_RELEASE_WAIT_S);
+            return;
+        }
+        struct timespec ts = {0, ns};
+        nanosleep(&ts, NULL);
+        if (ns < 50000000) ns *= 2;
+    }
 }
 
 /* A rank other than 0, at every turn of its run's loop (lab_isolate_on_tick): says it is alive when it has said
@@ -748,6 +776,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         if (st != LAB_OK) snprintf(d.error, sizeof d.error, "%s", lab_err_msg());
         lab_mpi_tell(&x, &d, sizeof d, LAB_MPI_TAG_DONE);
         lab_mpi_ctx_free(&x);
+        lab_mpi_await_release(rank);
         lab_mpi_finalize(st == LAB_OK ? 0 : LAB_EXIT_FAILED);
         lab_mpi_share_verdict(verdict, st, rank);
         return st;
@@ -761,6 +790,10 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         lab_deal_retire(x.dealer, 0); /* what is left goes to the others */
     }
     lab_mpi_gather(&x);
+    if (x.fault.kind == LAB_MPI_FAULT_LATE) { /* tests: a report that takes long to write, every other rank done */
+        struct timespec ts = {3, 0};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    }
     double wall = lab_mpi_now() - t0;
 
     /* Cases no one reported: the failed rank is named in each. */
@@ -794,6 +827,12 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     opts.summary_ctx = &ms;
     lab_status st2 = lab_replay_report(&opts, report, x.all, x.n_all, wall, &run, verdict);
     lab_mpi_print_ranks(&x, report, rank_failed);
+    /* Every file is written: the ranks that are still there may end (lab_mpi_await_release). */
+    for (int r = 1; r < size; ++r)
+        if (x.ranks[r].status == LAB_RANK_DONE || x.ranks[r].status == LAB_RANK_BAD) {
+            int token = 1;
+            MPI_Send(&token, 1, MPI_INT, r, LAB_MPI_TAG_RELEASE, MPI_COMM_WORLD);
+        }
 
     lab_case_record *all = x.all;
     x.all = NULL;

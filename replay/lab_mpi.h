@@ -18,6 +18,10 @@
  * finalize can wait for ever on a dead peer; an integer literal (seconds), it is also printed. */
 #define LAB_MPI_END_GRACE_S 20
 
+/* How long a rank whose cases are all reported waits for rank 0 to write the merged files and release it before it
+ * enters MPI_Finalize on its own (seconds; rank 0 runs at most its last chunk and the report meanwhile). */
+#define LAB_MPI_RELEASE_WAIT_S 900
+
 /* LAB_OK when this build of the lab has MPI (built with MPI=1; sanitizer builds leave it out), else
  * LAB_ERR_UNSUPPORTED with a message that says how to get it. */
 lab_status lab_mpi_check(void);
@@ -62,7 +66,9 @@ int lab_mpi_rank(void);
  *
  * The job always ends: a rank that died or hung makes rank 0 end the job with MPI_Abort (status 1, or 3
  * when a file could not be written) after writing every file, and MPI_Finalize / MPI_Abort are bounded by
- * LAB_MPI_END_GRACE_S (then _exit with the same status). Every rank dies with its launcher
+ * LAB_MPI_END_GRACE_S (then _exit with the same status). A rank other than 0 enters MPI_Finalize only once rank 0
+ * has written every file and released it (or LAB_MPI_RELEASE_WAIT_S after its last case): Open MPI's finalize waits
+ * for every rank, and a rank that ran out of its grace there would take rank 0 down before it wrote anything. Every rank dies with its launcher
  * (PR_SET_PDEATHSIG): a killed mpirun leaves no rank behind.
  *
  * Returns like lab_replay_run on rank 0 (*verdict the merged run's, a failed rank counted in it); on the other ranks
@@ -71,7 +77,8 @@ int lab_mpi_rank(void);
  * start; LAB_ERR_ARG for a rank without a GPU (above) or a bad LAB_MPI_TEST_FAULT. LAB_MPI_TEST_FAULT (tests only):
  * crash:R or hang:R makes rank R (1 ..) die (SIGKILL) or stall once it has reported half of the cases it has received so
  * far while one of them is still unreported; slow:R makes rank R (0 ..) sleep LAB_MPI_TEST_SLOW_MS after each case it
- * reports. */
+ * reports; late:0 makes rank 0 wait 3 s, every other rank done, before it writes the merged files (with
+ * LAB_MPI_TEST_END_GRACE_S, tests only, a shorter end grace than LAB_MPI_END_GRACE_S). */
 lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, lab_case_record **recs,
                           size_t *n_recs);
 

@@ -372,6 +372,24 @@ Test(mpi, a_slow_rank_is_dealt_less_and_ends_near_the_fast_one, .timeout = 120)
     rmrf(dir);
 }
 
+/* A rank done long before rank 0 has written the merged files waits to be released before it enters MPI_Finalize: with
+ * an end grace of 1 s and rank 0 writing 3 s after everyone else is done, a rank that entered finalize at once would
+ * leave without it and mpirun would end rank 0 before it wrote a file. */
+Test(mpi, a_rank_done_early_waits_for_rank_0_to_write_the_files, .timeout = 120)
+{
+    need_mpi();
+    char *dir = tmpdir(), *out;
+    int st = mpi_replay("LAB_MPI_TEST_FAULT=late:0 LAB_MPI_TEST_END_GRACE_S=1", "", "--incident 0004 --seeds 4 --no-plots",
+                        dir, &out);
+    cr_expect_eq(st, 0, "exit %d:\n%s", st, out);
+    cr_expect(!strstr(out, "did not end within its end grace"), "a rank ran out of its end grace:\n%s", out);
+    cJSON *b = read_jsonl(dir);
+    cr_assert_eq(cJSON_GetArraySize(b), 8, "every case written:\n%s", out);
+    cJSON_Delete(b);
+    free(out);
+    rmrf(dir);
+}
+
 /* Two ranks on one host share its GPUs: four listed (CUDA_VISIBLE_DEVICES=0,1,2,3; none is real, and the rank process
  * never calls CUDA: the cases SKIP through --gpu-optional) go {0,1} to local rank 0 and {2,3} to local rank 1, each
  * rank's cases running through its pool and 2-GPU lanes; the merged results equal a single process's over the same

@@ -312,7 +312,7 @@ Test(mpi, bad_fault_spec_is_named, .timeout = 120)
     char *dir = tmpdir(), *out;
     int st = mpi_replay("LAB_MPI_TEST_FAULT=boom:1", "", "--incident 0004 --seeds 2 --no-plots", dir, &out);
     cr_expect_neq(st, 0);
-    EXPECT_IN(out, "LAB_MPI_TEST_FAULT='boom:1': want crash:RANK, hang:RANK or slow:RANK");
+    EXPECT_IN(out, "LAB_MPI_TEST_FAULT='boom:1': want crash:RANK, hang:RANK, slow:RANK or late:0");
     free(out);
     rmrf(dir);
 }

@@ -382,6 +382,27 @@ Test(dsh_job, a_crashed_rank_ends_the_job_cleanly_and_the_next_seed_starts_one, 
     assert_job_gone(&next);
 }
 
+/* An MPI job carries the buffers of its abandoned seeds: after DSH_MPI_ABANDON_MAX of them the next seed gets a new
+ * job, and the old one leaves nothing behind. */
+Test(dsh_job, an_mpi_job_is_restarted_after_its_abandon_limit, .timeout = 120)
+{
+    if (!have_mpi()) return;
+    dsh_analysis a;
+    dsh_job_result first = job_seed(DSH_VAR_BUG, 1, &test_watch, -1, 0, &a);
+    cr_assert(first.hung && !first.reused);
+    for (int k = 1; k < DSH_MPI_ABANDON_MAX; ++k) {
+        dsh_job_result bug = job_seed(DSH_VAR_BUG, 1 + (uint64_t)k, &test_watch, -1, 0, &a);
+        cr_assert(bug.hung && bug.reused && bug.sid == first.sid, "abandoned seed %d on the first job", k + 1);
+    }
+    dsh_job_result fix = job_seed(DSH_VAR_FIX, 1, &test_watch, -1, 0, &a);
+    cr_assert(fix.respawned && !fix.reused && fix.sid != first.sid, "a new job after %d abandoned seeds",
+              DSH_MPI_ABANDON_MAX);
+    cr_assert(fix.completed && a.first_bad_seq < 0, "%s", a.verdict);
+    assert_job_gone(&first);
+    dsh_job_stop();
+    assert_job_gone(&fix);
+}
+
 /* A start-up longer than startup_s: the job is ended while mpirun is still launching its ranks, and nothing is left. */
 Test(dsh_job, a_job_killed_in_startup_leaves_no_process, .timeout = 60)
 {

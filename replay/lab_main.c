@@ -365,8 +365,9 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     lab_verdict verdict;
     lab_case_record *recs;
     size_t nrec;
-    /* SIGINT/SIGTERM: stop, keep the finished cases (lab_isolate.h). Not under --mpi: mpirun owns signals. */
-    if (!mpi && lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab replay: %s\n", lab_err_msg());
+    /* SIGINT/SIGTERM: stop, keep the finished cases (lab_isolate.h); under --mpi mpirun passes the signal to every
+     * rank (lab_mpi.h, LAB_MPI_INTERRUPT_WAIT_S). */
+    if (lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab replay: %s\n", lab_err_msg());
     lab_status st = mpi ? lab_mpi_replay(&o, stdout, &verdict, &recs, &nrec)
                         : lab_replay_run(&o, stdout, &verdict, &recs, &nrec);
     lab_mps_stop(&mps);

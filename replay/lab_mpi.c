@@ -434,9 +434,15 @@ static void lab_mpi_serve(void *vctx)
 /* Rank 0, after its own cases: serves and judges until every other rank said its last word or was judged. */
 static void lab_mpi_gather(lab_mpi_ctx *x)
 {
+    double until = 0;
     for (;;) {
         lab_mpi_drain(x);
         if (!lab_mpi_judge(x)) return;
+        if (lab_isolate_interrupted()) {
+            /* mpirun signalled every rank: their word comes at once or not at all, and mpirun's kill follows */
+            if (until == 0) until = lab_mpi_now() + LAB_MPI_INTERRUPT_WAIT_S;
+            else if (lab_mpi_now() > until) return;
+        }
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -458,7 +464,8 @@ static void lab_mpi_await_release(int rank)
     int flag = 0, token = 0;
     MPI_Request req;
     if (MPI_Irecv(&token, 1, MPI_INT, 0, LAB_MPI_TAG_RELEASE, MPI_COMM_WORLD, &req) != MPI_SUCCESS) return;
-    double until = lab_mpi_now() + LAB_MPI_RELEASE_WAIT_S;
+    /* interrupted, mpirun kills every rank shortly: no use waiting longer than rank 0's own wait for the others */
+    double until = lab_mpi_now() + (lab_isolate_interrupted() ? 3 * LAB_MPI_INTERRUPT_WAIT_S : LAB_MPI_RELEASE_WAIT_S);
     long ns = 1000000;
     while (MPI_Test(&req, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag) {
         if (lab_mpi_now() > until) {
@@ -800,14 +807,22 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     int rank_failed = 0, lost = 0;
     for (int r = 0; r < size; ++r) {
         lab_mpi_peer *rk = &x.ranks[r];
+        if (lab_isolate_interrupted() && rk->status == LAB_RANK_RUNNING) continue; /* stopped by the interrupt */
         rank_failed |= rk->status != LAB_RANK_DONE || rk->why[0];
         lost |= rk->status == LAB_RANK_HUNG || rk->status == LAB_RANK_CRASHED;
     }
+    int interrupted = lab_isolate_interrupted();
     for (size_t i = 0; i < x.n_all; ++i) {
         if (x.got[i]) continue;
         int r = x.dealt_to[i];
         lab_job_outcome *o = &x.all[i].o;
         memset(o, 0, sizeof *o);
+        if (interrupted) { /* not a result: left out of the result set, named by the resume command */
+            o->outcome = LAB_OUT_ERROR;
+            o->not_run = 1;
+            snprintf(o->error, sizeof o->error, "interrupted");
+            continue;
+        }
         rank_failed = 1;
         if (r < 0) {
             o->outcome = LAB_OUT_ERROR;
@@ -829,7 +844,8 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     lab_mpi_print_ranks(&x, report, rank_failed);
     /* Every file is written: the ranks that are still there may end (lab_mpi_await_release). */
     for (int r = 1; r < size; ++r)
-        if (x.ranks[r].status == LAB_RANK_DONE || x.ranks[r].status == LAB_RANK_BAD) {
+        if (x.ranks[r].status == LAB_RANK_DONE || x.ranks[r].status == LAB_RANK_BAD ||
+            (interrupted && x.ranks[r].status == LAB_RANK_RUNNING)) {
             int token = 1;
             MPI_Send(&token, 1, MPI_INT, r, LAB_MPI_TAG_RELEASE, MPI_COMM_WORLD);
         }

@@ -22,6 +22,11 @@
  * enters MPI_Finalize on its own (seconds; rank 0 runs at most its last chunk and the report meanwhile). */
 #define LAB_MPI_RELEASE_WAIT_S 900
 
+/* An interrupt (SIGINT or SIGTERM; mpirun passes one to every rank and kills them about a second later): every rank
+ * stops starting cases and reports what finished; rank 0 waits this long (seconds) for the others' word, then writes
+ * the result set of the finished cases with the resume command, as a plain replay does. */
+#define LAB_MPI_INTERRUPT_WAIT_S 0.3
+
 /* LAB_OK when this build of the lab has MPI (built with MPI=1; sanitizer builds leave it out), else
  * LAB_ERR_UNSUPPORTED with a message that says how to get it. */
 lab_status lab_mpi_check(void);

@@ -390,6 +390,41 @@ Test(mpi, a_rank_done_early_waits_for_rank_0_to_write_the_files, .timeout = 120)
     rmrf(dir);
 }
 
+/* An interrupt under --mpi (SIGINT to mpirun, which passes SIGTERM to every rank about a second later) keeps what
+ * finished: rank 0 writes the result set of the finished cases with the resume command, and the job ends within a few
+ * seconds (mpirun's own second included). */
+Test(mpi, an_interrupt_keeps_the_finished_cases, .timeout = 120)
+{
+    need_mpi();
+    char *dir = tmpdir(), *out, cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "OMPI_MCA_orte_tmpdir_base='%s.ompi' " MPIRUN " --bind-to none -np 2 '%s' replay --mpi --incident 0004 "
+             "--seeds 3000 --no-plots --out '%s' >'%s.log' 2>&1 & P=$!; sleep 4; "
+             "t0=$(date +%%s%%N); kill -INT $P; wait $P; t1=$(date +%%s%%N); echo \"took_ms=$(( (t1 - t0) / 1000000 ))\"",
+             dir, lab_test_bin(), dir, dir);
+    char base[4200];
+    snprintf(base, sizeof base, "%s.ompi", dir);
+    cr_assert_eq(mkdir(base, 0700), 0);
+    lab_test_sh_deadline(cmd, 60, &out);
+    const char *t = strstr(out, "took_ms=");
+    cr_assert_not_null(t, "%s", out);
+    long ms = atol(t + 8);
+    cr_expect_lt(ms, 4000, "the job took %ld ms to end after SIGINT", ms);
+    cJSON *b = read_jsonl(dir), *sb = read_json(dir, "summary.json");
+    int n = cJSON_GetArraySize(b);
+    cr_expect(n > 0 && n < 6000, "%d finished cases kept", n);
+    for (int i = 0; i < n; ++i) {
+        cJSON *y = cJSON_GetArrayItem(b, i);
+        cr_expect_str_eq(str(y, "outcome"), strcmp(str(y, "role"), "fix") == 0 ? "PASS" : "FAIL", "case %d", i);
+    }
+    cJSON_Delete(b);
+    cJSON_Delete(sb);
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s.log'", base, dir);
+    cr_assert_eq(system(cmd), 0);
+    rmrf(dir);
+}
+
 /* Two ranks on one host share its GPUs: four listed (CUDA_VISIBLE_DEVICES=0,1,2,3; none is real, and the rank process
  * never calls CUDA: the cases SKIP through --gpu-optional) go {0,1} to local rank 0 and {2,3} to local rank 1, each
  * rank's cases running through its pool and 2-GPU lanes; the merged results equal a single process's over the same

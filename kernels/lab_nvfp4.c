@@ -22,8 +22,46 @@ const char *lab_nvfp4_remap_name(lab_nvfp4_remap_kind kind)
     case LAB_NVFP4_REMAP_SIZE_NOT_COSIZE: return "size-not-cosize";
     case LAB_NVFP4_REMAP_MK_SWAP: return "mk-swap";
     case LAB_NVFP4_REMAP_TILE_SWAP: return "tile-swap";
+    case LAB_NVFP4_REMAP_MK_COORD: return "mk-coord";
     default: return "?";
     }
+}
+
+/* The flat shape and stride of CuTe's layout (the header's comment). */
+static void nv_cute_shape(size_t rows, size_t k_sf, size_t shape[LAB_NVFP4_CUTE_MODES], size_t stride[LAB_NVFP4_CUTE_MODES])
+{
+    size_t mt = (rows + 127) / 128, kt = (k_sf + 3) / 4;
+    const size_t sh[LAB_NVFP4_CUTE_MODES] = {32, 4, mt, 16, 4, kt};
+    const size_t st[LAB_NVFP4_CUTE_MODES] = {16, 4, 512 * kt, 0, 1, 512};
+    memcpy(shape, sh, sizeof sh);
+    memcpy(stride, st, sizeof st);
+}
+
+size_t lab_nvfp4_sf_cute_offset(const size_t c[LAB_NVFP4_CUTE_MODES], size_t rows, size_t k_sf)
+{
+    size_t shape[LAB_NVFP4_CUTE_MODES], stride[LAB_NVFP4_CUTE_MODES], o = 0;
+    nv_cute_shape(rows, k_sf, shape, stride);
+    for (int i = 0; i < LAB_NVFP4_CUTE_MODES; ++i) o += c[i] * stride[i];
+    return o;
+}
+
+void lab_nvfp4_sf_cute_coord(size_t o, size_t rows, size_t k_sf, size_t c[LAB_NVFP4_CUTE_MODES])
+{
+    size_t shape[LAB_NVFP4_CUTE_MODES], stride[LAB_NVFP4_CUTE_MODES];
+    nv_cute_shape(rows, k_sf, shape, stride);
+    for (int i = 0; i < LAB_NVFP4_CUTE_MODES; ++i) c[i] = stride[i] ? (o / stride[i]) % shape[i] : 0;
+}
+
+void lab_nvfp4_sf_extract_mfirst(const size_t c[LAB_NVFP4_CUTE_MODES], size_t *m, size_t *k)
+{
+    *m = c[0] + c[1] * 32 + c[2] * 128;
+    *k = c[4] + c[5] * 4;
+}
+
+void lab_nvfp4_sf_extract_kfirst(const size_t c[LAB_NVFP4_CUTE_MODES], size_t *m, size_t *k)
+{
+    *k = c[0] + c[1] * 32 + c[2] * 128;
+    *m = c[3] + c[4] * LAB_NVFP4_BLOCK + c[5] * (LAB_NVFP4_BLOCK * 4);
 }
 
 /* Shape checks shared by the entry points: rows, cols > 0 and rows * cols * extra representable. */
@@ -40,7 +78,7 @@ lab_status lab_nvfp4_sf_remap(const uint8_t *src, size_t rows, size_t k_sf, uint
     if (!src || !dst) return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_sf_remap: NULL buffer");
     if (!nv_shape_ok(rows, k_sf, 512))
         return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_sf_remap: bad scale shape (%zu, %zu)", rows, k_sf);
-    if ((unsigned)kind >= LAB_NVFP4_REMAP_COUNT)
+    if ((unsigned)kind >= LAB_NVFP4_REMAP_CPU_COUNT)
         return lab_err_set(LAB_ERR_ARG, "lab_nvfp4_sf_remap: unknown remap kind %d", (int)kind);
     size_t cosize = lab_nvfp4_sf_cosize(rows, k_sf);
     if (dst_len < cosize)
@@ -53,6 +91,19 @@ lab_status lab_nvfp4_sf_remap(const uint8_t *src, size_t rows, size_t k_sf, uint
         for (size_t i = 0; i < size; ++i) {
             size_t m = i / k_sf, k = i % k_sf;
             dst[lab_nvfp4_sf_offset(m, k, k_sf)] = src[i];
+        }
+        return LAB_OK;
+    }
+    if (kind == LAB_NVFP4_REMAP_MK_COORD) {
+        /* The write-up's remap as its "fix" wrote it: every physical byte, CuTe's flat coordinate of it, (m, k_sf)
+         * extracted with K taken from modes 0..2 and M from modes 3..5, and the kernel's own guard on what it
+         * extracted (a padding position's coordinate is out of range, so the guard is what keeps the correct
+         * remap in bounds too): in range, src[m*k_sf + k]; out of range, E4M3 +0. Every read lies inside src. */
+        for (size_t o = 0; o < cosize; ++o) {
+            size_t c[LAB_NVFP4_CUTE_MODES], m, k;
+            lab_nvfp4_sf_cute_coord(o, rows, k_sf, c);
+            lab_nvfp4_sf_extract_kfirst(c, &m, &k);
+            dst[o] = m < rows && k < k_sf ? src[m * k_sf + k] : 0;
         }
         return LAB_OK;
     }

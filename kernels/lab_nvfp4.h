@@ -33,6 +33,23 @@ static inline LAB_HD size_t lab_nvfp4_sf_offset(size_t m, size_t k, size_t k_sf)
     return ((m / 128) * k_tiles + k / 4) * 512 + (m % 32) * 16 + ((m % 128) / 32) * 4 + k % 4;
 }
 
+/* CuTe's view of the same layout: CUTLASS's Sm1xxBlockScaledConfig<16> builds it as
+ * tile_to_shape(SfKMajorAtom, (M, K, L), Step<_2,_1,_3>) with the atom ((32,4),(16,4)):((16,4),(0,1)). Tiling keeps
+ * the atom's modes: mode 0 is M, (32, 4, m_tiles):(16, 4, 512*k_tiles), mode 1 is K in elements,
+ * (16, 4, k_tiles):(0, 1, 512); Step<_2,_1> only puts the K tiles inner in memory. Flattened (L = 1 dropped):
+ * shape (32, 4, m_tiles, 16, 4, k_tiles), stride (16, 4, 512*k_tiles, 0, 1, 512). */
+#define LAB_NVFP4_CUTE_MODES 6
+/* The layout function: byte offset of flat coordinate c (each c[i] below its mode's extent). */
+size_t lab_nvfp4_sf_cute_offset(const size_t c[LAB_NVFP4_CUTE_MODES], size_t rows, size_t k_sf);
+/* The flat coordinate of byte offset o < cosize, as CuTe's idx2crd(o, shape, stride) gives it mode by mode,
+ * (o / stride) % shape, with the stride-0 mode (the 16 elements that share a scale) at 0. */
+void lab_nvfp4_sf_cute_coord(size_t o, size_t rows, size_t k_sf, size_t c[LAB_NVFP4_CUTE_MODES]);
+/* The two extractions of the write-up's remap from a flat coordinate. mfirst (its code before commit deb6b32):
+ * m = c0 + 32 c1 + 128 c2, k_sf = c4 + 4 c5. kfirst (its "fix"): k_sf = c0 + 32 c1 + 128 c2,
+ * m = c3 + 16 c4 + 64 c5. */
+void lab_nvfp4_sf_extract_mfirst(const size_t c[LAB_NVFP4_CUTE_MODES], size_t *m, size_t *k);
+void lab_nvfp4_sf_extract_kfirst(const size_t c[LAB_NVFP4_CUTE_MODES], size_t *m, size_t *k);
+
 /* Rows padded to 128 and scale columns padded to 4: the physical size (cosize) in bytes of the layout of
  * a (rows, k_sf) scale matrix; 0 when either is 0. */
 size_t lab_nvfp4_sf_cosize(size_t rows, size_t k_sf);
@@ -47,10 +64,17 @@ typedef enum {
     LAB_NVFP4_REMAP_MK_SWAP,        /* cosize pass, but the source coordinate takes M and K the wrong way
                                        round: reads src[k*rows + m] instead of src[m*k_sf + k] */
     LAB_NVFP4_REMAP_TILE_SWAP,      /* cosize pass, tiles in K-outer order: tile (mt, kt) at kt*m_tiles+mt */
-    LAB_NVFP4_REMAP_COUNT
+    LAB_NVFP4_REMAP_COUNT,          /* the kinds the CUDA remap implements (lab_nvfp4.cu refuses the rest) */
+    /* CPU only (the CUDA remap answers LAB_ERR_ARG): */
+    LAB_NVFP4_REMAP_MK_COORD = LAB_NVFP4_REMAP_COUNT,
+                                    /* cosize pass through CuTe's flattened coordinate of the position
+                                       (lab_nvfp4_sf_cute_coord) with the write-up's "fixed" extraction
+                                       (lab_nvfp4_sf_extract_kfirst: k_sf from modes 0..2, m from 3..5); the
+                                       source read only where that (m, k_sf) is in range, else E4M3 +0 */
+    LAB_NVFP4_REMAP_CPU_COUNT
 } lab_nvfp4_remap_kind;
 
-/* Name of a remap kind ("fix", "size-not-cosize", "mk-swap", "tile-swap"); "?" outside the enum. */
+/* Name of a remap kind ("fix", "size-not-cosize", "mk-swap", "tile-swap", "mk-coord"); "?" outside the enum. */
 const char *lab_nvfp4_remap_name(lab_nvfp4_remap_kind kind);
 
 /* Remaps row-major (rows, k_sf) E4M3 scales src into dst (dst_len bytes, at least

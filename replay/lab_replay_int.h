@@ -1,7 +1,7 @@
-/* lab_replay_int: what the replay modules share (lab_replay.c, lab_replay_fed.c, lab_window.c) and nothing else
- * includes: the context of a run in progress and the pieces of lab_replay.c that the fed and the windowed executions
- * reuse. Internal to those modules; the lab's contract is lab_replay.h. Each function's full comment stands at its
- * definition in lab_replay.c. */
+/* lab_replay_int: what the replay modules share (lab_replay.c, lab_replay_fed.c, lab_replay_report.c, lab_window.c)
+ * and nothing else includes: the context of a run in progress and the pieces of lab_replay.c and lab_replay_report.c
+ * that the others reuse. Internal to those modules; the lab's contract is lab_replay.h. Each function's full comment
+ * stands at its definition. */
 #ifndef LAB_REPLAY_INT_H
 #define LAB_REPLAY_INT_H
 
@@ -90,7 +90,7 @@ double lab_replay_now(void);
 /* Seeds replayed for one incident; selected variants of one incident. */
 size_t lab_replay_n_seeds(const lab_replay_opts *opts, const lab_incident *inc);
 size_t lab_replay_n_variants(const lab_replay_opts *opts, const lab_incident *inc);
-/* Prints the per-variant table. */
+/* lab_replay_report.c: prints the per-variant table. */
 void lab_replay_table(FILE *f, const lab_verdict_tally *t, size_t nt);
 /* The resume command of an interrupted replay from seed index `lowest` on (>= n_seeds: none), into buf. */
 void lab_replay_resume_at(const lab_replay_opts *opts, size_t lowest, char *buf, size_t len);

@@ -26,6 +26,7 @@
 #include "lab_sanitize.h"
 #include "lab_stall.h"
 #include "lab_replay.h"
+#include "lab_resultset.h"
 #include "lab_report.h"
 #include "lab_results.h"
 

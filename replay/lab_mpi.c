@@ -47,6 +47,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict
 #include "lab_args.h"
 #include "lab_deal.h"
 #include "lab_fs.h"
+#include "lab_replay_fed.h"
 #include "lab_sched.h"
 
 #define LAB_MPI_STR2(x) #x

@@ -48,10 +48,6 @@ typedef struct {
                                               (multi-GPU cases, reruns after a device error) */
 } lab_replay_opts;
 
-/* The names a result set of the lab holds in its folder (NULL-terminated): an --out folder holding one of them is a
- * previous result set, which a new one replaces (lab_fs_out_check). */
-extern const char *const lab_replay_set_names[];
-
 /* Runs every selected case, prints the per-incident table and the replay command of every case that
  * failed its role to `report`, writes the output files when out_dir is set. *verdict is the run's one
  * verdict (lab_verdict.h): its ok and exit_status are what summary.json, JUnit, TAP and the console say.
@@ -61,20 +57,8 @@ extern const char *const lab_replay_set_names[];
 lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, lab_case_record **recs,
                           size_t *n_recs);
 
-/* A replay of more cases than lab_replay_window_at() runs windowed: its cases a window (lab_replay_window) at a
- * time, every selected variant of a range of seeds of one incident, so that only the window's records and outcomes
- * are held; each window's finished cases go to spool files in the staging folder (in canonical order per variant)
- * and into running tallies (lab_verdict_tally_add); the result set is written from those, identical in form to an
- * unwindowed one (results.jsonl, summary.json, junit.xml, results.tap, the verdict); its plots are drawn from a
- * sample when it holds more than LAB_REPLAY_PLOT_MAX cases (the report says so). Such a run returns *recs NULL and
- * *n_recs 0 (the records are in results.jsonl). $LAB_REPLAY_WINDOW (cases) sets both the threshold and the window
- * (tests). Across windows the scheduler's plan is made per window: a window's pool drains before the next starts. */
-#define LAB_REPLAY_WINDOW_AT 65536   /* windowed above this many cases */
-#define LAB_REPLAY_WINDOW_CPU 4096   /* cases a window on the CPU (a small parent forks its workers fast) */
-#define LAB_REPLAY_WINDOW_CUDA 65536 /* on CUDA: a pool's workers start their contexts once a window */
-#define LAB_REPLAY_PLOT_MAX 65536    /* plots of more cases are drawn from a sample */
-size_t lab_replay_window_at(void);
-size_t lab_replay_window(const lab_replay_opts *opts);
+/* A replay of more cases than lab_replay_window_at() runs windowed (lab_window.h): it returns *recs NULL and
+ * *n_recs 0 (the records are in results.jsonl). */
 
 /* The pieces of lab_replay_run, for scale-out (lab_mpi) that runs a share of the cases per rank. */
 
@@ -91,46 +75,6 @@ typedef void (*lab_replay_done_fn)(void *ctx, size_t index, const lab_case_recor
  * progress line when opts->progress. Returns LAB_ERR_IO if fork/pipe failed (cases not started are ERROR). */
 lab_status lab_replay_execute_records(const lab_replay_opts *opts, lab_case_record *recs, size_t n,
                                       lab_replay_done_fn done, void *done_ctx);
-
-/* The seed groups of a case list made by lab_replay_cases, in the order a replay runs them: part by part (a part: the
- * consecutive records of one incident), within a part its seed groups in seed order, each group every selected variant
- * of one seed (memory bugs last: their worker retires after them). order[0..n) holds the records' indices in that
- * order; group g is order[start[g] .. start[g + 1]), of part part[g], its rough cost cost[g] (lab_sched_case_cost summed
- * over its cases). Deterministic: every process makes the same from the same list. */
-typedef struct {
-    size_t *order;   /* n */
-    size_t *start;   /* ng + 1 */
-    size_t *part;    /* ng */
-    double *cost;    /* ng */
-    size_t ng, nparts;
-} lab_replay_groups;
-
-/* Fills *g for recs[0..n) (free with lab_replay_groups_free). LAB_ERR_NOMEM (*g then empty). */
-lab_status lab_replay_groups_make(const lab_case_record *recs, size_t n, lab_replay_groups *g);
-void lab_replay_groups_free(lab_replay_groups *g);
-
-/* Where a fed execution gets its work (lab_replay_execute_fed): called in the parent when the queue of the lane in
- * progress runs low (fewer runs wait than the lane has workers), and then at every turn of its run (20 ms apart at
- * most) until it answers. accept[part] (one entry a part) says which parts the lane runs. Returns 1 with seed groups
- * [*g0, *g1): consecutive groups of one accepted part, none given before; 0 when it has nothing yet; -1 when nothing
- * the lane accepts will ever come. */
-typedef int (*lab_replay_feed_fn)(void *ctx, const unsigned char *accept, size_t *g0, size_t *g1);
-
-/* lab_replay_execute_records for the cases a feed hands out as the run goes (an `--mpi` rank's share, dealt by rank 0
- * on demand): recs[0..n) is the whole list and groups its seed groups (lab_replay_groups_make), the same in every
- * process; only the groups the feed gives run, and only their records get outcomes and done() calls. The cases run
- * in lanes, as lab_replay_execute_records runs them: first one pool of the incidents whose plans share their workers
- * (single-GPU CUDA cases; each chunk laid out as that pool lays out its runs: seed batches cut to a worker's share,
- * runs costliest first), its long-lived workers kept across chunks; then one lane for each other plan, in the
- * incidents' order (the CPU backend: every incident in one lane; cases that need GPUs of their own; each incident
- * whose cases SKIP for want of GPUs), a chunk cut into runs of the incident's plan.batch jobs (whole seed groups
- * where the batch holds one). A lane asks the feed for chunks of its incidents until it answers -1, and its workers
- * take each chunk's runs as they free up, so none waits while the feed has work. Then the cases that met a
- * device error run again, as there. Returns as lab_replay_execute_records; LAB_ERR_ARG when groups are not those of
- * recs or the feed gave a chunk that is not a lane's (the message says which). */
-lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *recs, size_t n,
-                                  const lab_replay_groups *groups, lab_replay_feed_fn feed, void *feed_ctx,
-                                  lab_replay_done_fn done, void *done_ctx);
 
 /* The watchdog (seconds) a case of incident inc runs under: the incident's own timeout, else
  * opts->timeout_s, capped by opts->timeout_s when that is set; 60 when neither is. */

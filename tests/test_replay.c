@@ -13,6 +13,7 @@
 #include "lab_gnuplot.h"
 #include "lab_plot.h"
 #include "lab_replay.h"
+#include "lab_replay_fed.h"
 #include "lab_sched.h"
 #include "lab_results.h"
 #ifdef LAB_HAVE_CUDA

@@ -1,4 +1,4 @@
-/* test_window: a windowed replay (lab_replay.h: more cases than its window, here $LAB_REPLAY_WINDOW) holds a
+/* test_window: a windowed replay (lab_window.h: more cases than its window, here $LAB_REPLAY_WINDOW) holds a
  * window's records, not the run's: its peak RSS does not grow with the cases; it writes the same result set as an
  * unwindowed replay; SIGINT mid-run keeps every finished case, in canonical order, within 1 s. The million-seed
  * measurement itself is in the README (it takes hours to finish; its targets are checked by stopping it). */

@@ -1,0 +1,207 @@
+/* lab_replay_fed: a fed execution of a replay's cases (lab_replay_fed.h), over lab_isolate_run_fed. */
+#define _GNU_SOURCE
+#include "lab_replay_fed.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lab_replay_int.h"
+
+/* A fed execution's lane: the parts that run under one plan (lab_replay_execute_fed), and the chunk it is handing out. */
+typedef struct {
+    lab_replay_ctx *ctx;
+    const lab_replay_groups *groups;
+    const lab_replay_part *parts;
+    const lab_sched_plan *plans; /* per part */
+    unsigned char *accept;      /* per part: in this lane */
+    int pool;                   /* the lane is the pool: a chunk is laid out in runs (lab_replay_pool_layout) */
+    lab_replay_feed_fn feed;
+    void *feed_ctx;
+    int ended;                  /* the feed said -1 */
+    lab_status st;              /* a chunk that could not be laid out, or was not one of this lane's */
+    size_t *bounds, nr, next;   /* the pool's chunk: runs [bounds[r], bounds[r + 1]) from next on */
+    size_t at, end, grp, gend;  /* otherwise: its jobs [at, end) not handed out yet, at in group grp of its groups
+                                   [.., gend) */
+    size_t batch;               /* and the jobs a child runs (its incident's plan.batch) */
+} lab_replay_lane;
+
+/* The next range of a chunk outside the pool: as the plain execution cuts its runs, plan.batch jobs a child (a seed
+ * group on the CPU, one case under compute-sanitizer, a worker's share of groups where its incident says so), here cut
+ * from the chunk: whole groups where the batch holds one or more, else batch cases at a time. */
+static void lab_replay_lane_cut(lab_replay_lane *l, size_t *first, size_t *end)
+{
+    const size_t *start = l->groups->start;
+    size_t stop, want = l->batch ? l->batch : 1;
+    if (want < start[l->grp + 1] - start[l->grp]) {
+        stop = l->at + want < start[l->grp + 1] ? l->at + want : start[l->grp + 1];
+        if (stop == start[l->grp + 1]) l->grp++;
+    } else {
+        size_t k = l->grp + 1;
+        while (k < l->gend && start[k + 1] - l->at <= want) ++k;
+        stop = start[k];
+        l->grp = k;
+    }
+    *first = l->at;
+    *end = l->at = stop;
+}
+
+/* The lane's next range (lab_job_feed_fn): the next run of the chunk in hand; when there is none and fewer ranges wait
+ * than the lane has workers, the next chunk from the caller's feed, laid out. */
+static int lab_replay_lane_next(void *vl, size_t waiting, size_t *first, size_t *end)
+{
+    lab_replay_lane *l = vl;
+    lab_replay_ctx *ctx = l->ctx;
+    const lab_replay_groups *g = l->groups;
+    for (;;) {
+        if (l->pool && l->next < l->nr) {
+            *first = l->bounds[l->next];
+            *end = l->bounds[++l->next];
+            return 1;
+        }
+        if (!l->pool && l->at < l->end) {
+            lab_replay_lane_cut(l, first, end);
+            return 1;
+        }
+        if (l->ended || waiting >= (size_t)ctx->plan.workers) return l->ended ? -1 : 0;
+        size_t g0 = 0, g1 = 0;
+        int r = l->feed(l->feed_ctx, l->accept, &g0, &g1);
+        if (r <= 0) {
+            l->ended = r < 0;
+            return r;
+        }
+        size_t p = g0 < g->ng ? g->part[g0] : 0;
+        if (!(g0 < g1 && g1 <= g->ng && g->part[g1 - 1] == p && l->accept[p])) {
+            l->st = lab_err_set(LAB_ERR_ARG, "replay: the feed gave seed groups [%zu, %zu), not a chunk of this lane's "
+                                "incidents (%zu groups)", g0, g1, g->ng);
+            l->ended = 1;
+            return -1;
+        }
+        l->at = g->start[g0];
+        l->end = g->start[g1];
+        l->grp = g0;
+        l->gend = g1;
+        l->batch = l->plans[p].batch;
+        if (l->pool) {
+            lab_replay_part pt = {l->at, l->end, l->parts[p].group_size, g1 - g0};
+            size_t *bounds = NULL, nr = 0;
+            lab_status st = lab_replay_pool_layout(ctx, l->at, &pt, 1, ctx->plan.workers, &bounds, &nr);
+            if (st != LAB_OK) {
+                l->st = st;
+                l->ended = 1;
+                return -1;
+            }
+            for (size_t k = 0; k <= nr; ++k) bounds[k] += l->at;
+            free(l->bounds);
+            l->bounds = bounds, l->nr = nr, l->next = 0;
+        }
+    }
+}
+
+/* Whether two plans run their cases alike (the same workers bound the same way): their incidents share a lane. Cases
+ * that SKIP for want of GPUs do not: each incident's SKIP says what it needs. */
+static int lab_replay_same_plan(const lab_sched_plan *a, const lab_sched_plan *b)
+{
+    return a->workers == b->workers && a->gpus_per_worker == b->gpus_per_worker && a->exclusive == b->exclusive &&
+           !a->gpus_missing && !b->gpus_missing;
+}
+
+lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *recs, size_t n,
+                                  const lab_replay_groups *groups, lab_replay_feed_fn feed, void *feed_ctx,
+                                  lab_replay_done_fn done, void *done_ctx)
+{
+    lab_replay_ctx ctx;
+    lab_replay_ctx_told(&ctx, opts, recs, n, done, done_ctx);
+    lab_replay_setup su;
+    lab_status st = lab_replay_setup_make(&ctx, 1, &su);
+    if (st != LAB_OK) return st;
+    if (su.np != groups->nparts || memcmp(ctx.order, groups->order, n * sizeof *ctx.order) != 0)
+        st = lab_err_set(LAB_ERR_ARG, "replay: the seed groups given are not those of these cases (lab_replay_groups_make)");
+    /* lanes: the pool first (its lane number 0), then one a distinct plan, in the incidents' order */
+    int *lane = calloc(su.np ? su.np : 1, sizeof *lane), nl = 1;
+    unsigned char *accept = calloc(su.np ? su.np : 1, 1);
+    if (st == LAB_OK && (!lane || !accept)) st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    for (size_t i = 0; st == LAB_OK && i < su.np; ++i) {
+        if (lab_replay_poolable(opts, &su.plans[i])) continue;
+        lane[i] = nl++;
+        for (size_t k = 0; k < i; ++k)
+            if (lane[k] && lab_replay_same_plan(&su.plans[k], &su.plans[i])) {
+                lane[i] = lane[k];
+                nl--;
+                break;
+            }
+    }
+    for (int ln = 0; ln < nl && st == LAB_OK && !lab_isolate_interrupted(); ++ln) {
+        lab_replay_lane l = {&ctx, groups, su.parts, su.plans, accept, ln == 0, feed, feed_ctx};
+        int members = 0;
+        for (size_t i = 0; i < su.np; ++i) {
+            accept[i] = lane[i] == ln;
+            if (!accept[i]) continue;
+            if (members++ == 0) ctx.plan = su.plans[i];
+            else if (su.plans[i].workers > ctx.plan.workers) ctx.plan.workers = su.plans[i].workers;
+        }
+        if (!members) continue;
+        ctx.offset = 0;
+        if (l.pool) {
+            lab_replay_gate_open(&ctx);
+            st = lab_isolate_run_fed(n, lab_replay_job, &ctx, ctx.plan.workers, lab_replay_lane_next, &l, 0,
+                                     lab_replay_job_timeout, lab_replay_done, su.out, 1, lab_replay_worker_init);
+            lab_ctxgate_close(&ctx.gate);
+        } else if (ctx.plan.gpus_missing) {
+            size_t a, b;
+            for (int r; !lab_isolate_interrupted() && (r = lab_replay_lane_next(&l, 0, &a, &b)) >= 0;) {
+                if (r) lab_replay_skip_missing(&ctx, a, b, su.out);
+                else nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+            }
+        } else {
+            lab_replay_leave_mps(&ctx, "multi-GPU and sanitizer cases");
+            st = lab_isolate_run_fed(n, lab_replay_job, &ctx, ctx.plan.workers, lab_replay_lane_next, &l, 0,
+                                     lab_replay_job_timeout, lab_replay_done, su.out, 0, NULL);
+        }
+        free(l.bounds);
+        if (st == LAB_OK) st = l.st;
+    }
+    if (st == LAB_OK) st = lab_replay_rerun(&ctx, su.out);
+    free(lane);
+    free(accept);
+    lab_replay_setup_free(&ctx, &su);
+    return st;
+}
+
+lab_status lab_replay_groups_make(const lab_case_record *recs, size_t n, lab_replay_groups *g)
+{
+    memset(g, 0, sizeof *g);
+    g->order = malloc((n ? n : 1) * sizeof *g->order);
+    g->start = malloc((n + 1) * sizeof *g->start);
+    g->part = malloc((n ? n : 1) * sizeof *g->part);
+    g->cost = malloc((n ? n : 1) * sizeof *g->cost);
+    if (!g->order || !g->start || !g->part || !g->cost) {
+        lab_replay_groups_free(g);
+        return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    }
+    for (size_t start = 0, end; start < n; start = end, g->nparts++) {
+        for (end = start; end < n && recs[end].incident == recs[start].incident; ++end) {
+        }
+        lab_replay_order(recs, start, end, g->order);
+        for (size_t p = start; p < end; ++p) {
+            const lab_case_record *r = &recs[g->order[p]];
+            if (p == start || r->seed != recs[g->order[p - 1]].seed) {
+                g->start[g->ng] = p;
+                g->part[g->ng] = g->nparts;
+                g->cost[g->ng++] = 0.0;
+            }
+            g->cost[g->ng - 1] += lab_sched_case_cost(r->incident, r->backend, r->seed);
+        }
+    }
+    g->start[g->ng] = n;
+    return LAB_OK;
+}
+
+void lab_replay_groups_free(lab_replay_groups *g)
+{
+    free(g->order);
+    free(g->start);
+    free(g->part);
+    free(g->cost);
+    memset(g, 0, sizeof *g);
+}

@@ -1,0 +1,400 @@
+/* lab_window: windowed replays (lab_window.h). */
+#define _GNU_SOURCE
+#include "lab_window.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lab_fs.h"
+#include "lab_plot.h"
+#include "lab_replay_int.h"
+#include "lab_resultset.h"
+#include "lab_stall.h"
+
+/* ---- Windowed replays: a replay of more cases than LAB_REPLAY_WINDOW_AT (or $LAB_REPLAY_WINDOW) runs its cases a
+ * window at a time (lab_window.h), holding records and outcomes only for the window's cases. ---- */
+
+/* $LAB_REPLAY_WINDOW as a positive count of cases, else 0. */
+static size_t lab_replay_window_env(void)
+{
+    const char *e = getenv("LAB_REPLAY_WINDOW");
+    if (!e || !*e) return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(e, &end, 10);
+    return errno == 0 && *end == 0 && v > 0 ? (size_t)v : 0;
+}
+
+size_t lab_replay_window_at(void)
+{
+    size_t w = lab_replay_window_env();
+    return w ? w : LAB_REPLAY_WINDOW_AT;
+}
+
+size_t lab_replay_window(const lab_replay_opts *opts)
+{
+    size_t w = lab_replay_window_env();
+    if (w) return w;
+    return opts->backend == LAB_BACKEND_CUDA ? LAB_REPLAY_WINDOW_CUDA : LAB_REPLAY_WINDOW_CPU;
+}
+
+/* What a windowed replay keeps of its finished cases: the running tallies, the failing cases the console shows
+ * (at most LAB_REPLAY_SHOWN a variant, its first in canonical order) and per variant (tally) spool files that hold
+ * its results.jsonl lines, TAP points and JUnit testcases in canonical order (unlinked at once: they live while
+ * open). */
+#define LAB_REPLAY_SHOWN 20
+typedef struct {
+    const lab_replay_opts *opts;
+    lab_verdict_tally *t;
+    size_t nt, cap, nf;
+    FILE **jl, **tp, **ju;
+    lab_case_record **fail;
+    size_t *nfail;
+    size_t n_done, lowest;
+    char stage[PATH_MAX];
+    int staged;
+} lab_replay_win;
+
+static FILE *lab_replay_spool(const lab_replay_win *w, size_t k, const char *what)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/.spool-%zu.%s", w->stage, k, what);
+    FILE *f = fopen(path, "w+");
+    if (f) unlink(path);
+    else lab_err_set(LAB_ERR_IO, "%s: %s", path, strerror(errno));
+    return f;
+}
+
+/* Keeps one finished case: its tally, its lines in the spools, and (failing) the console's list. */
+static lab_status lab_replay_win_keep(lab_replay_win *w, const lab_case_record *rec)
+{
+    size_t k;
+    lab_status st = lab_verdict_tally_add(&w->t, &w->nt, &w->cap, rec, &k);
+    if (st != LAB_OK) return st;
+    if (k >= w->nf) {
+        size_t nf = w->nt;
+        FILE **jl = realloc(w->jl, nf * sizeof *jl);
+        if (jl) w->jl = jl;
+        FILE **tp = realloc(w->tp, nf * sizeof *tp);
+        if (tp) w->tp = tp;
+        FILE **ju = realloc(w->ju, nf * sizeof *ju);
+        if (ju) w->ju = ju;
+        lab_case_record **fail = realloc(w->fail, nf * sizeof *fail);
+        if (fail) w->fail = fail;
+        size_t *nfail = realloc(w->nfail, nf * sizeof *nfail);
+        if (nfail) w->nfail = nfail;
+        if (!jl || !tp || !ju || !fail || !nfail) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+        for (; w->nf < nf; ++w->nf) {
+            w->jl[w->nf] = w->tp[w->nf] = w->ju[w->nf] = NULL;
+            w->fail[w->nf] = NULL;
+            w->nfail[w->nf] = 0;
+        }
+        if (w->opts->out_dir) {
+            if (!(w->jl[k] = lab_replay_spool(w, k, "jsonl")) || !(w->ju[k] = lab_replay_spool(w, k, "xml")) ||
+                (w->opts->tap && !(w->tp[k] = lab_replay_spool(w, k, "tap"))))
+                return LAB_ERR_IO;
+        }
+    }
+    if (w->jl[k]) {
+        int good = lab_results_jsonl_line(w->jl[k], rec, w->opts->lab_bin) && lab_results_junit_case(w->ju[k], rec, w->opts->lab_bin);
+        /* a TAP point's number is its place among the finished cases, known when the file is written: marked here */
+        if (good && w->tp[k]) good = fputc('\001', w->tp[k]) != EOF && lab_results_tap_case(w->tp[k], rec, 0, w->opts->lab_bin);
+        if (!good) return lab_err_set(LAB_ERR_IO, "%s: cannot write a spool file: %s", w->stage, strerror(errno));
+    }
+    if (lab_verdict_case_ok(rec) == 0 && w->nfail[k] < LAB_REPLAY_SHOWN) {
+        if (!w->fail[k] && !(w->fail[k] = malloc(LAB_REPLAY_SHOWN * sizeof *w->fail[k])))
+            return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+        w->fail[k][w->nfail[k]++] = *rec;
+    }
+    w->n_done++;
+    return LAB_OK;
+}
+
+static void lab_replay_win_free(lab_replay_win *w)
+{
+    for (size_t k = 0; k < w->nf; ++k) {
+        if (w->jl[k]) fclose(w->jl[k]);
+        if (w->tp[k]) fclose(w->tp[k]);
+        if (w->ju[k]) fclose(w->ju[k]);
+        free(w->fail[k]);
+    }
+    free(w->jl), free(w->tp), free(w->ju), free(w->fail), free(w->nfail), free(w->t);
+}
+
+/* Appends spool f (from its start) to out; with tap set, numbers its marked TAP points from *number on. */
+static int lab_replay_unspool(FILE *f, FILE *out, size_t *number)
+{
+    if (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0) return 0;
+    int good = 1;
+    if (!number) {
+        char buf[1 << 16];
+        size_t r;
+        while (good && (r = fread(buf, 1, sizeof buf, f)) > 0) good = fwrite(buf, 1, r, out) == r;
+        good = good && !ferror(f);
+    } else {
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len;
+        while (good && (len = getline(&line, &cap, f)) > 0) {
+            if (line[0] == '\001') {
+                /* "\001ok 0 - ..." or "\001not ok 0 - ...": the same point with its number */
+                const char *rest = strstr(line, " 0 - ");
+                int ok = !strncmp(line + 1, "ok", 2);
+                good = rest && fprintf(out, "%s %zu%s", ok ? "ok" : "not ok", ++*number, rest + 2) >= 0;
+            } else {
+                good = fwrite(line, 1, (size_t)len, out) == (size_t)len;
+            }
+        }
+        free(line);
+    }
+    fseek(f, 0, SEEK_END);
+    return good;
+}
+
+/* Writes one file of the staged set: a head, every tally's spool, a tail. */
+typedef int (*lab_replay_part_fn)(FILE *f, const lab_replay_win *w, const lab_verdict *v);
+static lab_status lab_replay_win_file(const lab_replay_win *w, const char *name, FILE **spools, int numbered,
+                                      lab_replay_part_fn head, lab_replay_part_fn tail, const lab_verdict *v)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%s", w->stage, name);
+    FILE *f = fopen(path, "w");
+    if (!f) return lab_err_set(LAB_ERR_IO, "%s: %s", path, strerror(errno));
+    int good = !head || head(f, w, v);
+    size_t number = 0;
+    for (size_t k = 0; good && k < w->nt; ++k) good = lab_replay_unspool(spools[k], f, numbered ? &number : NULL);
+    if (good && tail) good = tail(f, w, v);
+    good &= fclose(f) == 0;
+    return good ? LAB_OK : lab_err_set(LAB_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+}
+
+static int lab_replay_tap_head(FILE *f, const lab_replay_win *w, const lab_verdict *v)
+{
+    (void)v;
+    return lab_results_tap_head(f, w->n_done, w->nt);
+}
+static int lab_replay_tap_tail(FILE *f, const lab_replay_win *w, const lab_verdict *v)
+{
+    return lab_results_tap_tail(f, w->n_done, w->t, w->nt, v);
+}
+static int lab_replay_junit_head(FILE *f, const lab_replay_win *w, const lab_verdict *v)
+{
+    size_t bad = 0, neutral = 0;
+    for (size_t k = 0; k < w->nt; ++k) bad += w->t[k].cases_not_ok, neutral += w->t[k].cases_neutral;
+    return lab_results_junit_head(f, w->n_done, bad, neutral, w->t, w->nt, v);
+}
+static int lab_replay_junit_tail(FILE *f, const lab_replay_win *w, const lab_verdict *v)
+{
+    return lab_results_junit_tail(f, w->t, w->nt, v);
+}
+
+/* The plots of a windowed replay: from results.jsonl itself up to LAB_REPLAY_PLOT_MAX cases, else from a sample of
+ * every step-th case of each variant (said on the report), written to a folder of its own and moved in. */
+static void lab_replay_win_plots(const lab_replay_win *w, FILE *report)
+{
+    const lab_replay_opts *opts = w->opts;
+    int npng = 0;
+    if (w->n_done <= LAB_REPLAY_PLOT_MAX) {
+        if (lab_plot_results(w->stage, opts->root, report, &npng) == LAB_OK)
+            fprintf(report, "plots: %d PNG in %s/plots\n", npng, opts->out_dir);
+        else
+            fprintf(report, "plots: %s\n", lab_err_msg());
+        return;
+    }
+    size_t step = (w->n_done + LAB_REPLAY_PLOT_MAX - 1) / LAB_REPLAY_PLOT_MAX, kept = 0;
+    char dir[PATH_MAX + 32], path[PATH_MAX + 64], from[PATH_MAX + 64], to[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/.plot-sample", w->stage);
+    snprintf(path, sizeof path, "%s/results.jsonl", dir);
+    FILE *f = mkdir(dir, 0777) == 0 ? fopen(path, "w") : NULL;
+    int good = f != NULL;
+    char *line = NULL;
+    size_t cap = 0;
+    for (size_t k = 0; good && k < w->nt; ++k) {
+        FILE *s = w->jl[k];
+        if (fflush(s) != 0 || fseek(s, 0, SEEK_SET) != 0) good = 0;
+        ssize_t len;
+        for (size_t i = 0; good && (len = getline(&line, &cap, s)) > 0; ++i)
+            if (i % step == 0) good = fwrite(line, 1, (size_t)len, f) == (size_t)len, kept++;
+        fseek(s, 0, SEEK_END);
+    }
+    free(line);
+    if (f) good &= fclose(f) == 0;
+    snprintf(from, sizeof from, "%s/plots", dir);
+    snprintf(to, sizeof to, "%s/plots", w->stage);
+    if (good && lab_plot_results(dir, opts->root, report, &npng) == LAB_OK && rename(from, to) == 0)
+        fprintf(report, "plots: %d PNG in %s/plots, drawn from a sample: every %zu-th case of each variant, %zu of %zu "
+                        "cases (the plots are decimated; results.jsonl holds every case)\n",
+                npng, opts->out_dir, step, kept, w->n_done);
+    else
+        fprintf(report, "plots: %s\n", good ? lab_err_msg() : "cannot write the sample of results.jsonl to plot");
+    lab_resultset_rmrf(dir);
+}
+
+/* Runs recs[0..n) of one window, its progress counted among `total` from `base` on. */
+static lab_status lab_replay_execute_window(const lab_replay_opts *opts, lab_case_record *recs, size_t n, size_t base,
+                                            size_t total, size_t *bad, double t0, int quiet)
+{
+    lab_replay_ctx ctx;
+    lab_replay_ctx_init(&ctx, opts, recs, n, t0);
+    ctx.base = base;
+    ctx.total = total;
+    ctx.base_bad = *bad;
+    ctx.quiet_sched = quiet;
+    lab_status st = lab_replay_execute(&ctx);
+    *bad += ctx.bad;
+    return st;
+}
+
+lab_status lab_window_run(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, size_t planned)
+{
+    lab_replay_win w;
+    memset(&w, 0, sizeof w);
+    w.opts = opts;
+    w.lowest = opts->n_seeds;
+    lab_status st = LAB_OK;
+    if (opts->out_dir && (st = lab_fs_mkdirs(opts->out_dir)) != LAB_OK) return st;
+    /* The set is written into its staging folder as the cases finish, then swapped in as a whole (lab_resultset_swap). */
+    if (opts->out_dir && (st = lab_resultset_stage(opts->out_dir, w.stage, sizeof w.stage)) != LAB_OK) return st;
+    w.staged = opts->out_dir != NULL;
+    size_t window = lab_replay_window(opts), bad = 0, started = 0;
+    double t0 = lab_replay_now();
+    lab_stall_point(LAB_STALL_PLANNING);
+    lab_status run_st = LAB_OK;
+    lab_case_record *recs = NULL;
+    size_t recs_cap = 0;
+    if (opts->progress)
+        fprintf(stderr, "replay: %zu cases, run %zu at a time (a window: only its cases are held in memory)\n", planned,
+                window);
+    for (size_t i = 0; i < opts->n_incidents && run_st == LAB_OK && st == LAB_OK; ++i) {
+        const lab_incident *inc = opts->incidents[i];
+        size_t nv = lab_replay_n_variants(opts, inc), ns = lab_replay_n_seeds(opts, inc);
+        if (!nv || !ns) continue;
+        size_t per = window / nv ? window / nv : 1; /* seeds a window: every selected variant of each */
+        for (size_t s0 = 0; s0 < ns && run_st == LAB_OK && st == LAB_OK; s0 += per) {
+            if (lab_isolate_interrupted()) {
+                if (s0 < w.lowest) w.lowest = s0; /* this window and every later one did not start */
+                break;
+            }
+            size_t s1 = s0 + per < ns ? s0 + per : ns, m = 0;
+            if ((s1 - s0) * nv > recs_cap) { /* incidents differ in their variants: the largest window so far */
+                free(recs);
+                recs_cap = (s1 - s0) * nv;
+                if (!(recs = malloc(recs_cap * sizeof *recs))) {
+                    st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+                    break;
+                }
+            }
+            memset(recs, 0, (s1 - s0) * nv * sizeof *recs);
+            for (int v = 0; v < inc->n_variants; ++v) {
+                const lab_variant *var = &inc->variants[v];
+                if (opts->variant && strcmp(opts->variant, var->name) != 0) continue;
+                for (size_t s = s0; s < s1; ++s) {
+                    recs[m].incident = inc;
+                    recs[m].variant = var;
+                    recs[m].seed = opts->seeds[s];
+                    recs[m].backend = opts->backend;
+                    m++;
+                }
+            }
+            run_st = lab_replay_execute_window(opts, recs, m, started, planned, &bad, t0, started > 0);
+            started += m;
+            for (size_t j = 0; j < m && st == LAB_OK; ++j) {
+                if (recs[j].o.not_run) {
+                    size_t s = s0 + j % (s1 - s0);
+                    if (s < w.lowest) w.lowest = s;
+                    continue;
+                }
+                st = lab_replay_win_keep(&w, &recs[j]);
+            }
+        }
+        if (lab_isolate_interrupted() && i + 1 < opts->n_incidents) w.lowest = 0; /* later incidents never ran */
+    }
+    free(recs);
+    if (run_st != LAB_OK) fprintf(report, "replay: %s (the cases not started are not in the set)\n", lab_err_msg());
+    double wall = lab_replay_now() - t0;
+
+    /* The report, as lab_replay_report's, from the tallies and spools. */
+    if (st == LAB_OK) {
+        lab_stall_point(LAB_STALL_COLLECTING);
+        int sig = lab_isolate_interrupted();
+        lab_verdict_tally_judge(w.t, w.nt);
+        lab_verdict_run run = {.harness_failed = run_st != LAB_OK, .interrupted = sig, .cases_planned = planned};
+        lab_verdict v = lab_verdict_decide_tallies(w.t, w.nt, &run);
+        lab_replay_table(report, w.t, w.nt);
+        size_t shown = 0, not_ok = 0;
+        for (size_t k = 0; k < w.nt; ++k) {
+            not_ok += w.t[k].cases_not_ok;
+            for (size_t j = 0; j < w.nfail[k] && shown < LAB_REPLAY_SHOWN; ++j, ++shown) {
+                const lab_case_record *r = &w.fail[k][j];
+                char cmd[512];
+                lab_results_replay_cmd(r, opts->lab_bin, cmd, sizeof cmd);
+                const char *label = r->variant->role == LAB_ROLE_FIX ? "REGRESSED"
+                                    : r->o.outcome == LAB_OUT_PASS   ? "XPASS"
+                                                                     : lab_outcome_name(r->o.outcome);
+                fprintf(report, "%s %s/%s seed %llu: %s%s%s%s%s\n  replay: %s%s%s\n", label, r->incident->id,
+                        r->variant->name, (unsigned long long)r->seed, lab_outcome_name(r->o.outcome),
+                        r->o.r.detail[0] || r->o.error[0] ? ": " : "", r->o.r.detail,
+                        r->o.r.detail[0] && r->o.error[0] ? "; " : "", r->o.error, cmd,
+                        opts->sanitize ? " --sanitize " : "", opts->sanitize ? opts->sanitize : "");
+            }
+        }
+        if (not_ok > LAB_REPLAY_SHOWN) fprintf(report, "... and %zu more (see results.jsonl)\n", not_ok - LAB_REPLAY_SHOWN);
+        for (size_t k = 0; k < w.nt; ++k)
+            if (w.t[k].kind == LAB_VERDICT_RATE_BELOW || w.t[k].kind == LAB_VERDICT_TOO_FEW_SEEDS)
+                fprintf(report, "%s/%s: %s\n  replay: %s replay --incident %s --variant %s --seeds %zu\n",
+                        w.t[k].incident->id, w.t[k].variant->name, w.t[k].verdict, opts->lab_bin, w.t[k].incident->id,
+                        w.t[k].variant->name, w.t[k].seeds_needed > w.t[k].seeds ? w.t[k].seeds_needed : w.t[k].seeds);
+        lab_sched_machine host;
+        lab_sched_probe(&host);
+        size_t n = w.n_done;
+        fprintf(report, "\n%zu cases in %.2f s (%.1f cases/s, %d jobs): %s\n", n, wall, wall > 0 ? n / wall : 0.0,
+                lab_sched_workers(&host, opts->backend, opts->jobs, NULL, 0), v.line);
+        char resume[2048] = "";
+        if (sig) {
+            lab_replay_resume_at(opts, w.lowest, resume, sizeof resume);
+            fprintf(report, "INTERRUPTED by %s: %zu of %zu cases finished and are kept (NOT OK)\nresume: %s\n",
+                    sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n, planned, resume);
+        }
+        if (opts->out_dir) {
+            lab_stall_point(LAB_STALL_WRITING);
+            char path[PATH_MAX + 32];
+            for (int pass = 0; pass < 2 && st == LAB_OK; ++pass) {
+                if (pass == 0) st = lab_replay_win_file(&w, "results.jsonl", w.jl, 0, NULL, NULL, &v);
+                snprintf(path, sizeof path, "%s/summary.json", w.stage);
+                if (st == LAB_OK) st = lab_results_write_summary(path, w.t, w.nt, lab_backend_name(opts->backend), n, wall, &v);
+                if (st == LAB_OK && (sig || opts->summary_fields)) st = lab_replay_amend_summary(w.stage, opts, sig, planned, resume);
+                if (st == LAB_OK) st = lab_replay_win_file(&w, "junit.xml", w.ju, 0, lab_replay_junit_head, lab_replay_junit_tail, &v);
+                if (st == LAB_OK && opts->tap)
+                    st = lab_replay_win_file(&w, "results.tap", w.tp, 1, lab_replay_tap_head, lab_replay_tap_tail, &v);
+                if (st == LAB_OK && opts->plots && pass == 0 && !lab_isolate_interrupted()) lab_replay_win_plots(&w, report);
+                if (sig || !lab_isolate_interrupted()) break;
+                sig = lab_isolate_interrupted();
+                run.interrupted = sig;
+                v = lab_verdict_decide_tallies(w.t, w.nt, &run);
+                snprintf(resume, sizeof resume, "(none: every case finished)");
+                fprintf(report, "INTERRUPTED by %s while writing the result set: all %zu cases finished and are kept "
+                                "(NOT OK)%s\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n,
+                        opts->plots ? "; the plots as far as they got" : "");
+            }
+            if (st == LAB_OK) st = lab_resultset_swap(w.stage, opts->out_dir);
+            if (st == LAB_OK) {
+                w.staged = 0;
+                fprintf(report, "wrote %s/{results.jsonl,summary.json,junit.xml%s}\n", opts->out_dir, opts->tap ? ",results.tap" : "");
+            }
+        }
+        *verdict = v;
+    }
+    if (w.staged) {
+        char keep[512];
+        snprintf(keep, sizeof keep, "%s", lab_err_msg());
+        lab_resultset_rmrf(w.stage);
+        if (st != LAB_OK) lab_err_set(st, "%s", keep);
+    }
+    lab_replay_win_free(&w);
+    return st != LAB_OK ? st : run_st;
+}

@@ -110,6 +110,7 @@ static lab_status wr_group_cpu_make(wr_group *g)
     return st == LAB_OK ? LAB_OK : lab_err_set(st, "%s", g->cpu_msg);
 }
 
+#ifdef LAB_HAVE_CUDA
 static lab_status wr_group_cpu_job(void *g) { return wr_group_cpu_make(g); }
 
 /* Starts the group's CPU forward and kernel on this process's background thread (lab_bg), if nothing has made or
@@ -123,6 +124,7 @@ static void wr_cpu_ahead(const wr_group *cg)
     if (!g->cpu_tried && !g->cpu_job) g->cpu_job = lab_bg_start(wr_group_cpu_job, g);
     pthread_mutex_unlock(&g->lock);
 }
+#endif
 
 /* The group's CPU forward and kernel: collected from the background thread where wr_cpu_ahead started them, else
  * made here. */

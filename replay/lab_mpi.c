@@ -804,15 +804,14 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     }
     double wall = lab_mpi_now() - t0;
 
-    /* Cases no one reported: the failed rank is named in each. */
-    int rank_failed = 0, lost = 0;
+    /* Cases no one reported: the failed rank is named in each (after an interrupt: not run). */
+    int rank_failed = 0, lost = 0, interrupted = lab_isolate_interrupted();
     for (int r = 0; r < size; ++r) {
         lab_mpi_peer *rk = &x.ranks[r];
-        if (lab_isolate_interrupted() && rk->status == LAB_RANK_RUNNING) continue; /* stopped by the interrupt */
+        if (interrupted && rk->status == LAB_RANK_RUNNING) continue; /* stopped by the interrupt */
         rank_failed |= rk->status != LAB_RANK_DONE || rk->why[0];
         lost |= rk->status == LAB_RANK_HUNG || rk->status == LAB_RANK_CRASHED;
     }
-    int interrupted = lab_isolate_interrupted();
     for (size_t i = 0; i < x.n_all; ++i) {
         if (x.got[i]) continue;
         int r = x.dealt_to[i];

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lab_fs.h"
+
 /* Default deadline of lab_test_sh, seconds: longer than any command of the suite takes. */
 #define LAB_TEST_SH_DEADLINE_S 300.0
 /* Exit status lab_test_sh_deadline returns for a command it killed at its deadline (as timeout(1)). */
@@ -222,6 +224,24 @@ static inline pid_t lab_test_spawn_logged(const char *cmd, const char *log)
         _exit(127);
     }
     return p;
+}
+
+/* The text of DIR/NAME (malloc'ed), "" when it cannot be read. */
+static inline char *lab_test_slurp(const char *dir, const char *name)
+{
+    char path[1024], *text;
+    size_t len;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (lab_fs_read_all(path, &text, &len) != LAB_OK) return strdup("");
+    return text;
+}
+
+/* Newlines in s. */
+static inline int lab_test_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; ++s) n += *s == '\n';
+    return n;
 }
 
 #endif

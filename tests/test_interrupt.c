@@ -46,22 +46,6 @@ static pid_t start_lab(const char *args)
     return lab_test_spawn_logged(cmd, log);
 }
 
-static char *slurp(const char *name)
-{
-    char path[256], *text;
-    size_t len;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (lab_fs_read_all(path, &text, &len) != LAB_OK) return strdup("");
-    return text;
-}
-
-static int lines(const char *s)
-{
-    int n = 0;
-    for (; *s; ++s) n += *s == '\n';
-    return n;
-}
-
 /* SIGINT in the middle: exit 130, every finished case written (a real outcome each), summary.json marked
  * interrupted and not ok, the resume command printed. */
 Test(interrupt, sigint_keeps_the_finished_cases, .init = mk, .fini = rm, .timeout = 120)
@@ -71,7 +55,7 @@ Test(interrupt, sigint_keeps_the_finished_cases, .init = mk, .fini = rm, .timeou
     cr_assert_eq(kill(p, SIGINT), 0);
     int ws;
     cr_assert_eq(waitpid(p, &ws, 0), p);
-    char *log = slurp("log");
+    char *log = lab_test_slurp(dir, "log");
     cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "status 0x%x:\n%s", ws, log);
     EXPECT_IN(log, "INTERRUPTED by SIGINT: ");
     EXPECT_IN(log, "resume: ");
@@ -81,11 +65,11 @@ Test(interrupt, sigint_keeps_the_finished_cases, .init = mk, .fini = rm, .timeou
     cr_assert(m && sscanf(m, "INTERRUPTED by SIGINT: %zu of %zu", &kept, &planned) == 2, "%s", log);
     cr_expect_gt(kept, 0, "no case finished in 4 s?");
     cr_expect_lt(kept, planned);
-    char *res = slurp("out/results.jsonl");
-    cr_expect_eq((size_t)lines(res), kept, "the finished cases (%zu) must all be in results.jsonl (%d)", kept, lines(res));
+    char *res = lab_test_slurp(dir, "out/results.jsonl");
+    cr_expect_eq((size_t)lab_test_lines(res), kept, "the finished cases (%zu) must all be in results.jsonl (%d)", kept, lab_test_lines(res));
     cr_expect(strstr(res, "interrupted") == NULL, "an unfinished case was written as a result");
     cr_expect(strstr(res, "\"ERROR\"") == NULL, "an unfinished case was written as ERROR");
-    char *sum = slurp("out/summary.json");
+    char *sum = lab_test_slurp(dir, "out/summary.json");
     cJSON *o = cJSON_Parse(sum);
     cr_assert_not_null(o, "%s", sum);
     cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(o, "interrupted")));
@@ -128,7 +112,7 @@ Test(interrupt, result_set_is_replaced_as_a_whole, .init = mk, .fini = rm, .time
     pid_t p = start_lab("--incident 0004 --seeds 2 --no-plots --quiet");
     int ws;
     waitpid(p, &ws, 0);
-    char *log = slurp("log");
+    char *log = lab_test_slurp(dir, "log");
     cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "status 0x%x:\n%s", ws, log);
     free(log);
     char path[256];
@@ -136,10 +120,10 @@ Test(interrupt, result_set_is_replaced_as_a_whole, .init = mk, .fini = rm, .time
     cr_expect(!lab_fs_exists(path), "the old report.json survived beside the new results");
     snprintf(path, sizeof path, "%s/out/plots/9999-old.png", dir);
     cr_expect(!lab_fs_exists(path), "an old plot survived beside the new results");
-    char *notes = slurp("out/notes.txt");
+    char *notes = lab_test_slurp(dir, "out/notes.txt");
     cr_expect_str_eq(notes, "mine\n", "a file that is not part of a result set was lost");
     free(notes);
-    char *sum = slurp("out/summary.json");
+    char *sum = lab_test_slurp(dir, "out/summary.json");
     cr_expect(strstr(sum, "\"incidents\"") != NULL, "summary.json not replaced: %s", sum);
     free(sum);
     snprintf(cmd, sizeof cmd, "ls -d %s/out.new-* 2>/dev/null | wc -l", dir);
@@ -236,7 +220,7 @@ static int interrupt_in_phase(const char *phase, const char *args, double *secs)
     pid_t p = lab_test_spawn_logged(cmd, log);
     int stalled = 0;
     for (int i = 0; i < 3000 && !stalled; ++i) {
-        char *text = slurp("log");
+        char *text = lab_test_slurp(dir, "log");
         stalled = strstr(text, want) != NULL;
         free(text);
         if (!stalled) usleep(10000);
@@ -264,13 +248,13 @@ Test(interrupt, every_phase_of_a_replay_ends_within_1_s, .init = mk, .fini = rm,
         snprintf(args, sizeof args, "replay --incident 0004 --seeds 4 -j 2 --backend cpu --out '%s/out'", dir);
         double secs;
         int ws = interrupt_in_phase(phases[i].phase, args, &secs);
-        char *log = slurp("log");
+        char *log = lab_test_slurp(dir, "log");
         cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "%s: status 0x%x:\n%s", phases[i].phase, ws, log);
         cr_expect_lt(secs, 1.0, "%s: %.2f s from SIGINT to the end", phases[i].phase, secs);
         cr_log_info("replay interrupted while %s: ended in %.3f s", phases[i].phase, secs);
-        char *res = slurp("out/results.jsonl");
-        cr_expect_eq(lines(res), phases[i].kept, "%s: %d cases in results.jsonl", phases[i].phase, lines(res));
-        char *sum = slurp("out/summary.json");
+        char *res = lab_test_slurp(dir, "out/results.jsonl");
+        cr_expect_eq(lab_test_lines(res), phases[i].kept, "%s: %d cases in results.jsonl", phases[i].phase, lab_test_lines(res));
+        char *sum = lab_test_slurp(dir, "out/summary.json");
         cJSON *o = cJSON_Parse(sum);
         cr_expect_not_null(o, "%s: %s", phases[i].phase, sum);
         if (o) {
@@ -294,13 +278,13 @@ Test(interrupt, report_plots_and_compare_end_within_1_s, .init = mk, .fini = rm,
     double secs;
     snprintf(args, sizeof args, "report --incident 0004 --seeds 2 --backend cpu --no-plots --out '%s/rep'", dir);
     int ws = interrupt_in_phase("html", args, &secs);
-    char *log = slurp("log");
+    char *log = lab_test_slurp(dir, "log");
     cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "report: status 0x%x:\n%s", ws, log);
     cr_expect_lt(secs, 1.0, "report: %.2f s", secs);
     EXPECT_IN(log, "before the report was written");
     free(log);
-    char *res = slurp("rep/results.jsonl");
-    cr_expect_eq(lines(res), 4, "the replay's 4 cases kept");
+    char *res = lab_test_slurp(dir, "rep/results.jsonl");
+    cr_expect_eq(lab_test_lines(res), 4, "the replay's 4 cases kept");
     free(res);
     char path[256];
     snprintf(path, sizeof path, "%s/rep/report.json", dir);

@@ -13,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lab_fs.h"
 #include "tests/lab_test_sh.h"
 
 static char dir[64];
@@ -54,19 +53,10 @@ static int run(const char *args, const char *out, unsigned window, long *maxrss_
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
 }
 
-static char *slurp(const char *name)
-{
-    char path[256], *text;
-    size_t len;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (lab_fs_read_all(path, &text, &len) != LAB_OK) return strdup("");
-    return text;
-}
-
 /* results.jsonl without its per-run fields (wall_s, cpu_s, done_s, worker), one line per case. */
 static char *canon(const char *name)
 {
-    char *text = slurp(name), *save = NULL, *out = NULL;
+    char *text = lab_test_slurp(dir, name), *save = NULL, *out = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&out, &len);
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -84,13 +74,6 @@ static char *canon(const char *name)
     return out;
 }
 
-static int lines(const char *s)
-{
-    int n = 0;
-    for (; *s; ++s) n += *s == '\n';
-    return n;
-}
-
 /* Eight times the cases through 16-case windows: the peak RSS grows by less than 0.8 KiB a case (an unwindowed
  * replay holds about 3 KiB a case: a record and an outcome, measured 1.8 KiB a case of peak RSS). */
 Test(window, memory_does_not_grow_per_case, .init = mk, .fini = rm, .timeout = 240)
@@ -98,8 +81,8 @@ Test(window, memory_does_not_grow_per_case, .init = mk, .fini = rm, .timeout = 2
     long small = 0, large = 0;
     cr_assert_eq(run("--incident 0004 --variant fix --seeds 96 --quiet", "a", 16, &small), 0);
     cr_assert_eq(run("--incident 0004 --variant fix --seeds 768 --quiet", "b", 16, &large), 0);
-    char *res = slurp("b/results.jsonl");
-    cr_expect_eq(lines(res), 768);
+    char *res = lab_test_slurp(dir, "b/results.jsonl");
+    cr_expect_eq(lab_test_lines(res), 768);
     free(res);
     cr_expect_lt(large - small, (768 - 96) * 8 / 10, "peak RSS %ld KiB for 96 cases, %ld KiB for 768", small, large);
 }
@@ -109,17 +92,17 @@ Test(window, windowed_set_is_the_unwindowed_one, .init = mk, .fini = rm, .timeou
 {
     cr_assert_eq(run("--incident 0004 --seeds 24 --tap --quiet", "whole", 0, NULL), 0);
     cr_assert_eq(run("--incident 0004 --seeds 24 --tap --quiet", "win", 5, NULL), 0);
-    char *wlog = slurp("win.log");
+    char *wlog = lab_test_slurp(dir, "win.log");
     cr_expect(strstr(wlog, "48 cases in ") != NULL, "%s", wlog);
     free(wlog);
     char *a = canon("whole/results.jsonl"), *b = canon("win/results.jsonl");
-    cr_expect_eq(lines(a), 48);
+    cr_expect_eq(lab_test_lines(a), 48);
     cr_expect_str_eq(a, b);
     free(a), free(b);
-    a = slurp("whole/results.tap"), b = slurp("win/results.tap");
+    a = lab_test_slurp(dir, "whole/results.tap"), b = lab_test_slurp(dir, "win/results.tap");
     cr_expect_str_eq(a, b);
     free(a), free(b);
-    cJSON *x = cJSON_Parse(a = slurp("whole/summary.json")), *y = cJSON_Parse(b = slurp("win/summary.json"));
+    cJSON *x = cJSON_Parse(a = lab_test_slurp(dir, "whole/summary.json")), *y = cJSON_Parse(b = lab_test_slurp(dir, "win/summary.json"));
     cr_assert(x && y);
     const char *keys[] = {"ok", "verdict", "exit_status", "cases"};
     for (size_t i = 0; i < 4; ++i) {
@@ -143,7 +126,7 @@ Test(window, sigint_keeps_every_finished_case, .init = mk, .fini = rm, .timeout 
     int ws;
     cr_assert_eq(waitpid(p, &ws, 0), p);
     double secs = lab_test_sh_now() - t0;
-    char *log = slurp("out.log");
+    char *log = lab_test_slurp(dir, "out.log");
     cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "status 0x%x:\n%s", ws, log);
     cr_expect_lt(secs, 1.0, "SIGINT to exit took %.2f s", secs);
     size_t kept = 0, planned = 0;
@@ -152,8 +135,8 @@ Test(window, sigint_keeps_every_finished_case, .init = mk, .fini = rm, .timeout 
     cr_expect_eq(planned, 6000);
     cr_expect_gt(kept, 0, "no case finished in 3 s?");
     cr_expect(strstr(log, "run 16 at a time") != NULL, "not windowed:\n%s", log);
-    char *res = slurp("out/results.jsonl"), *save = NULL;
-    cr_expect_eq((size_t)lines(res), kept, "the finished cases (%zu) must all be in results.jsonl (%d)", kept, lines(res));
+    char *res = lab_test_slurp(dir, "out/results.jsonl"), *save = NULL;
+    cr_expect_eq((size_t)lab_test_lines(res), kept, "the finished cases (%zu) must all be in results.jsonl (%d)", kept, lab_test_lines(res));
     cr_expect(strstr(res, "interrupted") == NULL, "an unfinished case was written as a result");
     cr_expect(strstr(res, "\"ERROR\"") == NULL, "an unfinished case was written as ERROR");
     char prev_var[64] = "";
@@ -168,7 +151,7 @@ Test(window, sigint_keeps_every_finished_case, .init = mk, .fini = rm, .timeout 
         prev_seed = seed;
         cJSON_Delete(o);
     }
-    char *tap = slurp("out/results.tap"), plan[64], last[64];
+    char *tap = lab_test_slurp(dir, "out/results.tap"), plan[64], last[64];
     snprintf(plan, sizeof plan, "\n1..%zu\n", kept + 3); /* 2 variants and the run */
     cr_expect(strstr(tap, plan) != NULL, "no plan %s", plan + 1);
     snprintf(last, sizeof last, "not ok %zu - replay verdict", kept + 3);
@@ -176,7 +159,7 @@ Test(window, sigint_keeps_every_finished_case, .init = mk, .fini = rm, .timeout 
     snprintf(last, sizeof last, "ok %zu - 0004", kept);
     cr_expect(strstr(tap, last) != NULL, "the last case point is not numbered %zu", kept);
     cr_expect(strchr(tap, '\001') == NULL, "a spool mark left in results.tap");
-    char *sum = slurp("out/summary.json");
+    char *sum = lab_test_slurp(dir, "out/summary.json");
     cJSON *o = cJSON_Parse(sum);
     cr_assert_not_null(o, "%s", sum);
     cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(o, "interrupted")));

@@ -3,15 +3,12 @@
 #define _GNU_SOURCE
 #include "dsh_proto.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "lab_rng.h"
 
@@ -22,22 +19,8 @@ void dsh_st32(int32_t *p, int32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE);
 
 dsh_ctrl *dsh_ctrl_map(const char *path, int create, int world)
 {
-    int fd = open(path, create ? O_RDWR | O_CREAT | O_TRUNC : O_RDWR, 0600);
-    if (fd < 0) {
-        lab_err_set(LAB_ERR_IO, "control file %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    if (create && ftruncate(fd, (off_t)sizeof(dsh_ctrl)) != 0) {
-        lab_err_set(LAB_ERR_IO, "control file %s: ftruncate: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    void *p = mmap(NULL, sizeof(dsh_ctrl), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        lab_err_set(LAB_ERR_IO, "control file %s: mmap: %s", path, strerror(errno));
-        return NULL;
-    }
+    void *p = dsh_map_shared(path, sizeof(dsh_ctrl), create, "control file");
+    if (!p) return NULL;
     dsh_ctrl *c = (dsh_ctrl *)p;
     if (create) {
         memset(c, 0, sizeof *c);

@@ -26,26 +26,33 @@ const char *dsh_match_name(int m)
 /* ---------------------------------------------------------------------------------------------- */
 /* Writer                                                                                          */
 
+void *dsh_map_shared(const char *path, size_t size, int create, const char *what)
+{
+    int fd = open(path, create ? O_RDWR | O_CREAT | O_TRUNC : O_RDWR, 0644);
+    if (fd < 0) {
+        lab_err_set(LAB_ERR_IO, "%s: %s: %s", what, path, strerror(errno));
+        return NULL;
+    }
+    if (create && ftruncate(fd, (off_t)size) != 0) {
+        lab_err_set(LAB_ERR_IO, "%s: %s: ftruncate: %s", what, path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        lab_err_set(LAB_ERR_IO, "%s: %s: mmap: %s", what, path, strerror(errno));
+        return NULL;
+    }
+    return p;
+}
+
 dsh_trace_file *dsh_trace_open(const char *dir, int rank, int world, int role, double t0)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/rank%d.trace", dir, rank);
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        lab_err_set(LAB_ERR_IO, "trace: %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    if (ftruncate(fd, (off_t)sizeof(dsh_trace_file)) != 0) {
-        lab_err_set(LAB_ERR_IO, "trace: %s: ftruncate: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    void *p = mmap(NULL, sizeof(dsh_trace_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        lab_err_set(LAB_ERR_IO, "trace: %s: mmap: %s", path, strerror(errno));
-        return NULL;
-    }
+    void *p = dsh_map_shared(path, sizeof(dsh_trace_file), 1, "trace");
+    if (!p) return NULL;
     dsh_trace_file *tf = p;
     memset(tf, 0, sizeof *tf);
     tf->head.rank = rank;

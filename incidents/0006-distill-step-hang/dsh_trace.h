@@ -69,6 +69,10 @@ typedef struct {
 
 /* ---- writer (in the MPI ranks) ---- */
 
+/* Maps `size` bytes of the file at path shared and writable (create: made or truncated to size; else opened as it
+ * is). NULL with lab_err set ("<what>: <path>: ...") on failure. Release with munmap(p, size). */
+void *dsh_map_shared(const char *path, size_t size, int create, const char *what);
+
 /* Creates "<dir>/rank<rank>.trace" (truncated to the file size) and maps it shared, so each record is in
  * the file as soon as it is written, whatever ends the process. Returns NULL with lab_err set naming the
  * path on failure. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "dsh_trace.h"
 #include "lab_golden.h"
 #include "lab_incident.h"
+#include "lab_isolate.h"
 #include "lab_tensor.h"
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -436,13 +438,14 @@ Test(dsh_job, slow_start_is_not_a_hang_but_a_deadlock_is, .timeout = 90)
 Test(dsh_job, no_false_hang_with_every_core_busy, .timeout = 120)
 {
     if (!have_mpi()) return;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1 || n > 64) n = 2;
-    pid_t hogs[130];
+    int n = lab_isolate_ncpu(); /* the CPUs this process may use (affinity, cgroup quota) */
+    if (n > 64) n = 64;
+    pid_t hogs[128];
     int nh = 0;
-    for (long k = 0; k < 2 * n && nh < 130; ++k) {
+    for (int k = 0; k < 2 * n; ++k) {
         pid_t p = fork();
         if (p == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* dies with the test, even one killed at its timeout */
             for (volatile unsigned long x = 0;; ++x) {}
         }
         if (p > 0) hogs[nh++] = p;

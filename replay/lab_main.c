@@ -20,6 +20,7 @@
 #include "lab_isolate.h"
 #include "lab_mpi.h"
 #include "lab_mps.h"
+#include "lab_mps_replay.h"
 #include "lab_sched.h"
 #include "lab_new.h"
 #include "lab_plot.h"
@@ -180,79 +181,15 @@ static int lab_cmd_list(void)
 }
 
 #ifdef LAB_HAVE_CUDA
-#include "lab_cuda.h"
 #include "lab_devmem.h"
-static lab_status lab_probe_job(void *ctx, size_t job, lab_case_result *r)
-{
-    char why[200];
-    if (lab_cuda_ready(why, sizeof why) == LAB_OK) lab_result_verdict(r, 1, "CUDA device ready");
-    else lab_result_skip(r, "%s", why);
-    return LAB_OK;
-}
 #endif
-
-#ifdef LAB_HAVE_CUDA
-/* The probe of GPU k's MPS daemon: a context made through it. */
-static lab_status lab_probe_gpu_job(void *ctx, size_t job, lab_case_result *r)
-{
-    lab_mps_client(ctx, (int)job);
-    return lab_probe_job(NULL, job, r);
-}
-#endif
-
-/* Every GPU's daemon of *m serves a context (each probed in a child process): LAB_OK, or LAB_ERR_DEVICE with the
- * first failure in why. */
-static lab_status lab_cmd_mps_probe(lab_mps *m, char *why, size_t len)
-{
-#ifdef LAB_HAVE_CUDA
-    lab_job_outcome o[LAB_MPS_MAX_GPUS];
-    if (lab_isolate_run((size_t)m->ngpu, lab_probe_gpu_job, m, m->ngpu, 60, NULL, o) != LAB_OK)
-        return lab_err_set(LAB_ERR_DEVICE, "%s", lab_err_msg());
-    for (int k = 0; k < m->ngpu; ++k)
-        if (o[k].outcome != LAB_OUT_PASS) {
-            snprintf(why, len, "GPU %s: %s", m->gpu_uuid[k], o[k].r.detail[0] ? o[k].r.detail : o[k].error);
-            return lab_err_set(LAB_ERR_DEVICE, "%s", why);
-        }
-    return LAB_OK;
-#else
-    snprintf(why, len, "this build has no CUDA");
-    return lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why);
-#endif
-}
-
-/* The replay's MPS: one daemon a GPU where there are several GPUs and each one's UUID is known (lab_mps.h says
- * why), else one daemon for all. */
-static lab_status lab_cmd_mps_start(lab_mps *m, char *why, size_t len)
-{
-    lab_sched_machine *host = malloc(sizeof *host);
-    if (!host) return lab_mps_start(m, why, len);
-    lab_sched_probe(host);
-    int known = host->ngpu > 1;
-    const char *uuids[LAB_MPS_MAX_GPUS];
-    for (int k = 0; k < host->ngpu && k < LAB_MPS_MAX_GPUS; ++k) {
-        uuids[k] = host->uuid[k];
-        known &= host->uuid[k][0] != 0;
-    }
-    lab_status st = known && host->ngpu <= LAB_MPS_MAX_GPUS ? lab_mps_start_per_gpu(m, uuids, host->ngpu, why, len)
-                                                             : lab_mps_start(m, why, len);
-    free(host);
-    return st;
-}
 
 /* --backend auto: cuda when this build has CUDA and a device is usable, else cpu. The probe runs in a
  * child process: a CUDA context made in this one would not survive the fork of every case. *why says
  * why the CPU was chosen. */
 static lab_backend lab_backend_auto(char *why, size_t len)
 {
-#ifdef LAB_HAVE_CUDA
-    lab_job_outcome o;
-    if (lab_isolate_run(1, lab_probe_job, NULL, 1, 60, NULL, &o) == LAB_OK && o.outcome == LAB_OUT_PASS)
-        return LAB_BACKEND_CUDA;
-    snprintf(why, len, "%s", o.r.detail[0] ? o.r.detail : o.error);
-#else
-    snprintf(why, len, "this build has no CUDA");
-#endif
-    return LAB_BACKEND_CPU;
+    return lab_mps_replay_cuda_usable(why, len) == LAB_OK ? LAB_BACKEND_CUDA : LAB_BACKEND_CPU;
 }
 
 static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
@@ -329,40 +266,21 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     lab_replay_opts o = {sel, n_sel, variant, seeds, ns, !have_seed && !have_seeds, backend, (int)ra.jobs,
                          (double)ra.timeout_s, out, ra.tap, ra.plots, !quiet, lab_bin, lab_root(), sanitize};
     o.batch_seeds = (unsigned)ra.batch_seeds;
-    /* The CUDA workers share the GPU through a private MPS daemon (lab_mps.h), unless asked not to, under --mpi (each
-     * rank its own GPU, mpirun owns the processes), under compute-sanitizer (no MPS clients) or for one seed: started
-     * before the workers, probed through (a context made via the daemon), stopped after the replay, interrupted or
-     * not. */
+    /* The CUDA workers share the GPU through a private MPS daemon (lab_mps_replay.h), unless asked not to, under
+     * compute-sanitizer (no MPS clients) or for one seed: started before the workers (under --mpi by each rank, for
+     * its share of its host's GPUs), stopped after the replay, interrupted or not. */
     static lab_mps mps; /* large (one folder a GPU): not on the stack */
     memset(&mps, 0, sizeof mps);
-    if (backend == LAB_BACKEND_CUDA && cuda_ok && !have_seed && !ra.no_mps && !ra.mpi && !ra.sanitize) {
+    o.want_mps = backend == LAB_BACKEND_CUDA && cuda_ok && !have_seed && !ra.no_mps && !ra.sanitize;
+    o.mps = &mps;
+    if (o.want_mps && !mpi) {
         char why[320];
-        lab_status ms = lab_cmd_mps_start(&mps, why, sizeof why);
-        if (ms == LAB_OK && mps.ngpu > 0) {
-            char pwhy[240];
-            if (lab_cmd_mps_probe(&mps, pwhy, sizeof pwhy) != LAB_OK) {
-                lab_mps_stop(&mps);
-                snprintf(why, sizeof why, "no context through a GPU's MPS daemon (%s): the workers' contexts take turns on the GPUs", pwhy);
-                ms = LAB_ERR_DEVICE;
-            } else {
-                lab_mps_confirm(&mps);
-            }
-        } else if (ms == LAB_OK) {
-            char pwhy[240];
-            if (lab_backend_auto(pwhy, sizeof pwhy) != LAB_BACKEND_CUDA) {
-                lab_mps_stop(&mps);
-                snprintf(why, sizeof why, "no context through MPS (%s): the workers' contexts take turns on the GPU", pwhy);
-                ms = LAB_ERR_DEVICE;
-            } else {
-                lab_mps_confirm(&mps);
-            }
-        }
+        lab_status ms = lab_mps_replay_start(&mps, why, sizeof why);
         /* silent only where MPS is simply not installed */
         if (!ra.quiet && (ms != LAB_ERR_UNSUPPORTED || getenv("CUDA_MPS_PIPE_DIRECTORY")))
             fprintf(stderr, "cuda: %s\n", why);
     }
     o.device_ok = backend == LAB_BACKEND_CUDA && cuda_ok;
-    o.mps = &mps;
     lab_verdict verdict;
     lab_case_record *recs;
     size_t nrec;

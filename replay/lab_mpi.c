@@ -47,6 +47,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict
 #include "lab_args.h"
 #include "lab_deal.h"
 #include "lab_fs.h"
+#include "lab_mps_replay.h"
 #include "lab_replay_fed.h"
 #include "lab_sched.h"
 
@@ -704,6 +705,13 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     lab_mpi_take_share(local_rank, local_size, &share, &host_gpus, me.device, sizeof me.device);
     lab_replay_opts opts = *opts_in;
     opts.progress = 0; /* one progress line per rank would interleave */
+    if (opts.want_mps && opts.mps && share.ngpu > 0) {
+        /* The rank's own daemons, for its own GPUs (lab_mps_replay.h) */
+        char why[320];
+        lab_status ms = lab_mps_replay_start(opts.mps, why, sizeof why);
+        if (ms != LAB_ERR_UNSUPPORTED || getenv("CUDA_MPS_PIPE_DIRECTORY"))
+            fprintf(stderr, "lab replay --mpi: rank %d: cuda: %s\n", rank, why);
+    }
     char note[200];
     opts.jobs = me.jobs = lab_sched_workers(&share, opts.backend, opts.jobs, note, sizeof note);
 

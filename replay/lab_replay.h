@@ -46,6 +46,8 @@ typedef struct {
     lab_mps *mps;                          /* the replay's MPS daemon (lab_mps.h), or NULL: stopped once the
                                               single-GPU pool is done, before cases that must not be its clients
                                               (multi-GPU cases, reruns after a device error) */
+    int want_mps;                          /* under --mpi: each rank starts *mps for its share of the GPUs
+                                              (lab_mps_replay_start) once it has taken it */
 } lab_replay_opts;
 
 /* Runs every selected case, prints the per-incident table and the replay command of every case that

@@ -30,6 +30,27 @@ def load(d):
     return rows
 
 
+def key(r):
+    return (r.get("incident", ""), r.get("variant", ""), str(r.get("seed", "")))
+
+
+def differences(a, b):
+    """Where two runs' cases differ, matched by (incident, variant, seed) whatever order they were written in:
+    (cases that differ, {(incident, variant, field): count}); a field is outcome, detail, metric NAME, or "missing"."""
+    ia, ib = {key(r): r for r in a}, {key(r): r for r in b}
+    where, n = {}, 0
+    for k in sorted(set(ia) | set(ib)):
+        x, y = ia.get(k), ib.get(k)
+        fields = ["missing"] if x is None or y is None else [f for f in x if f != "metrics" and x.get(f) != y.get(f)]
+        if x is not None and y is not None:
+            mx, my = x.get("metrics") or {}, y.get("metrics") or {}
+            fields += ["metric " + m for m in sorted(set(mx) | set(my)) if mx.get(m) != my.get(m)]
+        n += bool(fields)
+        for f in fields:
+            where[(k[0], k[1], f)] = where.get((k[0], k[1], f), 0) + 1
+    return n, where
+
+
 def compare(first, this):
     try:
         b = load(this)
@@ -38,10 +59,14 @@ def compare(first, this):
         a = load(first)
     except (OSError, ValueError) as e:
         return "no results (%s)" % e
-    diff = sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b))
-    if diff == 0:
+    n, where = differences(a, b)
+    if n == 0:
         return "equal (%d cases)" % len(a)
-    return "DIFFERENT (%d vs %d cases, %d differ)" % (len(a), len(b), diff)
+    verdict = "outcomes and details equal, metrics differ" if all(f.startswith("metric ") for _, _, f in where) \
+        else "DIFFERENT"
+    lines = ["%s (%d vs %d cases, %d differ):" % (verdict, len(a), len(b), n)]
+    lines += ["    %s %s %s: %d" % (i, v, f, c) for (i, v, f), c in sorted(where.items(), key=lambda t: -t[1])[:12]]
+    return "\n".join(lines)
 
 
 def ranks_line(this):

@@ -1,0 +1,33 @@
+/* lab_mps_replay: the MPS daemons of one CUDA replay, and the probe that says a GPU is usable. */
+#ifndef LAB_MPS_REPLAY_H
+#define LAB_MPS_REPLAY_H
+
+#include <stddef.h>
+
+#include "lab_err.h"
+#include "lab_mps.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A CUDA context can be made on this process's GPUs: probed in a child process under a 60 s watchdog (the caller
+ * never holds a context: one made here would not survive the fork of every case). LAB_OK, or LAB_ERR_DEVICE with
+ * why saying why not ("this build has no CUDA" in a build without it). */
+lab_status lab_mps_replay_cuda_usable(char *why, size_t len);
+
+/* Starts the replay's MPS for the GPUs this process sees: one daemon a GPU where there are several and each one's
+ * UUID is known (lab_mps.h says why), else one for all; then probes a context through every daemon (each in a child
+ * process). LAB_OK: *m runs, confirmed (lab_mps_confirm), why says so. Otherwise nothing is left running and why
+ * says what was found: LAB_ERR_UNSUPPORTED where MPS is not installed or the user runs an MPS of their own
+ * (lab_mps_start), LAB_ERR_DEVICE where no context came through a daemon (the workers' contexts then take turns on
+ * the GPUs), LAB_ERR_IO where a daemon could not be started. Called by `lab replay` before its workers start, and
+ * under --mpi by each rank once it has taken its share of its host's GPUs (ranks of one host hold disjoint GPUs,
+ * so their daemons serve disjoint GPUs). */
+lab_status lab_mps_replay_start(lab_mps *m, char *why, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -63,7 +63,7 @@ lab_status lab_mps_replay_start(lab_mps *m, char *why, size_t len)
         st = lab_mps_start(m, why, len);
     } else {
         lab_sched_probe(host);
-        int known = host->ngpu > 1;
+        int known = host->ngpu > 0;
         const char *uuids[LAB_MPS_MAX_GPUS];
         for (int k = 0; k < host->ngpu && k < LAB_MPS_MAX_GPUS; ++k) {
             uuids[k] = host->uuid[k];

@@ -16,8 +16,10 @@ extern "C" {
  * why saying why not ("this build has no CUDA" in a build without it). */
 lab_status lab_mps_replay_cuda_usable(char *why, size_t len);
 
-/* Starts the replay's MPS for the GPUs this process sees: one daemon a GPU where there are several and each one's
- * UUID is known (lab_mps.h says why), else one for all; then probes a context through every daemon (each in a child
+/* Starts the replay's MPS for the GPUs this process sees: one daemon a GPU wherever each one's UUID is known (lab_mps.h
+ * says why; also for one GPU: a daemon started with CUDA_VISIBLE_DEVICES=1 numbers that GPU 0 for its clients, so
+ * a client that asks for GPU 1 finds none, as every rank but the first of `mpirun -np 4 lab replay --mpi` did on a
+ * host of 4 GPUs), else one for all; then probes a context through every daemon (each in a child
  * process). LAB_OK: *m runs, confirmed (lab_mps_confirm), why says so. Otherwise nothing is left running and why
  * says what was found: LAB_ERR_UNSUPPORTED where MPS is not installed or the user runs an MPS of their own
  * (lab_mps_start), LAB_ERR_DEVICE where no context came through a daemon (the workers' contexts then take turns on

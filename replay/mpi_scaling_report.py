@@ -12,7 +12,7 @@ import re
 import sys
 
 PER_RUN = ("wall_s", "cpu_s", "done_s", "worker", "first_run")
-MEASURED = ("orphans_found",)  # besides every metric named *_s
+MEASURED = ("orphans_found",)  # besides every metric named *_s or ms_* (times a case measured)
 TIME = re.compile(r"\b\d+(\.\d+)? ?(ms|s)\b")
 
 
@@ -24,7 +24,7 @@ def load(d):
         for k in PER_RUN:
             r.pop(k, None)
         m = r.get("metrics") or {}
-        for k in [k for k in m if k.endswith("_s") or k in MEASURED]:
+        for k in [k for k in m if k.endswith("_s") or k.startswith("ms_") or k in MEASURED]:
             del m[k]
         r["detail"] = TIME.sub("<time>", r.get("detail", ""))
     return rows
@@ -62,8 +62,9 @@ def compare(first, this):
     n, where = differences(a, b)
     if n == 0:
         return "equal (%d cases)" % len(a)
-    verdict = "outcomes and details equal, metrics differ" if all(f.startswith("metric ") for _, _, f in where) \
-        else "DIFFERENT"
+    fields = {f for _, _, f in where}
+    verdict = "DIFFERENT" if fields & {"outcome", "missing"} else \
+        "outcomes equal, metrics differ" if all(f.startswith("metric ") for f in fields) else "outcomes equal, details differ"
     lines = ["%s (%d vs %d cases, %d differ):" % (verdict, len(a), len(b), n)]
     lines += ["    %s %s %s: %d" % (i, v, f, c) for (i, v, f), c in sorted(where.items(), key=lambda t: -t[1])[:12]]
     return "\n".join(lines)

@@ -36,7 +36,7 @@ class Compare(unittest.TestCase):
     def test_a_metric_difference_is_named(self):
         write(self.b, [case(s, err=2e-6 if s == 2 else 1e-6) for s in range(4)])
         out = msr.compare(self.a, self.b)
-        self.assertTrue(out.startswith("outcomes and details equal, metrics differ (4 vs 4 cases, 1 differ)"), out)
+        self.assertTrue(out.startswith("outcomes equal, metrics differ (4 vs 4 cases, 1 differ)"), out)
         self.assertIn("0001-x fix metric max_err: 1", out)
 
     def test_an_outcome_difference_or_a_missing_case_is_different(self):

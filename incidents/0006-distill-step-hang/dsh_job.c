@@ -120,14 +120,22 @@ int dsh_orphans(pid_t sid, const char *tag, int kill_them)
 
 /* In the child about to exec mpirun: the variables of an MPI job this case runs inside (a `lab replay --mpi` rank:
  * OMPI_*, PMIX_*, OPAL_*, ORTE_*) are removed, so that the reproducer's mpirun starts a job of its own, as from a plain
- * shell; inherited, they make it refuse to start (it takes itself for a rank of the outer job). */
+ * shell; inherited, they make it refuse to start (it takes itself for a rank of the outer job). The user's own settings
+ * of how to launch and connect stay (OMPI_MCA_ plm, btl, pml, mtl, osc, rmaps, hwloc; OMPI_ALLOW_RUN_AS_ROOT*): a host
+ * whose environment names the launch agent needs it (GPU images without ssh set OMPI_MCA_plm_rsh_agent). Where no
+ * agent is named and neither ssh nor rsh is on PATH, the agent is named /bin/false: the job is always local to this host,
+ * so Open MPI never calls it, but without one Open MPI 4 refuses to start ("plm_rsh_agent ... could not be found"). */
 static void dsh_leave_outer_job(void)
 {
     static const char *const prefixes[] = {"OMPI_", "PMIX_", "OPAL_", "ORTE_"};
+    static const char *const keep[] = {"OMPI_MCA_plm_", "OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_mtl", "OMPI_MCA_osc",
+                                       "OMPI_MCA_rmaps_", "OMPI_MCA_hwloc_", "OMPI_ALLOW_RUN_AS_ROOT"};
     for (size_t i = 0; environ[i];) {
         int outer = 0;
         for (size_t p = 0; p < sizeof prefixes / sizeof *prefixes; ++p)
             outer |= !strncmp(environ[i], prefixes[p], strlen(prefixes[p]));
+        for (size_t k = 0; k < sizeof keep / sizeof *keep; ++k)
+            outer &= strncmp(environ[i], keep[k], strlen(keep[k])) != 0;
         if (!outer) {
             ++i;
             continue;
@@ -138,6 +146,8 @@ static void dsh_leave_outer_job(void)
         unsetenv(name); /* environ shifts down: the same index is looked at again */
         if (environ[i] == was) ++i; /* a name too long to copy stays */
     }
+    if (!getenv("OMPI_MCA_plm_rsh_agent") && !dsh_on_path("ssh") && !dsh_on_path("rsh"))
+        setenv("OMPI_MCA_plm_rsh_agent", access("/bin/false", X_OK) == 0 ? "/bin/false" : "false", 1);
 }
 
 /* The last non-empty line of file path into buf ("" if none). */

@@ -366,6 +366,34 @@ Test(dsh_job, a_hung_seed_is_abandoned_and_the_next_runs_on_the_same_job, .timeo
     assert_job_gone(&fix);
 }
 
+/* A host with no ssh or rsh (the GPU images): Open MPI 4 refuses to start without a launch agent even for a job on
+ * this host alone; the launcher names one where none is set and the job starts. PATH here holds mpirun and what it
+ * execs, nothing else. */
+Test(dsh_job, starts_on_a_host_without_ssh, .timeout = 60)
+{
+    if (!have_mpi()) return;
+    char dir[] = "/tmp/lab-dsh-nossh-XXXXXX", cmd[512];
+    cr_assert_not_null(mkdtemp(dir));
+    static const char *const tools[] = {"mpirun", "mpiexec", "orterun", "orted", "prterun", "prted"};
+    for (size_t i = 0; i < sizeof tools / sizeof *tools; ++i) {
+        snprintf(cmd, sizeof cmd, "p=$(command -v %s) && ln -s \"$p\" %s/%s", tools[i], dir, tools[i]);
+        (void)!system(cmd);
+    }
+    char *path = strdup(getenv("PATH")), *agent = getenv("OMPI_MCA_plm_rsh_agent");
+    agent = agent ? strdup(agent) : NULL;
+    setenv("PATH", dir, 1);
+    unsetenv("OMPI_MCA_plm_rsh_agent");
+    dsh_job_stop(); /* a job started by an earlier test would be reused */
+    lab_case_result r = run_case("fix", 1);
+    dsh_job_stop();
+    setenv("PATH", path, 1);
+    if (agent) setenv("OMPI_MCA_plm_rsh_agent", agent, 1);
+    free(path), free(agent);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    (void)!system(cmd);
+    cr_assert(r.passed, "%s", r.detail);
+}
+
 Test(dsh_job, a_crashed_rank_ends_the_job_cleanly_and_the_next_seed_starts_one, .timeout = 60)
 {
     if (!have_mpi()) return;

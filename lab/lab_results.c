@@ -3,6 +3,7 @@
 
 #include <cJSON.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,7 +147,8 @@ static void lab_results_num_or_null(cJSON *o, const char *name, double x)
 }
 
 lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *t, size_t nt, const char *backend,
-                                     size_t n_cases, double wall_s, const lab_verdict *verdict)
+                                     size_t n_cases, double wall_s, const lab_verdict *verdict,
+                                     const lab_results_summary_extra *extra)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddBoolToObject(root, "ok", verdict->ok);
@@ -204,7 +206,16 @@ lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *
         cJSON_AddStringToObject(v, "verdict_kind", lab_verdict_kind_name(t[k].kind));
         cJSON_AddItemToArray(vars, v);
     }
-    lab_status st = lab_results_write_json(path, root, 1);
+    lab_status st = LAB_OK;
+    if (extra && extra->signal) {
+        int sig = extra->signal;
+        cJSON_AddBoolToObject(root, "interrupted", 1);
+        cJSON_AddStringToObject(root, "signal", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "?");
+        cJSON_AddNumberToObject(root, "cases_planned", (double)extra->cases_planned);
+        cJSON_AddStringToObject(root, "resume", extra->resume ? extra->resume : "");
+    }
+    if (extra && extra->fields) st = extra->fields(extra->fields_ctx, root);
+    if (st == LAB_OK) st = lab_results_write_json(path, root, 1);
     cJSON_Delete(root);
     return st;
 }

@@ -435,8 +435,8 @@ lab_status lab_report_write(const char *dir, const lab_report_opts *opts)
             cJSON_free(s);
         }
     }
+    if (st == LAB_OK) st = lab_html_write(dir, root);
     cJSON_Delete(root);
-    if (st == LAB_OK) st = lab_html_write(dir);
     return st;
 }
 
@@ -455,11 +455,14 @@ lab_status lab_report_replot(const char *dir, const char *repo_root, FILE *log)
         lab_report_plots(inc, dir, lab_report_str(inc, "id"), incs, 0);
     }
     char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text) return lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", rep_path);
+    if (!text) {
+        cJSON_Delete(root);
+        return lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", rep_path);
+    }
     st = lab_fs_write_atomic(rep_path, text, strlen(text));
     cJSON_free(text);
-    if (st == LAB_OK) st = lab_html_write(dir);
+    if (st == LAB_OK) st = lab_html_write(dir, root);
+    cJSON_Delete(root);
     if (st == LAB_OK && log) fprintf(log, "replot: %d PNG in %s/plots, index.html rewritten\n", npng, dir);
     return st;
 }

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lab_fs.h"
 #include "lab_incident.h"
 #include "lab_isolate.h"
+#include "lab_json.h"
 #include "lab_report.h"
 
 static double lab_bench_num(const cJSON *o, const char *key)
@@ -208,11 +208,8 @@ lab_status lab_bench_report_step(const char *dir, int want, FILE *log)
     lab_status st = lab_bench_run(NULL, 0, log, &s, &failed);
     if (st != LAB_OK) return st;
     snprintf(path, sizeof path, "%s/%s", dir, LAB_BENCH_FILE);
-    char *text = cJSON_Print(s);
+    st = lab_json_write_file(path, s, LAB_JSON_PRETTY);
     cJSON_Delete(s);
-    if (!text) return lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", path);
-    st = lab_fs_write_atomic(path, text, strlen(text));
-    cJSON_free(text);
     return st;
 }
 

@@ -17,6 +17,7 @@
 #include "lab_fs.h"
 #include "lab_html.h"
 #include "lab_isolate.h"
+#include "lab_json.h"
 #include "lab_plot.h"
 #include "lab_resread.h"
 
@@ -419,22 +420,7 @@ lab_status lab_report_write(const char *dir, const lab_report_opts *opts)
     free(mine);
     cJSON_Delete(summary);
     lab_resread_free(&rs);
-    if (st == LAB_OK) {
-        char *s = cJSON_Print(root);
-        if (!s) st = lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", rep_path);
-        else {
-            size_t n = strlen(s);
-            char *buf = malloc(n + 1);
-            if (!buf) st = lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", rep_path);
-            else {
-                memcpy(buf, s, n);
-                buf[n] = '\n';
-                st = lab_fs_write_atomic(rep_path, buf, n + 1);
-                free(buf);
-            }
-            cJSON_free(s);
-        }
-    }
+    if (st == LAB_OK) st = lab_json_write_file(rep_path, root, LAB_JSON_PRETTY);
     if (st == LAB_OK) st = lab_html_write(dir, root);
     cJSON_Delete(root);
     return st;
@@ -454,13 +440,7 @@ lab_status lab_report_replot(const char *dir, const char *repo_root, FILE *log)
         cJSON_DeleteItemFromObjectCaseSensitive(inc, "plots");
         lab_report_plots(inc, dir, lab_report_str(inc, "id"), incs, 0);
     }
-    char *text = cJSON_Print(root);
-    if (!text) {
-        cJSON_Delete(root);
-        return lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", rep_path);
-    }
-    st = lab_fs_write_atomic(rep_path, text, strlen(text));
-    cJSON_free(text);
+    st = lab_json_write_file(rep_path, root, LAB_JSON_PRETTY);
     if (st == LAB_OK) st = lab_html_write(dir, root);
     cJSON_Delete(root);
     if (st == LAB_OK && log) fprintf(log, "replot: %d PNG in %s/plots, index.html rewritten\n", npng, dir);

@@ -1,5 +1,5 @@
 /* lab_json: the lab's one way of turning JSON trees into bytes and bytes into a file: a growable buffer that trees
- * are serialised into, and the atomic write of that buffer. */
+ * are serialised into, the atomic write of that buffer, and the reading of a whole JSON file back into a tree. */
 #include "lab_json.h"
 
 #include <stdlib.h>
@@ -65,4 +65,23 @@ int lab_json_fput(FILE *f, const cJSON *item, int form)
     int good = fputs(s, f) >= 0 && fputc('\n', f) != EOF;
     cJSON_free(s);
     return good;
+}
+
+lab_status lab_json_read_file(const char *path, cJSON **out)
+{
+    char *text;
+    size_t len;
+    *out = NULL;
+    lab_status st = lab_fs_read_all(path, &text, &len);
+    if (st != LAB_OK) return st;
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!j) {
+        size_t off = end && end >= text ? (size_t)(end - text) : 0;
+        free(text);
+        return lab_err_set(LAB_ERR_FORMAT, "%s: not valid JSON (syntax error near byte %zu)", path, off);
+    }
+    free(text);
+    *out = j;
+    return LAB_OK;
 }

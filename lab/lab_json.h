@@ -1,5 +1,5 @@
 /* lab_json: the lab's one way of turning JSON trees into bytes and bytes into a file: a growable buffer that trees
- * are serialised into, and the atomic write of that buffer. */
+ * are serialised into, the atomic write of that buffer, and the reading of a whole JSON file back into a tree. */
 #ifndef LAB_JSON_H
 #define LAB_JSON_H
 
@@ -52,6 +52,11 @@ lab_status lab_json_write_file(const char *path, const cJSON *item, int form);
 /* Writes item serialised in form and a newline to the stream f (a record line, standard output). 1, or 0 on a
  * write error or out of memory. */
 int lab_json_fput(FILE *f, const cJSON *item, int form);
+
+/* Reads and parses a whole JSON file (report.json, summary.json, bench.json) into *out (cJSON_Delete; NULL on
+ * error). LAB_ERR_IO names the path when it cannot be read, LAB_ERR_FORMAT names it with the position of a syntax
+ * error ("PATH: not valid JSON (syntax error near byte N)"). */
+lab_status lab_json_read_file(const char *path, cJSON **out);
 
 #ifdef __cplusplus
 }

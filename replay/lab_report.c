@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 
 #include "lab_device.h"
-#include "lab_fs.h"
 #include "lab_html.h"
 #include "lab_isolate.h"
 #include "lab_json.h"
@@ -32,25 +31,6 @@ static void lab_report_iso(time_t t, char *buf, size_t len)
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-lab_status lab_report_read_json(const char *path, cJSON **out)
-{
-    char *text;
-    size_t len;
-    *out = NULL;
-    lab_status st = lab_fs_read_all(path, &text, &len);
-    if (st != LAB_OK) return st;
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!j) {
-        size_t off = end && end >= text ? (size_t)(end - text) : 0;
-        free(text);
-        return lab_err_set(LAB_ERR_FORMAT, "%s: not valid JSON (syntax error near byte %zu)", path, off);
-    }
-    free(text);
-    *out = j;
-    return LAB_OK;
 }
 
 /* Modification time of path, or -1 when it cannot be stat'ed. */
@@ -337,7 +317,7 @@ lab_status lab_report_write(const char *dir, const lab_report_opts *opts)
     }
     cJSON *summary = NULL;
     lab_resread_set rs = {0};
-    lab_status st = lab_report_read_json(sum_path, &summary);
+    lab_status st = lab_json_read_file(sum_path, &summary);
     if (st == LAB_OK) st = lab_report_check_summary(sum_path, summary);
     if (st == LAB_OK) st = lab_resread_load(res_path, &rs);
     if (st != LAB_OK) {
@@ -434,7 +414,7 @@ lab_status lab_report_replot(const char *dir, const char *repo_root, FILE *log)
     char rep_path[4096];
     snprintf(rep_path, sizeof rep_path, "%s/report.json", dir);
     cJSON *root;
-    if ((st = lab_report_read_json(rep_path, &root)) != LAB_OK) return st;
+    if ((st = lab_json_read_file(rep_path, &root)) != LAB_OK) return st;
     cJSON *incs = cJSON_GetObjectItemCaseSensitive(root, "incidents"), *inc;
     cJSON_ArrayForEach(inc, incs) {
         cJSON_DeleteItemFromObjectCaseSensitive(inc, "plots");

@@ -385,7 +385,7 @@ Test(compare, real_reports, .init = mk, .fini = rm, .timeout = 180)
     char path[256];
     snprintf(path, sizeof path, "%s/report.json", dir_b);
     cJSON *r;
-    cr_assert_eq(lab_report_read_json(path, &r), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(lab_json_read_file(path, &r), LAB_OK, "%s", lab_err_msg());
     cJSON *fix = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "incidents"), 0), "variants"), 0);
     cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(fix, "name")), "fix");
     cJSON *counts = cJSON_GetObjectItem(fix, "counts");

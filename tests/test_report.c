@@ -12,6 +12,7 @@
 
 #include "lab_fs.h"
 #include "lab_gnuplot.h"
+#include "lab_json.h"
 #include "lab_device.h"
 #include "lab_html.h"
 #include "lab_report.h"
@@ -58,7 +59,7 @@ static cJSON *read_report(void)
     char path[256];
     cJSON *j;
     snprintf(path, sizeof path, "%s/report.json", dir);
-    cr_assert_eq(lab_report_read_json(path, &j), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(lab_json_read_file(path, &j), LAB_OK, "%s", lab_err_msg());
     return j;
 }
 

@@ -106,12 +106,6 @@ double lab_semicrf_norm_err(const float *a, const double *r, size_t n, size_t *n
     return s > 0.0 ? m / s : m;
 }
 
-double lab_semicrf_max_nan(double a, double b)
-{
-    if (isnan(a) || isnan(b)) return NAN;
-    return a > b ? a : b;
-}
-
 void lab_semicrf_compare(const lab_semicrf_problem *p, const lab_semicrf_out *o, const lab_semicrf_ref *r,
                          lab_semicrf_err *e)
 {

@@ -1,4 +1,4 @@
-/* lab_semicrf_ref: the semi-CRF's float64 sequential reference: forward alpha, log Z, backward beta, segment marginals and the gradients as their sums. */
+/* lab_semicrf_ref: the semi-CRF's float64 sequential reference: forward alpha, log Z, backward beta, segment marginals and the gradients as their sums; the disagreement of two references, and the NaN-keeping max that the judges share. */
 #include "lab_semicrf.h"
 
 #include <math.h>
@@ -147,6 +147,12 @@ lab_status lab_semicrf_reference(const lab_semicrf_problem *p, lab_semicrf_ref *
 }
 
 /* max|b - a| / max|a| over n values (NaN when any is non-finite). */
+double lab_semicrf_max_nan(double a, double b)
+{
+    if (isnan(a) || isnan(b)) return NAN;
+    return a > b ? a : b;
+}
+
 static double sr_rel(const double *a, const double *b, size_t n)
 {
     double m = 0.0, sc = 0.0;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lab_fs.h"
+#include "lab_json.h"
 
 /* Largest integer a JSON number (an IEEE double in cJSON) holds exactly: 2^53. */
 #define GOLDEN_MAX_EXACT 9007199254740992.0
@@ -379,11 +380,10 @@ static cJSON *json_uint(uint64_t v)
     return cJSON_CreateRaw(digits);
 }
 
-/* Builds the manifest JSON text (pretty-printed, entries sorted by file, '\n' at the end). */
-static lab_status manifest_encode(const lab_golden_manifest *m, const char *name, char **out, size_t *outlen)
+/* Builds the manifest's JSON tree (entries sorted by file) into *out (cJSON_Delete). */
+static lab_status manifest_encode(const lab_golden_manifest *m, const char *name, cJSON **out)
 {
     *out = NULL;
-    *outlen = 0;
     if (!memchr(m->incident, '\0', sizeof m->incident))
         return lab_err_set(LAB_ERR_ARG, "%s: field 'incident': not NUL-terminated", name);
     if (m->n && !m->entries) return lab_err_set(LAB_ERR_ARG, "%s: %zu entries but entries is NULL", name, m->n);
@@ -428,20 +428,8 @@ static lab_status manifest_encode(const lab_golden_manifest *m, const char *name
         cJSON_AddItemToObject(o, "seed", seed);
         if (!cJSON_AddStringToObject(o, "producer", e->producer)) goto nomem;
     }
-    char *text = cJSON_Print(root);
-    if (!text) goto nomem;
-    size_t n = strlen(text);
-    char *buf = malloc(n + 2);
-    if (!buf) {
-        cJSON_free(text);
-        goto nomem;
-    }
-    memcpy(buf, text, n);
-    buf[n] = '\n';
-    buf[n + 1] = '\0';
-    cJSON_free(text);
-    *out = buf;
-    *outlen = n + 1;
+    *out = root;
+    root = NULL;
     goto done;
 nomem:
     st = lab_err_set(LAB_ERR_NOMEM, "%s: out of memory building the JSON", name);
@@ -459,11 +447,10 @@ lab_status lab_golden_manifest_write(const char *dir, const lab_golden_manifest 
     char path[GOLDEN_PATH_MAX];
     lab_status st = join(dir, LAB_GOLDEN_MANIFEST, path);
     if (st != LAB_OK) return st;
-    char *text;
-    size_t len;
-    if ((st = manifest_encode(m, path, &text, &len)) != LAB_OK) return st;
-    st = lab_fs_write_atomic(path, text, len);
-    free(text);
+    cJSON *root;
+    if ((st = manifest_encode(m, path, &root)) != LAB_OK) return st;
+    st = lab_json_write_file(path, root, LAB_JSON_PRETTY);
+    cJSON_Delete(root);
     return st;
 }
 

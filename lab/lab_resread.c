@@ -9,6 +9,7 @@
 
 #include "lab_fs.h"
 #include "lab_isolate.h"
+#include "lab_results.h"
 
 static void lab_resread_str(const cJSON *o, const char *key, char *dst, size_t len)
 {
@@ -103,6 +104,38 @@ lab_status lab_resread_load(const char *path, lab_resread_set *out)
     }
     free(text);
     out->recs = recs;
+    out->n = n;
+    return LAB_OK;
+}
+
+lab_status lab_resread_from_records(const lab_case_record *recs, size_t n, const char *lab_bin, lab_resread_set *out)
+{
+    out->n = 0;
+    out->recs = malloc((n ? n : 1) * sizeof *out->recs);
+    if (!out->recs) return lab_err_set(LAB_ERR_NOMEM, "results: out of memory");
+    for (size_t i = 0; i < n; ++i) {
+        const lab_case_record *c = &recs[i];
+        lab_resread_rec *r = &out->recs[i];
+        memset(r, 0, sizeof *r);
+        snprintf(r->incident, sizeof r->incident, "%s", c->incident->id);
+        snprintf(r->variant, sizeof r->variant, "%s", c->variant->name);
+        snprintf(r->role, sizeof r->role, "%s", lab_role_name(c->variant->role));
+        r->seed = c->seed;
+        r->backend = c->backend;
+        r->outcome = c->o.outcome;
+        r->ok = lab_verdict_case_ok(c);
+        r->wall_s = c->o.wall_s;
+        snprintf(r->detail, sizeof r->detail, "%s", c->o.r.detail);
+        snprintf(r->error, sizeof r->error, "%s", c->o.error);
+        lab_results_replay_cmd(c, lab_bin, r->replay, sizeof r->replay);
+        for (int k = 0; k < c->o.r.n_metrics && k < LAB_RESREAD_MAX_METRICS; ++k) {
+            snprintf(r->metrics[k].name, LAB_METRIC_NAME, "%s", c->o.r.metrics[k].name);
+            r->metrics[k].value = c->o.r.metrics[k].value;
+            r->n_metrics++;
+        }
+        r->inc = c->incident;
+        r->var = c->variant;
+    }
     out->n = n;
     return LAB_OK;
 }

@@ -3,6 +3,7 @@
 
 #include <cJSON.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "lab_binom.h"
 #include "lab_fs.h"
+#include "lab_json.h"
 
 void lab_results_wilson(size_t k, size_t n, double *lo, double *hi)
 {
@@ -31,25 +33,6 @@ void lab_results_replay_cmd(const lab_case_record *c, const char *lab_bin, char 
 {
     snprintf(buf, len, "%s replay --incident %s --variant %s --seed %llu --backend %s", lab_bin, c->incident->id,
              c->variant->name, (unsigned long long)c->seed, lab_backend_name(c->backend));
-}
-
-/* Serialises a cJSON tree (unformatted or pretty) and writes it atomically, plus a newline. */
-static lab_status lab_results_write_json(const char *path, cJSON *root, int pretty)
-{
-    char *s = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
-    if (!s) return lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", path);
-    size_t n = strlen(s);
-    char *buf = malloc(n + 2);
-    if (!buf) {
-        cJSON_free(s);
-        return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
-    }
-    memcpy(buf, s, n);
-    buf[n] = '\n';
-    cJSON_free(s);
-    lab_status st = lab_fs_write_atomic(path, buf, n + 1);
-    free(buf);
-    return st;
 }
 
 static cJSON *lab_results_case_json(const lab_case_record *c, const char *lab_bin)
@@ -96,45 +79,21 @@ static cJSON *lab_results_case_json(const lab_case_record *c, const char *lab_bi
 int lab_results_jsonl_line(FILE *f, const lab_case_record *c, const char *lab_bin)
 {
     cJSON *o = lab_results_case_json(c, lab_bin);
-    char *js = o ? cJSON_PrintUnformatted(o) : NULL;
+    int good = o && lab_json_fput(f, o, LAB_JSON_COMPACT);
     cJSON_Delete(o);
-    if (!js) return 0;
-    int good = fputs(js, f) >= 0 && fputc('\n', f) != EOF;
-    cJSON_free(js);
     return good;
 }
 
 lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs, size_t n, const char *lab_bin)
 {
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    if (!buf) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
-    for (size_t i = 0; i < n; ++i) {
+    lab_json_buf b = {0};
+    for (size_t i = 0; i < n && !b.oom; ++i) {
         cJSON *o = lab_results_case_json(&recs[i], lab_bin);
-        char *s = cJSON_PrintUnformatted(o);
+        if (!o || !lab_json_buf_add(&b, o, LAB_JSON_COMPACT)) b.oom = 1;
         cJSON_Delete(o);
-        if (!s) {
-            free(buf);
-            return lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", path);
-        }
-        size_t sl = strlen(s);
-        if (len + sl + 2 > cap) {
-            while (len + sl + 2 > cap) cap *= 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                cJSON_free(s);
-                free(buf);
-                return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
-            }
-            buf = nb;
-        }
-        memcpy(buf + len, s, sl);
-        len += sl;
-        buf[len++] = '\n';
-        cJSON_free(s);
     }
-    lab_status st = lab_fs_write_atomic(path, buf, len);
-    free(buf);
+    lab_status st = lab_json_write_atomic(path, &b);
+    lab_json_buf_free(&b);
     return st;
 }
 
@@ -146,7 +105,8 @@ static void lab_results_num_or_null(cJSON *o, const char *name, double x)
 }
 
 lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *t, size_t nt, const char *backend,
-                                     size_t n_cases, double wall_s, const lab_verdict *verdict)
+                                     size_t n_cases, double wall_s, const lab_verdict *verdict,
+                                     const lab_results_summary_extra *extra)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddBoolToObject(root, "ok", verdict->ok);
@@ -204,7 +164,16 @@ lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *
         cJSON_AddStringToObject(v, "verdict_kind", lab_verdict_kind_name(t[k].kind));
         cJSON_AddItemToArray(vars, v);
     }
-    lab_status st = lab_results_write_json(path, root, 1);
+    lab_status st = LAB_OK;
+    if (extra && extra->signal) {
+        int sig = extra->signal;
+        cJSON_AddBoolToObject(root, "interrupted", 1);
+        cJSON_AddStringToObject(root, "signal", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "?");
+        cJSON_AddNumberToObject(root, "cases_planned", (double)extra->cases_planned);
+        cJSON_AddStringToObject(root, "resume", extra->resume ? extra->resume : "");
+    }
+    if (extra && extra->fields) st = extra->fields(extra->fields_ctx, root);
+    if (st == LAB_OK) st = lab_json_write_file(path, root, LAB_JSON_PRETTY);
     cJSON_Delete(root);
     return st;
 }

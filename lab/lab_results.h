@@ -27,14 +27,34 @@ void lab_results_replay_cmd(const lab_case_record *c, const char *lab_bin, char 
  * with their names listed under "nonfinite_metrics". */
 lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs, size_t n, const char *lab_bin);
 
+struct cJSON;
+/* Adds a caller's own fields to summary.json's tree before it is written (lab_mpi: the ranks): summary is the
+ * tree, to change in place (it may replace "ok"). An error stops the writing (nothing is written) and is
+ * returned. */
+typedef lab_status (*lab_results_fields_fn)(void *ctx, struct cJSON *summary);
+
+/* What summary.json says beyond the tallies and the verdict, known before it is written (so the file is
+ * written once, never read back and patched). */
+typedef struct {
+    int signal;                   /* the interrupt that stopped the replay (SIGINT, SIGTERM; 0: none) */
+    size_t cases_planned;         /* an interrupted replay: the cases it planned */
+    const char *resume;           /* an interrupted replay: the command that resumes it */
+    lab_results_fields_fn fields; /* the caller's own fields, added last (NULL: none) */
+    void *fields_ctx;             /* their context */
+} lab_results_summary_extra;
+
 /* Writes summary.json atomically: {"ok", "verdict", "exit_status", "backend", "cases", "wall_s",
  * "cases_per_s", "rate_test": {"alpha", "power", "drop_rate"}, "incidents": [{"id", "title", "variants":
  * [{"name", "role", "seeds", "case_wall_s", "cpu_s" (the tally's sums), "counts"{}, "ok", "verdict", "verdict_kind", and for a bug "detected",
  * "judged", "detect_rate", "detect_ci95", "min_detect_rate" (1: every seed), and for a stated rate below 1
- * "p_value", "power", "seeds_needed" (refused only)}]}]}. "ok" and every variant's "ok" are the verdict's
- * (lab_verdict.h), written as they are. */
+ * "p_value", "power", "seeds_needed" (refused only)}]}]}, then what extra holds (NULL: nothing): for an
+ * interrupted replay (extra->signal != 0) "interrupted": true, "signal" ("SIGINT", "SIGTERM"; "?" for another),
+ * "cases_planned" and "resume" ("ok" is already false: the verdict counts an interrupted run NOT OK), then the
+ * caller's fields (extra->fields). "ok" and every variant's "ok" are the verdict's (lab_verdict.h), written as
+ * they are. Errors: the caller's, LAB_ERR_NOMEM, or the write's (naming path). */
 lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *t, size_t nt, const char *backend,
-                                     size_t n_cases, double wall_s, const lab_verdict *v);
+                                     size_t n_cases, double wall_s, const lab_verdict *v,
+                                     const lab_results_summary_extra *extra);
 
 /* TAP version 13 and JUnit XML: one test point per case (lab_verdict_case_ok: "not ok" / <failure> when 0,
  * SKIP / <skipped> when -1), then one per variant (its tally's ok and verdict: a stated rate below 1, a

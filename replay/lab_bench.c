@@ -8,10 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lab_fs.h"
 #include "lab_incident.h"
 #include "lab_isolate.h"
-#include "lab_report.h"
+#include "lab_json.h"
 
 static double lab_bench_num(const cJSON *o, const char *key)
 {
@@ -197,7 +196,7 @@ lab_status lab_bench_report_step(const char *dir, int want, FILE *log)
     if (want < 0) {
         snprintf(path, sizeof path, "%s/summary.json", dir);
         cJSON *sum = NULL;
-        if (lab_report_read_json(path, &sum) != LAB_OK) return LAB_OK; /* no replay summary: the report says why */
+        if (lab_json_read_file(path, &sum) != LAB_OK) return LAB_OK; /* no replay summary: the report says why */
         int cuda = !strcmp(lab_bench_str(sum, "backend"), "cuda");
         cJSON_Delete(sum);
         if (!cuda) return LAB_OK;
@@ -208,11 +207,8 @@ lab_status lab_bench_report_step(const char *dir, int want, FILE *log)
     lab_status st = lab_bench_run(NULL, 0, log, &s, &failed);
     if (st != LAB_OK) return st;
     snprintf(path, sizeof path, "%s/%s", dir, LAB_BENCH_FILE);
-    char *text = cJSON_Print(s);
+    st = lab_json_write_file(path, s, LAB_JSON_PRETTY);
     cJSON_Delete(s);
-    if (!text) return lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", path);
-    st = lab_fs_write_atomic(path, text, strlen(text));
-    cJSON_free(text);
     return st;
 }
 
@@ -224,7 +220,7 @@ lab_status lab_bench_attach(cJSON *report, const char *dir, time_t since)
     if (stat(path, &sb) != 0) return LAB_OK;
     if (since && sb.st_mtime < since) return LAB_OK; /* an earlier run's: not this report's */
     cJSON *b = NULL;
-    lab_status st = lab_report_read_json(path, &b);
+    lab_status st = lab_json_read_file(path, &b);
     if (st != LAB_OK) return st;
     if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(b, "records"))) {
         cJSON_Delete(b);

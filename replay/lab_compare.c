@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lab_isolate.h"
+#include "lab_json.h"
 #include "lab_report.h"
 #include "lab_results.h"
 
@@ -122,7 +123,7 @@ static lab_status lab_compare_load(const char *dir, cJSON **out)
     char path[4096];
     snprintf(path, sizeof path, "%s/report.json", dir);
     cJSON *r;
-    lab_status st = lab_report_read_json(path, &r);
+    lab_status st = lab_json_read_file(path, &r);
     if (st != LAB_OK) return st;
     const char *bad = NULL;
     char where[128] = "";

@@ -14,6 +14,7 @@
 #include "lab_gnuplot.h"
 #include "lab_incident.h"
 #include "lab_isolate.h"
+#include "lab_json.h"
 #include "lab_stall.h"
 #include "lab_plot.h"
 #include "lab_report.h"
@@ -38,7 +39,7 @@ static lab_status lab_cp_load(const char *dir, cJSON **out)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/report.json", dir);
-    lab_status st = lab_report_read_json(path, out);
+    lab_status st = lab_json_read_file(path, out);
     if (st != LAB_OK) return st;
     if (strcmp(lab_cp_str(*out, "schema"), LAB_REPORT_SCHEMA) ||
         !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(*out, "incidents"))) {

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "lab_fs.h"
-#include "lab_report.h"
 
 #define LAB_HTML_MAX_PLOT_BYTES (8u << 20)
 #define LAB_HTML_STR(x) #x
@@ -340,19 +339,12 @@ static void lab_html_incident(lab_html_buf *b, const char *dir, const cJSON *inc
     LAB_HTML_LIT(b, "</section>\n");
 }
 
-lab_status lab_html_write(const char *dir)
+lab_status lab_html_write(const char *dir, const cJSON *rep)
 {
-    char rep_path[4096], html_path[4096];
-    snprintf(rep_path, sizeof rep_path, "%s/report.json", dir);
+    char html_path[4096];
     snprintf(html_path, sizeof html_path, "%s/index.html", dir);
-    cJSON *rep;
-    lab_status st = lab_report_read_json(rep_path, &rep);
-    if (st != LAB_OK) return st;
     const cJSON *incs = cJSON_GetObjectItemCaseSensitive(rep, "incidents");
-    if (!cJSON_IsArray(incs)) {
-        cJSON_Delete(rep);
-        return lab_err_set(LAB_ERR_FORMAT, "%s: no array 'incidents'", rep_path);
-    }
+    if (!cJSON_IsArray(incs)) return lab_err_set(LAB_ERR_FORMAT, "%s/report.json: no array 'incidents'", dir);
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(rep, "summary");
     const cJSON *dev = cJSON_GetObjectItemCaseSensitive(rep, "device");
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(dev, "gpu");
@@ -460,12 +452,11 @@ lab_status lab_html_write(const char *dir)
                        "document.body.setAttribute('data-images-wide',w+'/'+im.length);"
                        "document.body.setAttribute('data-min-font-px',String(f));});</script>\n"
                        "</body></html>\n");
-    cJSON_Delete(rep);
     if (b.oom) {
         free(b.buf);
         return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", html_path);
     }
-    st = lab_fs_write_atomic(html_path, b.buf, b.len);
+    lab_status st = lab_fs_write_atomic(html_path, b.buf, b.len);
     free(b.buf);
     return st;
 }

@@ -3,6 +3,8 @@
 #ifndef LAB_HTML_H
 #define LAB_HTML_H
 
+#include <cJSON.h>
+
 #include "lab_err.h"
 
 #ifdef __cplusplus
@@ -16,15 +18,16 @@ extern "C" {
  * text, so text shows at 12 px or more). */
 #define LAB_HTML_FIGURE_PX 1200
 
-/* Writes <dir>/index.html from <dir>/report.json: one self-contained page (inline CSS, figures as base64
+/* Writes <dir>/index.html from report, the tree of <dir>/report.json (lab_report: the tree it has just written,
+ * never read back): one self-contained page (inline CSS, figures as base64
  * data: URIs, no external resource) with the verdict, device (table#device), build (table#build), the
  * outcome table (table#incidents, one row per incident and variant, with data-incident/data-variant
  * attributes), and per incident (section#inc-<id>): its one-line summary, the figures at full width, each
  * with its caption (plots/<stem>.caption), its metric statistics, per-seed separating metric
  * (table#seeds-<id>, at most LAB_HTML_SEED_ROWS rows) and failing cases. A figure that cannot be read is
- * named on the page instead of shown. Errors: LAB_ERR_IO / LAB_ERR_FORMAT naming report.json, LAB_ERR_IO
- * naming index.html if it cannot be written, LAB_ERR_NOMEM. */
-lab_status lab_html_write(const char *dir);
+ * named on the page instead of shown. Errors: LAB_ERR_FORMAT naming report.json when report has no array
+ * "incidents", LAB_ERR_IO naming index.html if it cannot be written, LAB_ERR_NOMEM. */
+lab_status lab_html_write(const char *dir, const cJSON *report);
 
 #ifdef __cplusplus
 }

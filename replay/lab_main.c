@@ -18,6 +18,7 @@
 #include "lab_golden.h"
 #include "lab_incident.h"
 #include "lab_isolate.h"
+#include "lab_json.h"
 #include "lab_mpi.h"
 #include "lab_mps.h"
 #include "lab_mps_replay.h"
@@ -527,11 +528,7 @@ static int lab_cmd_bench(int argc, char **argv)
         fprintf(stderr, "lab bench: %s\n", lab_err_msg());
         return LAB_EXIT_FAILED;
     }
-    if (json) {
-        char *text = cJSON_Print(section);
-        if (text) printf("%s\n", text);
-        cJSON_free(text);
-    }
+    if (json) lab_json_fput(stdout, section, LAB_JSON_PRETTY);
     cJSON_Delete(section);
     return failed ? LAB_EXIT_NOT_OK : LAB_EXIT_OK;
 }

@@ -572,7 +572,7 @@ static void lab_mpi_case_done(void *vctx, size_t i, const lab_case_record *rec)
     }
 }
 
-/* What the merged summary.json says of the ranks (lab_replay_summary_fn). */
+/* What the merged summary.json says of the ranks (lab_results_fields_fn). */
 typedef struct {
     const lab_mpi_ctx *x;
     int rank_failed;
@@ -581,8 +581,8 @@ typedef struct {
 #define LAB_MPI_SPLIT "dealt on demand: rank 0 hands out seed groups of one incident, a chunk half of the asking " \
                       "rank's share of the cost left (guided self-scheduling)"
 
-/* Adds "mpi" and "ranks" to the summary rank 0 writes from the merged records, in the staged result set
- * before it is swapped in: no file is read back ("ok" is the verdict's: a failed rank already made it false). */
+/* Adds "mpi" and "ranks" to the tree of the summary rank 0 writes from the merged records, before it is written
+ * ("ok" is the verdict's: a failed rank already made it false). */
 static lab_status lab_mpi_summary_fields(void *vctx, struct cJSON *root)
 {
     const lab_mpi_summary *ms = vctx;

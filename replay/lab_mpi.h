@@ -60,7 +60,7 @@ int lab_mpi_rank(void);
  * Rank 0 merges them into the canonical order and reports exactly as lab_replay_run does (table, results.jsonl,
  * summary.json, junit.xml, plots); summary.json also gets "mpi" (ranks, split, seed_groups, chunks, rank_failed) and
  * "ranks" (rank, host, pid, local rank and size, jobs, device, chunks, cases dealt, reported, wall_s: the rank's own
- * run time, status, why), added from memory in the staged result set before it replaces the output folder
+ * run time, status, why), added from memory to the summary's tree before it is written
  * (lab_replay_opts.summary_fields). A rank whose process is gone (same host: /proc says so) has its dealt and
  * unreported cases CRASH; one silent for longer than the longest case watchdog of the run plus LAB_MPI_GRACE_S has
  * them HANG (a rank whose cases run says it is alive every LAB_MPI_GRACE_S / 2 seconds, so silence means the rank

@@ -228,25 +228,34 @@ static lab_status lab_plot_figures(const lab_incident **incs, size_t ni, const l
 
 lab_status lab_plot_results(const char *out_dir, const char *root, FILE *report, int *n_png)
 {
-    char path[4096], dir[4096];
+    char path[4096];
     *n_png = 0;
     snprintf(path, sizeof path, "%s/results.jsonl", out_dir);
     lab_resread_set rs;
     lab_status st = lab_resread_load(path, &rs);
     if (st != LAB_OK) return st;
+    st = lab_plot_set(&rs, out_dir, root, report, n_png);
+    lab_resread_free(&rs);
+    return st;
+}
+
+lab_status lab_plot_set(const lab_resread_set *rs, const char *out_dir, const char *root, FILE *report, int *n_png)
+{
+    char dir[4096];
+    *n_png = 0;
+    lab_status st = LAB_OK;
     snprintf(dir, sizeof dir, "%s/plots", out_dir);
-    const lab_incident **incs = malloc((rs.n ? rs.n : 1) * sizeof *incs);
+    const lab_incident **incs = malloc((rs->n ? rs->n : 1) * sizeof *incs);
     if (!incs || (st = lab_fs_mkdirs(dir)) != LAB_OK) {
-        lab_resread_free(&rs);
         free(incs);
         return incs ? st : lab_err_set(LAB_ERR_NOMEM, "plots: out of memory");
     }
     /* The incidents present (and known to this build), each once, in first-seen order. */
     size_t ni = 0;
-    for (size_t i = 0; i < rs.n; ++i) {
-        int seen = !rs.recs[i].inc || !rs.recs[i].var;
-        for (size_t k = 0; k < ni && !seen; ++k) seen = incs[k] == rs.recs[i].inc;
-        if (!seen) incs[ni++] = rs.recs[i].inc;
+    for (size_t i = 0; i < rs->n; ++i) {
+        int seen = !rs->recs[i].inc || !rs->recs[i].var;
+        for (size_t k = 0; k < ni && !seen; ++k) seen = incs[k] == rs->recs[i].inc;
+        if (!seen) incs[ni++] = rs->recs[i].inc;
     }
     int missing_gnuplot = 0;
     lab_stall_point(LAB_STALL_PLOTTING);
@@ -257,19 +266,18 @@ lab_status lab_plot_results(const char *out_dir, const char *root, FILE *report,
         const lab_metric_spec *specs = inc->n_metric_specs > 0 ? inc->metric_specs : inc->plot_metric ? &fallback : NULL;
         int n_specs = inc->n_metric_specs > 0 ? inc->n_metric_specs : inc->plot_metric ? 1 : 0;
         for (int k = 0; k < n_specs && st == LAB_OK && !lab_isolate_interrupted(); ++k) {
-            st = lab_plot_metric_fig(root, dir, &rs, inc, &specs[k], k);
+            st = lab_plot_metric_fig(root, dir, rs, inc, &specs[k], k);
             if (st == LAB_ERR_UNSUPPORTED) missing_gnuplot = 1, st = LAB_OK;
         }
         int drawn = 0;
-        if (st == LAB_OK && inc->n_metric_specs > 0) st = lab_plot_margin_fig(root, dir, &rs, inc, &drawn);
+        if (st == LAB_OK && inc->n_metric_specs > 0) st = lab_plot_margin_fig(root, dir, rs, inc, &drawn);
         if (st == LAB_ERR_UNSUPPORTED) missing_gnuplot = 1, st = LAB_OK;
     }
     if (st == LAB_OK && !missing_gnuplot && !lab_isolate_interrupted()) {
         int failed = 0;
-        st = lab_plot_figures(incs, ni, &rs, root, dir, report, &failed);
+        st = lab_plot_figures(incs, ni, rs, root, dir, report, &failed);
     }
     if (st == LAB_OK) *n_png = lab_fs_count_suffix(dir, ".png");
-    lab_resread_free(&rs);
     free(incs);
     if (st == LAB_OK && missing_gnuplot)
         return lab_err_set(LAB_ERR_UNSUPPORTED, "gnuplot not found: plot data written to %s, no PNG", dir);

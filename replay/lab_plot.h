@@ -22,6 +22,11 @@
  * .par files are still written). */
 lab_status lab_plot_results(const char *out_dir, const char *root, FILE *report, int *n_png);
 
+/* As lab_plot_results, from the records in rs (a replay's, still in memory: lab_resread_from_records) instead of
+ * <out_dir>/results.jsonl; the figures go to <out_dir>/plots. Records of an incident this build lacks are left
+ * out. */
+lab_status lab_plot_set(const lab_resread_set *rs, const char *out_dir, const char *root, FILE *report, int *n_png);
+
 /* The value a figure draws for metric spec m of record r: the metric itself, or, when the spec's bound
  * comes from a per-case metric (tolerance_metric), the metric as a fraction of that bound. 0 when r lacks
  * the metric (or its bound), else 1 with *v set (possibly NaN/Inf). */

@@ -9,12 +9,6 @@
 #include "lab_mps.h"
 #include "lab_results.h"
 
-struct cJSON;
-/* Adds a caller's fields to the summary.json a replay has just written in its staging folder, before the
- * result set replaces out_dir (so the set stays whole): summary is the parsed file, to change in place (it
- * may replace "ok"). An error stops the replay's writing (the set is not swapped in) and is returned. */
-typedef lab_status (*lab_replay_summary_fn)(void *ctx, struct cJSON *summary);
-
 typedef struct {
     const lab_incident *const *incidents;  /* the incidents to replay */
     size_t n_incidents;
@@ -33,7 +27,9 @@ typedef struct {
     const char *root;                      /* repository root (goldens, plot scripts) */
     const char *sanitize;                  /* compute-sanitizer tool every case runs under (lab_sanitize.h);
                                               NULL: none */
-    lab_replay_summary_fn summary_fields;  /* fields added to summary.json (lab_mpi: the ranks); NULL: none */
+    lab_results_fields_fn summary_fields;  /* fields added to summary.json's tree before it is written (lab_mpi:
+                                              the ranks; lab_results_summary_extra); an error stops the writing:
+                                              the set is not swapped in. NULL: none */
     void *summary_ctx;                     /* its context */
     unsigned batch_seeds;                  /* most seeds one CUDA seed batch runs (lab_seedbatch.h); 0: each
                                               incident's batch_max; 1: no batching */

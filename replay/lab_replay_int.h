@@ -94,9 +94,9 @@ size_t lab_replay_n_variants(const lab_replay_opts *opts, const lab_incident *in
 void lab_replay_table(FILE *f, const lab_verdict_tally *t, size_t nt);
 /* The resume command of an interrupted replay from seed index `lowest` on (>= n_seeds: none), into buf. */
 void lab_replay_resume_at(const lab_replay_opts *opts, size_t lowest, char *buf, size_t len);
-/* Amends DIR/summary.json of a staged set: the interrupt (sig != 0: the signal, the cases planned, the resume
- * command), then opts->summary_fields. Its errors, or the file's, are returned. */
-lab_status lab_replay_amend_summary(const char *dir, const lab_replay_opts *opts, int sig, size_t planned,
-                                    const char *resume);
+/* What summary.json says beyond the tallies: the interrupt (sig != 0: the signal, the cases planned, the resume
+ * command) and opts->summary_fields. */
+lab_results_summary_extra lab_replay_summary_extra(const lab_replay_opts *opts, int sig, size_t planned,
+                                                   const char *resume);
 
 #endif

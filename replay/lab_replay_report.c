@@ -1,18 +1,16 @@
 /* lab_replay_report: a replay's report from its finished records (lab_replay_report, lab_replay.h): the table, the
  * failing cases and their replay commands, the resume command of an interrupted replay, and the result set written
  * to a staging folder and swapped in (lab_resultset.h). The windowed replay (lab_window.c) reuses its table, resume
- * command and summary amendment (lab_replay_int.h). */
+ * command and summary extras (lab_replay_int.h). */
 #define _GNU_SOURCE
 #include "lab_replay.h"
 
-#include <cJSON.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lab_args.h"
-#include "lab_fs.h"
 #include "lab_plot.h"
 #include "lab_replay_int.h"
 #include "lab_resultset.h"
@@ -68,45 +66,13 @@ void lab_replay_resume_at(const lab_replay_opts *opts, size_t lowest, char *buf,
                  opts->out_dir ? opts->out_dir : "build/replay");
 }
 
-/* Amends DIR/summary.json (the staged set) once, before the swap: for an interrupted replay (sig != 0)
- * "interrupted": true ("ok" is already false: the verdict counts an interrupted run NOT OK), the signal, the cases planned and the resume command; then the caller's
- * fields (opts->summary_fields, when set). Its errors, or the file's, are returned. */
-lab_status lab_replay_amend_summary(const char *dir, const lab_replay_opts *opts, int sig, size_t planned,
-                                    const char *resume)
+/* What summary.json says beyond the tallies, handed to its writer (lab_results_write_summary) so the file is
+ * written once: for an interrupted replay (sig != 0) the signal, the cases planned and the resume command; then
+ * the caller's fields (opts->summary_fields, when set). */
+lab_results_summary_extra lab_replay_summary_extra(const lab_replay_opts *opts, int sig, size_t planned,
+                                                   const char *resume)
 {
-    char path[PATH_MAX], *text;
-    size_t len;
-    snprintf(path, sizeof path, "%s/summary.json", dir);
-    lab_status st = lab_fs_read_all(path, &text, &len);
-    if (st != LAB_OK) return st;
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    if (!root) return lab_err_set(LAB_ERR_FORMAT, "%s: cannot parse the summary just written", path);
-    if (sig) {
-        cJSON_AddBoolToObject(root, "interrupted", 1);
-        cJSON_AddStringToObject(root, "signal", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "?");
-        cJSON_AddNumberToObject(root, "cases_planned", (double)planned);
-        cJSON_AddStringToObject(root, "resume", resume);
-    }
-    if (opts->summary_fields && (st = opts->summary_fields(opts->summary_ctx, root)) != LAB_OK) {
-        cJSON_Delete(root);
-        return st;
-    }
-    char *s = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!s) return lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", path);
-    size_t n = strlen(s);
-    s[n - (n > 0 && s[n - 1] == '\n')] = 0;
-    char *buf = malloc(strlen(s) + 2);
-    if (!buf) {
-        cJSON_free(s);
-        return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
-    }
-    n = (size_t)sprintf(buf, "%s\n", s);
-    cJSON_free(s);
-    st = lab_fs_write_atomic(path, buf, n);
-    free(buf);
-    return st;
+    return (lab_results_summary_extra){sig, planned, resume, opts->summary_fields, opts->summary_ctx};
 }
 
 lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case_record *recs_all, size_t n_all,
@@ -190,15 +156,20 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
             snprintf(path, sizeof path, "%s/results.jsonl", stage);
             if (st2 == LAB_OK) st2 = lab_results_write_jsonl(path, recs, n, opts->lab_bin);
             snprintf(path, sizeof path, "%s/summary.json", stage);
-            if (st2 == LAB_OK) st2 = lab_results_write_summary(path, t, nt, lab_backend_name(opts->backend), n, wall, &v);
-            if (st2 == LAB_OK && (sig || opts->summary_fields)) st2 = lab_replay_amend_summary(stage, opts, sig, n_all, resume);
+            lab_results_summary_extra extra = lab_replay_summary_extra(opts, sig, n_all, resume);
+            if (st2 == LAB_OK)
+                st2 = lab_results_write_summary(path, t, nt, lab_backend_name(opts->backend), n, wall, &v, &extra);
             snprintf(path, sizeof path, "%s/junit.xml", stage);
             if (st2 == LAB_OK) st2 = lab_results_write_junit(path, recs, n, t, nt, &v, opts->lab_bin);
             snprintf(path, sizeof path, "%s/results.tap", stage);
             if (st2 == LAB_OK && opts->tap) st2 = lab_results_write_tap(path, recs, n, t, nt, &v, opts->lab_bin);
             if (st2 == LAB_OK && opts->plots && pass == 0 && !lab_isolate_interrupted()) {
+                /* drawn from the records in memory, not from the results.jsonl just written */
                 int npng = 0;
-                lab_status sp = lab_plot_results(stage, opts->root, report, &npng);
+                lab_resread_set rs;
+                lab_status sp = lab_resread_from_records(recs, n, opts->lab_bin, &rs);
+                if (sp == LAB_OK) sp = lab_plot_set(&rs, stage, opts->root, report, &npng);
+                lab_resread_free(&rs);
                 if (sp == LAB_OK) fprintf(report, "plots: %d PNG in %s/plots\n", npng, opts->out_dir);
                 else fprintf(report, "plots: %s\n", lab_err_msg()); /* a missing gnuplot does not fail the replay */
                 st2 = LAB_OK;

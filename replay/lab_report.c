@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 
 #include "lab_device.h"
-#include "lab_fs.h"
 #include "lab_html.h"
 #include "lab_isolate.h"
+#include "lab_json.h"
 #include "lab_plot.h"
 #include "lab_resread.h"
 
@@ -31,25 +31,6 @@ static void lab_report_iso(time_t t, char *buf, size_t len)
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-lab_status lab_report_read_json(const char *path, cJSON **out)
-{
-    char *text;
-    size_t len;
-    *out = NULL;
-    lab_status st = lab_fs_read_all(path, &text, &len);
-    if (st != LAB_OK) return st;
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!j) {
-        size_t off = end && end >= text ? (size_t)(end - text) : 0;
-        free(text);
-        return lab_err_set(LAB_ERR_FORMAT, "%s: not valid JSON (syntax error near byte %zu)", path, off);
-    }
-    free(text);
-    *out = j;
-    return LAB_OK;
 }
 
 /* Modification time of path, or -1 when it cannot be stat'ed. */
@@ -336,7 +317,7 @@ lab_status lab_report_write(const char *dir, const lab_report_opts *opts)
     }
     cJSON *summary = NULL;
     lab_resread_set rs = {0};
-    lab_status st = lab_report_read_json(sum_path, &summary);
+    lab_status st = lab_json_read_file(sum_path, &summary);
     if (st == LAB_OK) st = lab_report_check_summary(sum_path, summary);
     if (st == LAB_OK) st = lab_resread_load(res_path, &rs);
     if (st != LAB_OK) {
@@ -419,24 +400,9 @@ lab_status lab_report_write(const char *dir, const lab_report_opts *opts)
     free(mine);
     cJSON_Delete(summary);
     lab_resread_free(&rs);
-    if (st == LAB_OK) {
-        char *s = cJSON_Print(root);
-        if (!s) st = lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", rep_path);
-        else {
-            size_t n = strlen(s);
-            char *buf = malloc(n + 1);
-            if (!buf) st = lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", rep_path);
-            else {
-                memcpy(buf, s, n);
-                buf[n] = '\n';
-                st = lab_fs_write_atomic(rep_path, buf, n + 1);
-                free(buf);
-            }
-            cJSON_free(s);
-        }
-    }
+    if (st == LAB_OK) st = lab_json_write_file(rep_path, root, LAB_JSON_PRETTY);
+    if (st == LAB_OK) st = lab_html_write(dir, root);
     cJSON_Delete(root);
-    if (st == LAB_OK) st = lab_html_write(dir);
     return st;
 }
 
@@ -448,18 +414,15 @@ lab_status lab_report_replot(const char *dir, const char *repo_root, FILE *log)
     char rep_path[4096];
     snprintf(rep_path, sizeof rep_path, "%s/report.json", dir);
     cJSON *root;
-    if ((st = lab_report_read_json(rep_path, &root)) != LAB_OK) return st;
+    if ((st = lab_json_read_file(rep_path, &root)) != LAB_OK) return st;
     cJSON *incs = cJSON_GetObjectItemCaseSensitive(root, "incidents"), *inc;
     cJSON_ArrayForEach(inc, incs) {
         cJSON_DeleteItemFromObjectCaseSensitive(inc, "plots");
         lab_report_plots(inc, dir, lab_report_str(inc, "id"), incs, 0);
     }
-    char *text = cJSON_Print(root);
+    st = lab_json_write_file(rep_path, root, LAB_JSON_PRETTY);
+    if (st == LAB_OK) st = lab_html_write(dir, root);
     cJSON_Delete(root);
-    if (!text) return lab_err_set(LAB_ERR_NOMEM, "%s: cannot serialise JSON", rep_path);
-    st = lab_fs_write_atomic(rep_path, text, strlen(text));
-    cJSON_free(text);
-    if (st == LAB_OK) st = lab_html_write(dir);
     if (st == LAB_OK && log) fprintf(log, "replot: %d PNG in %s/plots, index.html rewritten\n", npng, dir);
     return st;
 }

@@ -43,11 +43,6 @@ lab_status lab_report_write(const char *dir, const lab_report_opts *opts);
  * lab_html_write; progress lines go to log (may be NULL). */
 lab_status lab_report_replot(const char *dir, const char *root, FILE *log);
 
-/* Reads and parses a whole JSON file. LAB_ERR_IO names the path when it cannot be read, LAB_ERR_FORMAT
- * names it with the position of a syntax error. The caller frees *out with cJSON_Delete. Shared with
- * lab_compare. */
-lab_status lab_report_read_json(const char *path, cJSON **out);
-
 #ifdef __cplusplus
 }
 #endif

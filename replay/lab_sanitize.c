@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "lab_isolate.h"
+#include "lab_json.h"
 
 #define LAB_SANITIZE_TAG "LAB-CASE "
 
@@ -33,10 +34,9 @@ void lab_sanitize_print_result(FILE *f, lab_status st, const lab_case_result *r)
         if (isfinite(r->metrics[i].value)) cJSON_AddNumberToObject(m, r->metrics[i].name, r->metrics[i].value);
         else cJSON_AddNullToObject(m, r->metrics[i].name);
     cJSON_AddItemToObject(o, "metrics", m);
-    char *s = cJSON_PrintUnformatted(o);
-    fprintf(f, "%s%s\n", LAB_SANITIZE_TAG, s ? s : "{}");
+    fputs(LAB_SANITIZE_TAG, f);
+    if (!lab_json_fput(f, o, LAB_JSON_COMPACT)) fputs("{}\n", f);
     fflush(f);
-    free(s);
     cJSON_Delete(o);
 }
 

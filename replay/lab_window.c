@@ -366,8 +366,9 @@ lab_status lab_window_run(const lab_replay_opts *opts, FILE *report, lab_verdict
             for (int pass = 0; pass < 2 && st == LAB_OK; ++pass) {
                 if (pass == 0) st = lab_replay_win_file(&w, "results.jsonl", w.jl, 0, NULL, NULL, &v);
                 snprintf(path, sizeof path, "%s/summary.json", w.stage);
-                if (st == LAB_OK) st = lab_results_write_summary(path, w.t, w.nt, lab_backend_name(opts->backend), n, wall, &v);
-                if (st == LAB_OK && (sig || opts->summary_fields)) st = lab_replay_amend_summary(w.stage, opts, sig, planned, resume);
+                lab_results_summary_extra extra = lab_replay_summary_extra(opts, sig, planned, resume);
+                if (st == LAB_OK)
+                    st = lab_results_write_summary(path, w.t, w.nt, lab_backend_name(opts->backend), n, wall, &v, &extra);
                 if (st == LAB_OK) st = lab_replay_win_file(&w, "junit.xml", w.ju, 0, lab_replay_junit_head, lab_replay_junit_tail, &v);
                 if (st == LAB_OK && opts->tap)
                     st = lab_replay_win_file(&w, "results.tap", w.tp, 1, lab_replay_tap_head, lab_replay_tap_tail, &v);

@@ -11,6 +11,7 @@
 
 #include "lab_compare.h"
 #include "lab_fs.h"
+#include "lab_json.h"
 #include "lab_report.h"
 #include "tests/lab_test_sh.h"
 
@@ -95,10 +96,9 @@ static void write_report(const char *dir, const char *const *ids, const int *n_v
         for (int j = 0; j < n_v[i]; ++j) cJSON_AddItemToArray(vars, variant_json(&vs[k++]));
         cJSON_AddItemToArray(incs, inc);
     }
-    char *text = cJSON_Print(r), path[256];
+    char path[256];
     snprintf(path, sizeof path, "%s/report.json", dir);
-    cr_assert_eq(lab_fs_write_atomic(path, text, strlen(text)), LAB_OK, "%s", lab_err_msg());
-    cJSON_free(text);
+    cr_assert_eq(lab_json_write_file(path, r, LAB_JSON_PRETTY), LAB_OK, "%s", lab_err_msg());
     cJSON_Delete(r);
 }
 
@@ -385,16 +385,14 @@ Test(compare, real_reports, .init = mk, .fini = rm, .timeout = 180)
     char path[256];
     snprintf(path, sizeof path, "%s/report.json", dir_b);
     cJSON *r;
-    cr_assert_eq(lab_report_read_json(path, &r), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(lab_json_read_file(path, &r), LAB_OK, "%s", lab_err_msg());
     cJSON *fix = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "incidents"), 0), "variants"), 0);
     cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(fix, "name")), "fix");
     cJSON *counts = cJSON_GetObjectItem(fix, "counts");
     cJSON_SetNumberValue(cJSON_GetObjectItem(counts, "PASS"), 1);
     cJSON_SetNumberValue(cJSON_GetObjectItem(counts, "FAIL"), 1);
     cJSON_ReplaceItemInObject(fix, "ok", cJSON_CreateFalse());
-    char *text = cJSON_Print(r);
-    cr_assert_eq(lab_fs_write_atomic(path, text, strlen(text)), LAB_OK);
-    cJSON_free(text);
+    cr_assert_eq(lab_json_write_file(path, r, LAB_JSON_PRETTY), LAB_OK);
     cJSON_Delete(r);
     snprintf(args, sizeof args, "compare %s %s", dir_a, dir_b);
     cr_expect_eq(lab(args, &out), 1, "%s", out);

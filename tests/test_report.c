@@ -12,6 +12,7 @@
 
 #include "lab_fs.h"
 #include "lab_gnuplot.h"
+#include "lab_json.h"
 #include "lab_device.h"
 #include "lab_html.h"
 #include "lab_report.h"
@@ -58,7 +59,7 @@ static cJSON *read_report(void)
     char path[256];
     cJSON *j;
     snprintf(path, sizeof path, "%s/report.json", dir);
-    cr_assert_eq(lab_report_read_json(path, &j), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(lab_json_read_file(path, &j), LAB_OK, "%s", lab_err_msg());
     return j;
 }
 
@@ -371,8 +372,15 @@ Test(report, malformed_inputs_named, .init = mkdir_tmp, .fini = rm_tmp)
 
     rm_tmp();
     o.since = 0;
-    cr_expect_eq(lab_html_write("/nonexistent-lab-report"), LAB_ERR_IO);
-    cr_expect(strstr(lab_err_msg(), "/nonexistent-lab-report/report.json") != NULL, "%s", lab_err_msg());
+    /* the page is written from the report's tree (never read back from report.json) */
+    cJSON *rep = cJSON_Parse("{\"summary\": {}}");
+    cr_expect_eq(lab_html_write("/nonexistent-lab-report", rep), LAB_ERR_FORMAT);
+    cr_expect(strstr(lab_err_msg(), "/nonexistent-lab-report/report.json: no array 'incidents'") != NULL, "%s",
+              lab_err_msg());
+    cJSON_AddArrayToObject(rep, "incidents");
+    cr_expect_eq(lab_html_write("/nonexistent-lab-report", rep), LAB_ERR_IO);
+    cr_expect(strstr(lab_err_msg(), "/nonexistent-lab-report/index.html") != NULL, "%s", lab_err_msg());
+    cJSON_Delete(rep);
 }
 
 /* The build facts come from the generated header: a commit (or "unknown" outside git), the compiler. */

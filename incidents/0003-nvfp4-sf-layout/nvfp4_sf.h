@@ -1,4 +1,4 @@
-/* nvfp4_sf: incident 0003's workloads (shapes, Philox inputs, stale memory), the case runner on CPU and CUDA and the criterion of the NVFP4 scale-factor layout incident. */
+/* nvfp4_sf: incident 0003's workloads (shapes, Philox inputs, stale memory), the seed's group, the layout case on any backend's GEMM and the criterion of the NVFP4 scale-factor layout incident. */
 #ifndef NVFP4_SF_H
 #define NVFP4_SF_H
 
@@ -129,6 +129,32 @@ lab_status nvfp4_sf_golden_bless(const char *dir);
 /* A backend's GEMM of a workload through a remap kind (CPU: nvfp4_sf_run_cpu; CUDA: nvfp4_sf_run_cuda). */
 typedef lab_status (*nvfp4_sf_gemm_fn)(const nvfp4_sf_work *w, lab_nvfp4_remap_kind kind, float *out);
 
+/* The workloads of a case, in the order they are judged (the namer looks at the first that fails): ragged,
+ * small and large on random data (0, 1, 2), then small and ragged on all-ones data (3, 4). */
+#define NVFP4_SF_NWORK 5
+
+/* The seed's group (the incident's setup): every workload's inputs and float64 reference, shared by the variants. */
+typedef struct {
+    nvfp4_sf_work w[NVFP4_SF_NWORK];
+    double *ref[NVFP4_SF_NWORK], *abs[NVFP4_SF_NWORK];
+    size_t made;                 /* workloads initialised */
+    double ref_check;            /* the device reference's lab_nvfp4_ref_disagreement with the CPU's, worst over the
+                                    workloads, where both were made (NaN elsewhere) */
+} nvfp4_sf_group;
+
+/* The incident's setup and teardown: the group of c's seed (*group), made on the CPU, or on CUDA on the GPU (and
+ * at the cross-check seeds, lab_case_xcheck, checked against the CPU's: a device reference beyond the rounding
+ * bound is LAB_ERR_MISMATCH). LAB_ERR_NOMEM, the workloads' errors. */
+lab_status nvfp4_sf_setup(const lab_case *c, void **group);
+void nvfp4_sf_teardown(void *group);
+
+/* The layout case of one remap kind over a group's workloads: the kernel (gemm), then the judge against the
+ * group's reference (and the golden at the golden seed, from golden_dir; NULL skips it); a failing workload's
+ * fault named with namer's GEMMs; cpu_check as in nvfp4_sf_case. Records metrics and verdict. */
+lab_status nvfp4_sf_case_group(const nvfp4_sf_group *g, uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm_fn gemm,
+                               nvfp4_sf_gemm_fn cpu_check, lab_nvfp4_gemm_fn namer, const char *golden_dir,
+                               lab_case_result *r);
+
 /* One case: every shape on random data and the small and ragged shapes on all-ones data through `kind` on a
  * backend; judges each against the float64 reference (and the golden at the golden seed, from golden_dir;
  * NULL skips it); on failure names the fault with lab_nvfp4_name_fault. cpu_check (may be NULL): also runs
@@ -136,6 +162,7 @@ typedef lab_status (*nvfp4_sf_gemm_fn)(const nvfp4_sf_work *w, lab_nvfp4_remap_k
 lab_status nvfp4_sf_case(uint64_t seed, lab_nvfp4_remap_kind kind, nvfp4_sf_gemm_fn gemm, nvfp4_sf_gemm_fn cpu_check,
                          const char *golden_dir, lab_case_result *r);
 
+/* The incident descriptor (registered in nvfp4_sf_incident.c). */
 extern const lab_incident nvfp4_sf_incident;
 
 #ifdef LAB_HAVE_CUDA

@@ -1,6 +1,6 @@
 # mk/targets.mk: compile rules and the user-facing targets.
 
-.PHONY: all deps test replay sanitize bench golden golden-check plots help clean mutants
+.PHONY: all deps test replay sanitize bench golden golden-check plots help clean mutants stories stories-check
 
 all: $(LAB_BIN)
 
@@ -66,7 +66,17 @@ layering-check:
 test: $(TEST_BIN) $(LAB_BIN) $(XCHECK_BIN) layering-check
 	$(if $(XCHECK_BIN),$(XCHECK_BIN))
 	$(TEST_ENV) LAB_BIN=$(LAB_BIN) $(TEST_BIN) $(TEST_ARGS)
-	PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s replay -p 'test_*.py'
+	LAB_BIN=$(LAB_BIN) PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s replay -p 'test_*.py'
+	$(STORIES_CHECK)
+
+# The stories' measured numbers (replay/story_numbers.py): the generated blocks of incidents/*/README.md come from
+# CPU replays at small seed counts. `make stories` rewrites them; `make test` checks them (about 30 s on 2 cores),
+# except in a sanitizer build, whose replay ends a memory bug at ASan's first report and so measures other numbers.
+STORIES_CHECK = $(if $(strip $(SANITIZE)),@echo "stories: not checked in a sanitizer build (ASan ends the memory bugs' cases early)",PYTHONDONTWRITEBYTECODE=1 python3 replay/story_numbers.py check --lab $(LAB_BIN))
+stories: $(LAB_BIN)
+	PYTHONDONTWRITEBYTECODE=1 python3 replay/story_numbers.py write --lab $(LAB_BIN)
+stories-check: $(LAB_BIN)
+	$(STORIES_CHECK)
 
 # SEEDS empty: every incident's default (256, or fewer where an incident's cases are costly by nature).
 SEEDS ?=
@@ -115,6 +125,7 @@ help:
 	@echo "make golden       regenerate every incident's golden tensors from the float64 reference"
 	@echo "make golden-check verify every golden against its MANIFEST (sha256, dtype, shape)"
 	@echo "make plots        redraw the plots of the last replay in $(REPLAY_OUT)/plots"
+	@echo "make stories      rewrite the incidents' READMEs' generated numbers from CPU replays (make test checks them)"
 	@echo "make mutants      planted regressions in a scratch copy: which the replay and the tests kill (MUTANTS_ARGS=...)"
 	@echo "make fuzz         run the libFuzzer targets (npy, manifest) for FUZZ_SECONDS=$(FUZZ_SECONDS) s each"
 	@echo "make test SANITIZE=address,undefined   the same tests under sanitizers (build in build/san-*)"

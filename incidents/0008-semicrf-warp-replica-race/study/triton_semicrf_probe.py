@@ -37,6 +37,8 @@ and non-finite flags). Environment:
   PROBE_DEADLINE_S        the whole script stops launching at this many seconds after start (the files are written
                           then), default 215 (the script ends about 5 s later)
   PROBE_B, PROBE_T, PROBE_K  the shape (default 32, 500, 30: the write-up's batch, utterance length and segment bound)
+  PROBE_CONFIGS           which configurations, as num_warps:barrier pairs (default 4:0,8:0,2:0,4:1,8:1,2:1; a race
+                          configuration is 4 or 8 warps without the barrier)
 The launch count of a configuration is the smallest of its cap, what its budget allows at the time per launch measured
 over its first 3 launches, and what the deadline allows; the count reached is reported.
 With TRITON_INTERPRET=1 (no GPU) it runs a self-test instead: the kernel under Triton's interpreter at tiny shapes
@@ -311,8 +313,15 @@ def main(outdir):
         f"{torch.logsumexp(ref[:, T], dim=1).max().item():.1f}")
     ring = torch.full((B, K, C_PAD), NEG, device=dev, dtype=torch.float32)
     out = torch.full((B, T + 1, C_PAD), NEG, device=dev, dtype=torch.float32)
-    # race configurations first (the ones the budget is for), controls after
+    # race configurations first (the ones the budget is for), controls after; PROBE_CONFIGS="4:0,8:0" picks some
     configs = [(4, 0), (8, 0), (2, 0), (4, 1), (8, 1), (2, 1)]
+    if os.environ.get("PROBE_CONFIGS"):
+        try:
+            configs = [tuple(int(v) for v in item.split(":")) for item in os.environ["PROBE_CONFIGS"].split(",")]
+            assert all(len(cf) == 2 and cf[0] in (1, 2, 4, 8) and cf[1] in (0, 1) for cf in configs)
+        except (ValueError, AssertionError):
+            sys.exit(f"triton_semicrf_probe: PROBE_CONFIGS={os.environ['PROBE_CONFIGS']!r}: need num_warps:barrier pairs "
+                     "such as 4:0,8:0 (num_warps 1, 2, 4, 8; barrier 0 or 1)")
     rows, per_launch = [], {}
     log(f"{'num_warps':>9} {'barrier':>7} {'launches':>8} {'wrong':>7} {'differ':>7} {'nonfin':>6} "
         f"{'wrong rate [95% CI]':>28} {'differ rate [95% CI]':>28} {'worst err':>9} {'med err':>9} {'ms':>7} "

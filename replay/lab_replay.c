@@ -24,7 +24,6 @@
 #include "lab_sched.h"
 #include "lab_seedbatch.h"
 #include "lab_stall.h"
-#include "lab_window.h"
 
 #ifdef LAB_HAVE_CUDA
 #include "lab_cuda.h"
@@ -666,8 +665,7 @@ size_t lab_replay_n_variants(const lab_replay_opts *opts, const lab_incident *in
     return k;
 }
 
-/* The cases a replay plans (lab_replay_cases's n), without making them. */
-static size_t lab_replay_count(const lab_replay_opts *opts)
+size_t lab_replay_count(const lab_replay_opts *opts)
 {
     size_t n = 0;
     for (size_t i = 0; i < opts->n_incidents; ++i)
@@ -706,39 +704,4 @@ lab_status lab_replay_execute_records(const lab_replay_opts *opts, lab_case_reco
     lab_replay_ctx ctx;
     lab_replay_ctx_told(&ctx, opts, recs, n, done, done_ctx);
     return lab_replay_execute(&ctx);
-}
-
-lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, lab_case_record **recs_out,
-                          size_t *n_recs)
-{
-    memset(verdict, 0, sizeof *verdict);
-    verdict->exit_status = LAB_EXIT_FAILED;
-    *recs_out = NULL;
-    *n_recs = 0;
-    size_t planned = lab_replay_count(opts);
-    if (planned > lab_replay_window_at()) return lab_window_run(opts, report, verdict, planned);
-    lab_case_record *recs;
-    size_t n;
-    lab_status st = lab_replay_cases(opts, &recs, &n);
-    if (st != LAB_OK) return st;
-    if (opts->out_dir && (st = lab_fs_mkdirs(opts->out_dir)) != LAB_OK) {
-        free(recs);
-        return st;
-    }
-    double t0 = lab_replay_now();
-    lab_stall_point(LAB_STALL_PLANNING);
-    if (lab_isolate_interrupted()) /* interrupted while planning: no case starts */
-        for (size_t j = 0; j < n; ++j) {
-            recs[j].o.outcome = LAB_OUT_ERROR;
-            recs[j].o.not_run = 1;
-            snprintf(recs[j].o.error, sizeof recs[j].o.error, "interrupted");
-        }
-    else
-        st = lab_replay_execute_records(opts, recs, n, NULL, NULL);
-    if (st != LAB_OK) fprintf(report, "replay: %s (the cases not started are ERROR)\n", lab_err_msg());
-    lab_verdict_run run = {.harness_failed = st != LAB_OK};
-    lab_status st2 = lab_replay_report(opts, report, recs, n, lab_replay_now() - t0, &run, verdict);
-    *recs_out = recs;
-    *n_recs = n;
-    return st2 != LAB_OK ? st2 : st;
 }

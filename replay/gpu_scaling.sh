@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # replay/gpu_scaling.sh: on a multi-GPU host, the same CUDA replay on 1, 2, 4 ... GPUs (CUDA_VISIBLE_DEVICES = the
 # first k), each with default -j and every GPU's utilisation sampled every 0.5 s; prints wall, cases/s, speed-up over
-# one GPU, per-GPU mean utilisation, and whether every run's results equal the one-GPU run's case by case (outcome,
-# detail, metrics; not the per-run fields). Results and samples go to OUTDIR/gK.
+# one GPU, per-GPU mean utilisation, and whether every run's results equal the one-GPU run's case by case
+# (replay/mpi_scaling_report.py: matched by key; outcome, detail, metrics; not what a run measures). Results and
+# samples go to OUTDIR/gK.
 # Usage: replay/gpu_scaling.sh [--gpus "1 2 4"] [--out DIR] [-- lab replay args...]
 # Example: replay/gpu_scaling.sh --gpus "1 2 4" -- --seeds 1000 --incident 0001 --incident 0008
 set -uo pipefail
@@ -40,14 +41,6 @@ for k in $gpus; do
     row=$(python3 - "$dir" "$k" "$rc" "$start" "$end" "${first:-}" "${t1:-}" <<'PY'
 import json, sys
 d, k, rc, start, end, first, t1 = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), sys.argv[6], sys.argv[7]
-def load(p):
-    rows = []
-    for l in open(p):
-        r = json.loads(l)
-        for f in ("wall_s", "cpu_s", "done_s", "worker", "first_run"):
-            r.pop(f, None)
-        rows.append(r)
-    return rows
 try:
     s = json.load(open(d + "/summary.json"))
     wall = s.get("wall_s", end - start)
@@ -61,20 +54,11 @@ for line in open(d + ".util.csv"):
         util.setdefault(int(p[0]), []).append(float(p[1]))
 # busy share over the replay: samples taken while it ran (the sampler started just before it)
 um = " ".join("%d:%.0f%%" % (g, sum(v) / len(v)) for g, v in sorted(util.items()))
-same = "first"
-if first:
-    # outcomes must match case by case; metrics are compared too, but a race's output (a bug variant's) and the order
-    # of float atomics (0001's max_rel_err, 0002's r2r) differ between two runs of one build, so they are counted
-    a, b = load(first + "/results.jsonl"), load(d + "/results.jsonl")
-    key = lambda r: (r["incident"], r["variant"], str(r["seed"]))
-    a.sort(key=key); b.sort(key=key)
-    out = [(key(x), x["outcome"], y["outcome"]) for x, y in zip(a, b) if key(x) != key(y) or x["outcome"] != y["outcome"]]
-    met = sum(1 for x, y in zip(a, b) if x.get("metrics") != y.get("metrics"))
-    metfix = sum(1 for x, y in zip(a, b) if x.get("metrics") != y.get("metrics") and x["role"] == "fix")
-    if len(a) != len(b) or out:
-        same = "OUTCOMES DIFFER: %d of %d cases, first %s" % (len(out) + abs(len(a) - len(b)), len(a), out[:2])
-    else:
-        same = "same outcome for all %d cases (metrics differ on %d, %d of them fixes)" % (len(a), met, metfix)
+# case by case, matched by key, what a run measures set aside (mpi_scaling_report.py's comparison): race outputs of
+# bug variants and the order of float atomics (0002's r2r) differ between two runs of one build, and are named
+sys.path.insert(0, "replay")
+import mpi_scaling_report as msr
+same = msr.compare(first, d).splitlines()[0].rstrip(":") if first else "first"
 sp = float(t1) / wall if t1 else 1.0
 print("%d GPU%s  exit %s  %s  wall %.1f s  %d cases  %.0f cases/s  speed-up %.2fx  util %s  results %s" %
       (k, "" if k == 1 else "s", rc, "OK" if s.get("ok") else "NOT OK", wall, n, n / wall, sp, um, same))

@@ -274,13 +274,7 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     memset(&mps, 0, sizeof mps);
     o.want_mps = backend == LAB_BACKEND_CUDA && cuda_ok && !have_seed && !ra.no_mps && !ra.sanitize;
     o.mps = &mps;
-    if (o.want_mps && !mpi) {
-        char why[320];
-        lab_status ms = lab_mps_replay_start(&mps, why, sizeof why);
-        /* silent only where MPS is simply not installed */
-        if (!ra.quiet && (ms != LAB_ERR_UNSUPPORTED || getenv("CUDA_MPS_PIPE_DIRECTORY")))
-            fprintf(stderr, "cuda: %s\n", why);
-    }
+    if (o.want_mps && !mpi) lab_mps_replay_start(&mps, ra.quiet ? NULL : stderr, "");
     o.device_ok = backend == LAB_BACKEND_CUDA && cuda_ok;
     lab_verdict verdict;
     lab_case_record *recs;

@@ -707,10 +707,9 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     opts.progress = 0; /* one progress line per rank would interleave */
     if (opts.want_mps && opts.mps && share.ngpu > 0) {
         /* The rank's own daemons, for its own GPUs (lab_mps_replay.h) */
-        char why[320];
-        lab_status ms = lab_mps_replay_start(opts.mps, why, sizeof why);
-        if (ms != LAB_ERR_UNSUPPORTED || getenv("CUDA_MPS_PIPE_DIRECTORY"))
-            fprintf(stderr, "lab replay --mpi: rank %d: cuda: %s\n", rank, why);
+        char who[64];
+        snprintf(who, sizeof who, "lab replay --mpi: rank %d: ", rank);
+        lab_mps_replay_start(opts.mps, stderr, who);
     }
     char note[200];
     opts.jobs = me.jobs = lab_sched_workers(&share, opts.backend, opts.jobs, note, sizeof note);

@@ -55,7 +55,8 @@ static lab_status lab_mps_replay_probe(lab_mps *m, char *why, size_t len)
 #endif
 }
 
-lab_status lab_mps_replay_start(lab_mps *m, char *why, size_t len)
+/* The start itself: *why says what was done or why not. */
+static lab_status lab_mps_replay_begin(lab_mps *m, char *why, size_t len)
 {
     lab_sched_machine *host = malloc(sizeof *host);
     lab_status st;
@@ -84,4 +85,13 @@ lab_status lab_mps_replay_start(lab_mps *m, char *why, size_t len)
     }
     lab_mps_confirm(m);
     return LAB_OK;
+}
+
+lab_status lab_mps_replay_start(lab_mps *m, FILE *say, const char *prefix)
+{
+    char why[320];
+    lab_status st = lab_mps_replay_begin(m, why, sizeof why);
+    if (say && (st != LAB_ERR_UNSUPPORTED || getenv("CUDA_MPS_PIPE_DIRECTORY")))
+        fprintf(say, "%scuda: %s\n", prefix ? prefix : "", why);
+    return st;
 }

@@ -57,7 +57,7 @@ typedef struct {
     size_t out_bytes;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int quit, failed;    /* the helper ended / could not make a spare */
+    int failed;          /* the helper could not make a spare (and ended) */
     FILE *times;
 } dn_nccl;
 
@@ -195,14 +195,13 @@ static void *dn_spare_thread(void *arg)
     pthread_mutex_lock(&n->mu);
     for (;;) {
         dn_slot *s = NULL;
-        while (!n->quit) {
+        for (;;) {
             if (dn_count(n, DN_READY) + dn_count(n, DN_MAKING) < n->spares)
                 for (int i = 0; i < DN_SLOTS && !s; ++i)
                     if (n->slot[i].state == DN_FREE) s = &n->slot[i];
             if (s) break;
             pthread_cond_wait(&n->cv, &n->mu);
         }
-        if (n->quit) break;
         s->state = DN_MAKING;
         pthread_mutex_unlock(&n->mu);
         int rc = dn_make(n, s, 1);

@@ -47,6 +47,7 @@ typedef struct {
                             reaches it, behind a hung collective, where the rank could not see the abort word */
     size_t hcap;
     int state;           /* DN_*, under the job's mutex */
+    unsigned long made;  /* which communicator of the job this is (0: the first): the same number on every rank */
 } dn_slot;
 
 typedef struct {
@@ -58,6 +59,7 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int failed;          /* the helper could not make a spare (and ended) */
+    unsigned long made;  /* communicators begun so far */
     FILE *times;
 } dn_nccl;
 
@@ -203,6 +205,7 @@ static void *dn_spare_thread(void *arg)
             pthread_cond_wait(&n->cv, &n->mu);
         }
         s->state = DN_MAKING;
+        s->made = n->made++;
         pthread_mutex_unlock(&n->mu);
         int rc = dn_make(n, s, 1);
         pthread_mutex_lock(&n->mu);
@@ -250,11 +253,14 @@ static int dn_begin(dsh_xport *x, int trainers, int fresh, int *member, int *ran
     } else {
         pthread_detach(t);
     }
+    /* The oldest ready spare: the k-th spare taken on every rank is then the k-th made, one communicator. Slots
+     * are reused in whatever order their aborts end, so the first ready slot by index can be a newer spare on one
+     * rank than on another, and their collectives would pair with another seed's. */
     pthread_mutex_lock(&n->mu);
     dn_slot *s = NULL;
     while (!s && !n->failed) {
-        for (int i = 0; i < DN_SLOTS && !s; ++i)
-            if (n->slot[i].state == DN_READY) s = &n->slot[i];
+        for (int i = 0; i < DN_SLOTS; ++i)
+            if (n->slot[i].state == DN_READY && (!s || n->slot[i].made < s->made)) s = &n->slot[i];
         if (!s && !n->failed) pthread_cond_wait(&n->cv, &n->mu);
     }
     if (s) s->state = DN_LIVE;
@@ -393,6 +399,7 @@ int main(int argc, char **argv)
     /* The first communicator, made before any seed; then the helper makes the spares. */
     n.live = &n.slot[0];
     n.live->state = DN_LIVE;
+    n.made = 1;
     if (dn_make(&n, n.live, 0)) MPI_Abort(MPI_COMM_WORLD, 3);
     pthread_t helper;
     if (n.spares && pthread_create(&helper, NULL, dn_spare_thread, &n) != 0) n.spares = 0;

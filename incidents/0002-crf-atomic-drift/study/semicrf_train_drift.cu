@@ -1087,8 +1087,12 @@ static void host_reference(int B, int T, int K, int C, const int *len, const flo
     }
 }
 
-/* Returns 0, or 1 when a float32 result is not even close to the float64 reference (relative error above 1e-3 in
- * some tensor, or a non-finite value): the kernels are broken, nothing after this is worth reading. */
+/* Returns 0, or 1 when a float32 result is not even close to the float64 reference (relative error above
+ * TCHECK_BROKEN in some tensor, or a non-finite value): the kernels are broken, nothing after this is worth reading.
+ * The bound is a sanity check, not a criterion: the write-up itself measured float32 gradients about 1e-3 off at
+ * T = 500 (and the first GPU run here 2.3e-3 on the cumulative scores), while a wrong index or a missing term is off
+ * by order one; 1e-2 separates the two. */
+#define TCHECK_BROKEN 1e-2
 static int run_tcheck(const Opts &o, FILE *txt, FILE *js, int gpu)
 {
     fprintf(js, "\"tcheck\":[");
@@ -1184,8 +1188,8 @@ static int run_tcheck(const Opts &o, FILE *txt, FILE *js, int gpu)
             cmp(*ac, pa, *bc, pb, NC, &e[4], &e[5]);
             fprintf(txt, "  %-42s %10.3g %10.3g %10.3g %10.3g %10.3g %10.3g\n", what[r], e[0], e[0] / e[1], e[2], e[2] / e[3],
                     e[4], e[4] / e[5]);
-            if (pb < 0 && !(e[0] / e[1] < 1e-3 && e[2] / e[3] < 1e-3 && e[4] / e[5] < 1e-3)) {
-                fprintf(txt, "  BROKEN: %s is not within 1e-3 of the float64 reference\n", what[r]);
+            if (pb < 0 && !(e[0] / e[1] < TCHECK_BROKEN && e[2] / e[3] < TCHECK_BROKEN && e[4] / e[5] < TCHECK_BROKEN)) {
+                fprintf(txt, "  BROKEN: %s is not within %g of the float64 reference\n", what[r], TCHECK_BROKEN);
                 broken = 1;
             }
             fprintf(js, "%s{\"comparison\":\"%s\",\"trans_abs\":%.6g,\"trans_scale\":%.6g,\"dur_abs\":%.6g,\"dur_scale\":%.6g,"

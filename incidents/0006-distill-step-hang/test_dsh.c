@@ -1,5 +1,6 @@
 /* test_dsh: incident 0006: the analyzer on hand-made traces (each match state), the trace ring, and the real
  * MPI job: the fix completes, the bug hangs and is named, G = 1 completes, the watchdog leaves nothing behind. */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 
 #include <math.h>
@@ -220,6 +221,40 @@ static lab_case_result run_case(const char *variant, uint64_t seed)
     return lab_test_run(&dsh_incident, variant, seed, ".");
 }
 
+/* The case's Perfetto trace (dsh_trace_export) has every rank of the job: its name, and its collectives as complete
+ * events on tid 1, the first a broadcast (each exchange starts with the shape's). */
+static void assert_trace_has_every_rank(const char *variant, const char *backend, uint64_t seed, int world)
+{
+    char stem[1200], path[1300];
+    dsh_trace_export_stem(".", variant, backend, seed, stem, sizeof stem);
+    snprintf(path, sizeof path, "%s.trace.json", stem);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "no trace %s", path);
+    char *text = malloc(1 << 22);
+    size_t n = fread(text, 1, (1 << 22) - 1, f);
+    fclose(f);
+    text[n] = 0;
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
+    cr_assert_not_null(doc, "%s: not JSON", path);
+    int named[DSH_TRACE_MAXRANK] = {0}, colls[DSH_TRACE_MAXRANK] = {0}, first_bcast[DSH_TRACE_MAXRANK] = {0};
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "traceEvents"))
+    {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name"));
+        const char *ph = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "ph"));
+        int pid = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "pid"));
+        int tid = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "tid"));
+        cr_assert(name && ph && pid >= 0 && pid < world, "%s: an event of no rank of %d", path, world);
+        if (!strcmp(ph, "M") && !strcmp(name, "process_name")) named[pid] = 1;
+        if (!strcmp(ph, "X") && tid == 1 && colls[pid]++ == 0) first_bcast[pid] = !strncmp(name, "bcast", 5);
+    }
+    cJSON_Delete(doc);
+    for (int r = 0; r < world; ++r)
+        cr_assert(named[r] && colls[r] > 0 && first_bcast[r], "%s: rank %d: named %d, %d collectives, first a bcast %d",
+                  path, r, named[r], colls[r], first_bcast[r]);
+}
+
 Test(dsh_job, params_cover_the_ranges)
 {
     int seen_n[5] = {0}, seen_g[5] = {0}, seen_s[7] = {0};
@@ -254,6 +289,7 @@ Test(dsh_job, fix_completes_every_collective_matched, .timeout = 120)
         cr_assert_eq(lab_result_get(&r, "outputs_bad"), 0);
         /* 3 collectives per step, plus finalize, all fully matched */
         cr_assert_eq(lab_result_get(&r, "collectives_matched"), 3 * lab_result_get(&r, "steps") + 1);
+        assert_trace_has_every_rank("fix", "cpu", s, (int)lab_result_get(&r, "n_trainers") + 1);
     }
 }
 
@@ -538,5 +574,6 @@ Test(dsh_job, nccl_backend_skips_or_runs, .timeout = 120)
         }
         cr_assert(r.verdict_set);
         cr_assert_eq(r.passed, v->role == LAB_ROLE_FIX, "%s: %s", names[i], r.detail);
+        assert_trace_has_every_rank(names[i], "cuda", 1, (int)lab_result_get(&r, "n_trainers") + 1);
     }
 }

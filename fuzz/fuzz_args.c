@@ -1,5 +1,5 @@
-/* fuzz_args: libFuzzer target for the command-line parser (lab_args): the input, split at NUL bytes, is
- * the argv of `lab replay`; whatever it holds, parsing must not crash, and a parse that succeeds must give
+/* fuzz_args: libFuzzer target for the command-line parser (lab_cli): the input, split at NUL bytes, is
+ * the argv of `lab replay` and of `lab report`; whatever it holds, parsing must not crash, and a parse that succeeds must give
  * numbers within the ranges `lab help` states and a seed array size computed without overflow. The legal
  * extremes (--seeds 1048576, -j1024, the last first seed, ...) must parse to exactly those values, and one
  * past each must be refused (fuzz_args_check_extremes); the corpus holds them too, for mutation around them. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lab_args.h"
+#include "lab_cli.h"
 
 /* The legal extremes, each spelling the parser takes: every limit `lab help` states parses to exactly that value, and
  * one past it is refused. Checked once per fuzzing process (an abort is a finding), before any fuzzed input. */
@@ -18,13 +18,13 @@ typedef struct {
 } fuzz_args_extreme;
 
 static const fuzz_args_extreme fuzz_args_extremes[] = {
-    {{"--seeds", "1048576"}, 1, LAB_ARGS_SEEDS_MAX, 1, 0, 0, 0},
-    {{"--seeds=1048576"}, 1, LAB_ARGS_SEEDS_MAX, 1, 0, 0, 0},
-    {{"--incident", "0004", "--seeds", "1048576", "-j2"}, 1, LAB_ARGS_SEEDS_MAX, 1, 2, 0, 0},
-    {{"--seeds", "1048576", "--first-seed", "9007199253692417"}, 1, LAB_ARGS_SEEDS_MAX, LAB_ARGS_SEED_MAX - LAB_ARGS_SEEDS_MAX + 1, 0, 0, 0},
-    {{"--seed", "9007199254740992"}, 1, LAB_ARGS_SEEDS_DEFAULT, 1, 0, 0, LAB_ARGS_SEED_MAX},
-    {{"-j1024", "--timeout=86400"}, 1, LAB_ARGS_SEEDS_DEFAULT, 1, LAB_ARGS_JOBS_MAX, LAB_ARGS_TIMEOUT_MAX, 0},
-    {{"-j", "1", "--timeout", "1", "--"}, 1, LAB_ARGS_SEEDS_DEFAULT, 1, 1, 1, 0},
+    {{"--seeds", "1048576"}, 1, LAB_CLI_SEEDS_MAX, 1, 0, 0, 0},
+    {{"--seeds=1048576"}, 1, LAB_CLI_SEEDS_MAX, 1, 0, 0, 0},
+    {{"--incident", "0004", "--seeds", "1048576", "-j2"}, 1, LAB_CLI_SEEDS_MAX, 1, 2, 0, 0},
+    {{"--seeds", "1048576", "--first-seed", "9007199253692417"}, 1, LAB_CLI_SEEDS_MAX, LAB_CLI_SEED_MAX - LAB_CLI_SEEDS_MAX + 1, 0, 0, 0},
+    {{"--seed", "9007199254740992"}, 1, LAB_CLI_SEEDS_DEFAULT, 1, 0, 0, LAB_CLI_SEED_MAX},
+    {{"-j1024", "--timeout=86400"}, 1, LAB_CLI_SEEDS_DEFAULT, 1, LAB_CLI_JOBS_MAX, LAB_CLI_TIMEOUT_MAX, 0},
+    {{"-j", "1", "--timeout", "1", "--"}, 1, LAB_CLI_SEEDS_DEFAULT, 1, 1, 1, 0},
     {{"--seeds", "1048577"}, 0},
     {{"--seeds", "1048576", "--first-seed", "9007199253692418"}, 0},
     {{"--seed", "9007199254740993"}, 0},
@@ -41,15 +41,16 @@ static void fuzz_args_check_extremes(void)
         int argc = 0;
         while (argc < 6 && e->argv[argc]) argv[argc] = (char *)e->argv[argc], argc++;
         argv[argc] = NULL;
-        lab_args_replay o;
-        int ok = lab_args_replay_parse(argc, argv, &o) == LAB_OK;
+        lab_cli_replay c;
+        const lab_request *o = &c.req;
+        int ok = lab_cli_replay_parse(LAB_CLI_REPLAY, argc, argv, &c) == LAB_OK;
         if (ok != e->ok) abort();
         if (!ok) continue;
-        if (o.n_seeds != e->seeds || o.first_seed != e->first || o.jobs != e->jobs || o.timeout_s != e->timeout) abort();
-        if (e->seed && (!o.have_seed || o.seed != e->seed)) abort();
+        if (o->n_seeds != e->seeds || o->first_seed != e->first || o->jobs != e->jobs || o->timeout_s != e->timeout) abort();
+        if (e->seed && (!o->have_seed || o->seed != e->seed)) abort();
         size_t n, bytes;
-        if (lab_args_replay_seed_bytes(&o, &n, &bytes) != LAB_OK || bytes != n * sizeof(uint64_t)) abort();
-        if (n != (o.have_seed ? 1 : o.n_seeds)) abort();
+        if (lab_cli_seed_bytes(o, &n, &bytes) != LAB_OK || bytes != n * sizeof(uint64_t)) abort();
+        if (n != (o->have_seed ? 1 : o->n_seeds)) abort();
     }
 }
 
@@ -68,20 +69,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (i > start || i < size) argv[argc++] = buf + start;
             start = i + 1;
         }
-    lab_args_replay o;
-    if (lab_args_replay_parse(argc, argv, &o) == LAB_OK && !o.help) {
+    /* both commands' option tables: the first byte picks which */
+    lab_cli_replay c;
+    const lab_request *o = &c.req;
+    lab_cli_cmd cmd = size && (data[0] & 1) ? LAB_CLI_REPORT : LAB_CLI_REPLAY;
+    if (lab_cli_replay_parse(cmd, argc, argv, &c) == LAB_OK && !c.help) {
         size_t n, bytes;
-        if (o.n_seeds < 1 || o.n_seeds > LAB_ARGS_SEEDS_MAX) abort();
-        if (o.first_seed < 1 || o.first_seed - 1 > LAB_ARGS_SEED_MAX - o.n_seeds) abort();
-        if (o.have_seed && (o.seed < 1 || o.seed > LAB_ARGS_SEED_MAX)) abort();
-        if (o.jobs > LAB_ARGS_JOBS_MAX || o.timeout_s > LAB_ARGS_TIMEOUT_MAX || o.n_ids > LAB_ARGS_IDS_MAX) abort();
-        if (lab_args_replay_seed_bytes(&o, &n, &bytes) != LAB_OK || bytes != n * sizeof(uint64_t)) abort();
+        if (o->n_seeds < 1 || o->n_seeds > LAB_CLI_SEEDS_MAX) abort();
+        if (o->first_seed < 1 || o->first_seed - 1 > LAB_CLI_SEED_MAX - o->n_seeds) abort();
+        if (o->have_seed && (o->seed < 1 || o->seed > LAB_CLI_SEED_MAX)) abort();
+        if (o->jobs > LAB_CLI_JOBS_MAX || o->timeout_s > LAB_CLI_TIMEOUT_MAX || o->n_ids > LAB_REQUEST_IDS_MAX) abort();
+        if (o->batch_seeds > LAB_CLI_BATCH_MAX || (cmd == LAB_CLI_REPLAY && c.bench != -1)) abort();
+        if (!o->out || !*o->out || !o->backend) abort();
+        if (lab_cli_seed_bytes(o, &n, &bytes) != LAB_OK || bytes != n * sizeof(uint64_t)) abort();
     }
     /* The number parser alone, over the whole input as one string. */
     uint64_t v;
-    if (lab_args_u64("--x", buf, 3, 1000000007, &v) == LAB_OK && (v < 3 || v > 1000000007)) abort();
+    if (lab_cli_u64("--x", buf, 3, 1000000007, &v) == LAB_OK && (v < 3 || v > 1000000007)) abort();
     double d;
-    if (lab_args_double_above("--f", buf, 1.0, 1e300, &d) == LAB_OK && !(d > 1.0 && d <= 1e300)) abort();
+    if (lab_cli_double_above("--f", buf, 1.0, 1e300, &d) == LAB_OK && !(d > 1.0 && d <= 1e300)) abort();
     free(buf);
     return 0;
 }

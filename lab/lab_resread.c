@@ -108,7 +108,21 @@ lab_status lab_resread_load(const char *path, lab_resread_set *out)
     return LAB_OK;
 }
 
-lab_status lab_resread_from_records(const lab_case_record *recs, size_t n, const char *lab_bin, lab_resread_set *out)
+/* v as results.jsonl gives it back: cJSON writes a number with 15 significant digits wherever those read back within
+ * its own tolerance, so a value read back can differ from the one written in its last digit; the records in memory
+ * take the same round trip, so that what is built from them equals what is built from the file. */
+static double lab_resread_as_written(double v)
+{
+    if (!isfinite(v)) return v;
+    cJSON *n = cJSON_CreateNumber(v);
+    char *text = n ? cJSON_PrintUnformatted(n) : NULL;
+    double back = text ? strtod(text, NULL) : v;
+    free(text);
+    cJSON_Delete(n);
+    return back;
+}
+
+lab_status lab_resread_from_records(const lab_case_record *recs, size_t n, const lab_results_cmd *cmd, lab_resread_set *out)
 {
     out->n = 0;
     out->recs = malloc((n ? n : 1) * sizeof *out->recs);
@@ -124,13 +138,13 @@ lab_status lab_resread_from_records(const lab_case_record *recs, size_t n, const
         r->backend = c->backend;
         r->outcome = c->o.outcome;
         r->ok = lab_verdict_case_ok(c);
-        r->wall_s = c->o.wall_s;
+        r->wall_s = lab_resread_as_written(c->o.wall_s);
         snprintf(r->detail, sizeof r->detail, "%s", c->o.r.detail);
         snprintf(r->error, sizeof r->error, "%s", c->o.error);
-        lab_results_replay_cmd(c, lab_bin, r->replay, sizeof r->replay);
+        lab_results_spell(cmd, c, r->replay, sizeof r->replay);
         for (int k = 0; k < c->o.r.n_metrics && k < LAB_RESREAD_MAX_METRICS; ++k) {
             snprintf(r->metrics[k].name, LAB_METRIC_NAME, "%s", c->o.r.metrics[k].name);
-            r->metrics[k].value = c->o.r.metrics[k].value;
+            r->metrics[k].value = lab_resread_as_written(c->o.r.metrics[k].value);
             r->n_metrics++;
         }
         r->inc = c->incident;

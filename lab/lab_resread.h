@@ -7,6 +7,7 @@
 
 #include "lab_err.h"
 #include "lab_incident.h"
+#include "lab_results.h"
 #include "lab_verdict.h"
 
 #ifdef __cplusplus
@@ -51,10 +52,10 @@ typedef struct {
 lab_status lab_resread_load(const char *path, lab_resread_set *out);
 
 /* The records of a replay still in memory as lab_resread_load would read them back from the results.jsonl that
- * lab_results_write_jsonl writes of them (lab_bin: how the replay commands name the lab), without the file: the
+ * lab_results_write_jsonl writes of them (cmd: how their replay commands are spelled), without the file: the
  * same fields, strings cut to the same sizes, each record's incident and variant those it ran. *out is empty on
  * error (LAB_ERR_NOMEM). */
-lab_status lab_resread_from_records(const lab_case_record *recs, size_t n, const char *lab_bin, lab_resread_set *out);
+lab_status lab_resread_from_records(const lab_case_record *recs, size_t n, const lab_results_cmd *cmd, lab_resread_set *out);
 
 /* Releases a set (and empties it); an empty set is fine. */
 void lab_resread_free(lab_resread_set *s);

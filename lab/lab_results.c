@@ -29,15 +29,15 @@ void lab_results_wilson(size_t k, size_t n, double *lo, double *hi)
     *hi = centre + half > 1 ? 1 : centre + half;
 }
 
-void lab_results_replay_cmd(const lab_case_record *c, const char *lab_bin, char *buf, size_t len)
+void lab_results_spell(const lab_results_cmd *cmd, const lab_case_record *c, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s replay --incident %s --variant %s --seed %llu --backend %s", lab_bin, c->incident->id,
-             c->variant->name, (unsigned long long)c->seed, lab_backend_name(c->backend));
+    if (len) buf[0] = 0;
+    if (cmd && cmd->spell) cmd->spell(cmd->ctx, c, buf, len);
 }
 
-static cJSON *lab_results_case_json(const lab_case_record *c, const char *lab_bin)
+static cJSON *lab_results_case_json(const lab_case_record *c, const lab_results_cmd *cmd)
 {
-    char cmd[512];
+    char line[512];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "incident", c->incident->id);
     cJSON_AddStringToObject(o, "variant", c->variant->name);
@@ -71,24 +71,24 @@ static cJSON *lab_results_case_json(const lab_case_record *c, const char *lab_bi
             cJSON_AddStringToObject(bad, c->o.r.metrics[i].name, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
         }
     }
-    lab_results_replay_cmd(c, lab_bin, cmd, sizeof cmd);
-    cJSON_AddStringToObject(o, "replay", cmd);
+    lab_results_spell(cmd, c, line, sizeof line);
+    cJSON_AddStringToObject(o, "replay", line);
     return o;
 }
 
-int lab_results_jsonl_line(FILE *f, const lab_case_record *c, const char *lab_bin)
+int lab_results_jsonl_line(FILE *f, const lab_case_record *c, const lab_results_cmd *cmd)
 {
-    cJSON *o = lab_results_case_json(c, lab_bin);
+    cJSON *o = lab_results_case_json(c, cmd);
     int good = o && lab_json_fput(f, o, LAB_JSON_COMPACT);
     cJSON_Delete(o);
     return good;
 }
 
-lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs, size_t n, const char *lab_bin)
+lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs, size_t n, const lab_results_cmd *cmd)
 {
     lab_json_buf b = {0};
     for (size_t i = 0; i < n && !b.oom; ++i) {
-        cJSON *o = lab_results_case_json(&recs[i], lab_bin);
+        cJSON *o = lab_results_case_json(&recs[i], cmd);
         if (!o || !lab_json_buf_add(&b, o, LAB_JSON_COMPACT)) b.oom = 1;
         cJSON_Delete(o);
     }
@@ -108,7 +108,20 @@ lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *
                                      size_t n_cases, double wall_s, const lab_verdict *verdict,
                                      const lab_results_summary_extra *extra)
 {
+    cJSON *root;
+    lab_status st = lab_results_summary_json(t, nt, backend, n_cases, wall_s, verdict, extra, &root);
+    if (st == LAB_OK) st = lab_json_write_file(path, root, LAB_JSON_PRETTY);
+    cJSON_Delete(root);
+    return st;
+}
+
+lab_status lab_results_summary_json(const lab_verdict_tally *t, size_t nt, const char *backend, size_t n_cases,
+                                    double wall_s, const lab_verdict *verdict, const lab_results_summary_extra *extra,
+                                    cJSON **out)
+{
+    *out = NULL;
     cJSON *root = cJSON_CreateObject();
+    if (!root) return lab_err_set(LAB_ERR_NOMEM, "summary: out of memory");
     cJSON_AddBoolToObject(root, "ok", verdict->ok);
     cJSON_AddStringToObject(root, "verdict", verdict->line);
     cJSON_AddNumberToObject(root, "exit_status", verdict->exit_status);
@@ -173,8 +186,8 @@ lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *
         cJSON_AddStringToObject(root, "resume", extra->resume ? extra->resume : "");
     }
     if (extra && extra->fields) st = extra->fields(extra->fields_ctx, root);
-    if (st == LAB_OK) st = lab_json_write_file(path, root, LAB_JSON_PRETTY);
-    cJSON_Delete(root);
+    if (st != LAB_OK) cJSON_Delete(root);
+    else *out = root;
     return st;
 }
 
@@ -190,17 +203,17 @@ static const char *lab_results_role_word(const lab_case_record *c)
     return o == LAB_OUT_PASS ? "XPASS (bug not detected)" : "INCONCLUSIVE (not the bug's own failure)";
 }
 
-int lab_results_tap_case(FILE *f, const lab_case_record *c, size_t number, const char *lab_bin)
+int lab_results_tap_case(FILE *f, const lab_case_record *c, size_t number, const lab_results_cmd *cmd)
 {
     int ok = lab_verdict_case_ok(c);
-    char cmd[512];
-    lab_results_replay_cmd(c, lab_bin, cmd, sizeof cmd);
+    char line[512];
+    lab_results_spell(cmd, c, line, sizeof line);
     int good = fprintf(f, "%s %zu - %s %s seed=%llu %s: %s %s%s\n", ok == 0 ? "not ok" : "ok", number, c->incident->id,
                        c->variant->name, (unsigned long long)c->seed, lab_backend_name(c->backend),
                        lab_outcome_name(c->o.outcome), lab_results_role_word(c), ok < 0 ? " # SKIP" : "") >= 0;
     if (good && ok <= 0)
         good = fprintf(f, "  ---\n  detail: \"%s\"\n  error: \"%s\"\n  replay: \"%s\"\n  ...\n", c->o.r.detail, c->o.error,
-                       cmd) >= 0;
+                       line) >= 0;
     return good;
 }
 
@@ -230,14 +243,14 @@ static lab_status lab_results_flush_mem(const char *path, FILE *f, char **buf, s
 }
 
 lab_status lab_results_write_tap(const char *path, const lab_case_record *recs, size_t n, const lab_verdict_tally *t,
-                                 size_t nt, const lab_verdict *v, const char *lab_bin)
+                                 size_t nt, const lab_verdict *v, const lab_results_cmd *cmd)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
     int good = lab_results_tap_head(f, n, nt);
-    for (size_t i = 0; good && i < n; ++i) good = lab_results_tap_case(f, &recs[i], i + 1, lab_bin);
+    for (size_t i = 0; good && i < n; ++i) good = lab_results_tap_case(f, &recs[i], i + 1, cmd);
     if (good) good = lab_results_tap_tail(f, n, t, nt, v);
     return lab_results_flush_mem(path, f, &buf, &len, good);
 }
@@ -266,10 +279,10 @@ static void lab_results_xml(const char *s, char *out, size_t len)
     out[j] = '\0';
 }
 
-int lab_results_junit_case(FILE *f, const lab_case_record *c, const char *lab_bin)
+int lab_results_junit_case(FILE *f, const lab_case_record *c, const lab_results_cmd *cmd)
 {
-    char cmd[512], detail[512], err[512];
-    lab_results_replay_cmd(c, lab_bin, cmd, sizeof cmd);
+    char line[512], detail[512], err[512];
+    lab_results_spell(cmd, c, line, sizeof line);
     lab_results_xml(c->o.r.detail, detail, sizeof detail);
     lab_results_xml(c->o.error, err, sizeof err);
     int ok = lab_verdict_case_ok(c);
@@ -277,7 +290,7 @@ int lab_results_junit_case(FILE *f, const lab_case_record *c, const char *lab_bi
                        c->variant->name, (unsigned long long)c->seed, lab_backend_name(c->backend), c->o.wall_s) >= 0;
     if (good && ok == 0)
         good = fprintf(f, "<failure message=\"%s: %s\">%s %s&#10;replay: %s</failure>", lab_outcome_name(c->o.outcome),
-                       lab_results_role_word(c), detail, err, cmd) >= 0;
+                       lab_results_role_word(c), detail, err, line) >= 0;
     else if (good && ok < 0)
         good = fprintf(f, "<skipped message=\"%s\"/>", detail) >= 0;
     if (good) good = fprintf(f, "</testcase>\n") >= 0;
@@ -329,7 +342,7 @@ int lab_results_junit_tail(FILE *f, const lab_verdict_tally *t, size_t nt, const
 }
 
 lab_status lab_results_write_junit(const char *path, const lab_case_record *recs, size_t n,
-                                   const lab_verdict_tally *t, size_t nt, const lab_verdict *v, const char *lab_bin)
+                                   const lab_verdict_tally *t, size_t nt, const lab_verdict *v, const lab_results_cmd *cmd)
 {
     size_t failures = 0, skipped = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -342,7 +355,7 @@ lab_status lab_results_write_junit(const char *path, const lab_case_record *recs
     FILE *f = open_memstream(&buf, &len);
     if (!f) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
     int good = lab_results_junit_head(f, n, failures, skipped, t, nt, v);
-    for (size_t i = 0; good && i < n; ++i) good = lab_results_junit_case(f, &recs[i], lab_bin);
+    for (size_t i = 0; good && i < n; ++i) good = lab_results_junit_case(f, &recs[i], cmd);
     if (good) good = lab_results_junit_tail(f, t, nt, v);
     return lab_results_flush_mem(path, f, &buf, &len, good);
 }

@@ -18,14 +18,21 @@ extern "C" {
  * detection rate; the verdict on a stated rate is lab_verdict's exact binomial test.) */
 void lab_results_wilson(size_t k, size_t n, double *lo, double *hi);
 
-/* The one command that replays exactly this case, e.g.
- * "build/lab replay --incident 0004-pow-grad-nan --variant fix --seed 7 --backend cpu". */
-void lab_results_replay_cmd(const lab_case_record *c, const char *lab_bin, char *buf, size_t len);
+/* How a case's replay command is spelled (the one command that replays exactly that case): the command layer's words
+ * (replay/lab_cli.h), handed to the writers so that the core spells no command line. spell writes the command for c
+ * into buf (cut at len); the writers call it through lab_results_spell. */
+typedef struct {
+    void (*spell)(const void *ctx, const lab_case_record *c, char *buf, size_t len);
+    const void *ctx;
+} lab_results_cmd;
+
+/* The replay command of case c into buf through cmd; "" when cmd (or its spell) is NULL. */
+void lab_results_spell(const lab_results_cmd *cmd, const lab_case_record *c, char *buf, size_t len);
 
 /* Writes one JSON object per case (incident, variant, role, seed, backend, outcome, ok, signal,
  * wall_s, cpu_s (when known), done_s and worker (when run by a worker), detail, error, metrics{}, replay) to path, atomically. Non-finite metrics are written as null
  * with their names listed under "nonfinite_metrics". */
-lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs, size_t n, const char *lab_bin);
+lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs, size_t n, const lab_results_cmd *cmd);
 
 struct cJSON;
 /* Adds a caller's own fields to summary.json's tree before it is written (lab_mpi: the ranks): summary is the
@@ -56,24 +63,30 @@ lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *
                                      size_t n_cases, double wall_s, const lab_verdict *v,
                                      const lab_results_summary_extra *extra);
 
+/* The tree lab_results_write_summary writes, for a writer that keeps it too: *out (the caller deletes it; NULL on
+ * error). Errors: the caller's fields' or LAB_ERR_NOMEM. */
+lab_status lab_results_summary_json(const lab_verdict_tally *t, size_t nt, const char *backend, size_t n_cases,
+                                    double wall_s, const lab_verdict *v, const lab_results_summary_extra *extra,
+                                    struct cJSON **out);
+
 /* TAP version 13 and JUnit XML: one test point per case (lab_verdict_case_ok: "not ok" / <failure> when 0,
  * SKIP / <skipped> when -1), then one per variant (its tally's ok and verdict: a stated rate below 1, a
  * refused verdict), then one for the run (the verdict's ok and line). So a CI system sees a failure in
  * either exactly when the run is NOT OK. */
 lab_status lab_results_write_tap(const char *path, const lab_case_record *recs, size_t n, const lab_verdict_tally *t,
-                                 size_t nt, const lab_verdict *v, const char *lab_bin);
+                                 size_t nt, const lab_verdict *v, const lab_results_cmd *cmd);
 lab_status lab_results_write_junit(const char *path, const lab_case_record *recs, size_t n,
-                                   const lab_verdict_tally *t, size_t nt, const lab_verdict *v, const char *lab_bin);
+                                   const lab_verdict_tally *t, size_t nt, const lab_verdict *v, const lab_results_cmd *cmd);
 
 /* The pieces of those files, for a replay that writes its cases as they come (lab_replay's windows): one case's
  * results.jsonl line, TAP point (numbered `number`) and JUnit testcase; the TAP plan and the JUnit header (its
  * counts: case_failures cases with lab_verdict_case_ok 0, case_skipped with -1, of n) and the per-variant and run
  * points that end each file. Written to f exactly as the write_* functions write them; 1, or 0 on a write error. */
-int lab_results_jsonl_line(FILE *f, const lab_case_record *c, const char *lab_bin);
-int lab_results_tap_case(FILE *f, const lab_case_record *c, size_t number, const char *lab_bin);
+int lab_results_jsonl_line(FILE *f, const lab_case_record *c, const lab_results_cmd *cmd);
+int lab_results_tap_case(FILE *f, const lab_case_record *c, size_t number, const lab_results_cmd *cmd);
 int lab_results_tap_head(FILE *f, size_t n, size_t nt);
 int lab_results_tap_tail(FILE *f, size_t n, const lab_verdict_tally *t, size_t nt, const lab_verdict *v);
-int lab_results_junit_case(FILE *f, const lab_case_record *c, const char *lab_bin);
+int lab_results_junit_case(FILE *f, const lab_case_record *c, const lab_results_cmd *cmd);
 int lab_results_junit_head(FILE *f, size_t n, size_t case_failures, size_t case_skipped, const lab_verdict_tally *t,
                            size_t nt, const lab_verdict *v);
 int lab_results_junit_tail(FILE *f, const lab_verdict_tally *t, size_t nt, const lab_verdict *v);

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lab_args.h"
 #include "lab_binom.h"
 
 int lab_verdict_detected(const lab_variant *v, lab_outcome o)
@@ -260,7 +259,7 @@ static lab_verdict lab_verdict_decide_counts(lab_verdict v, const lab_verdict_ru
     int whole_run = !run->harness_failed && !run->ranks_failed && !run->interrupted && n == planned;
     v.ok = whole_run && v.variants_not_ok == 0 && v.cases_not_ok == 0 && !v.mismatch;
     if (run->harness_failed) v.exit_status = LAB_EXIT_FAILED;
-    else if (run->interrupted) v.exit_status = 128 + run->interrupted;
+    else if (run->interrupted) v.exit_status = LAB_EXIT_SIGNAL + run->interrupted;
     else v.exit_status = v.ok ? LAB_EXIT_OK : LAB_EXIT_NOT_OK;
 
     if (v.ok) {
@@ -294,4 +293,10 @@ static lab_verdict lab_verdict_decide_counts(lab_verdict v, const lab_verdict_ru
     lab_verdict_add(v.line, sizeof v.line, &first, (size_t)(v.mismatch != 0),
                     "case not ok inside a variant judged ok (internal disagreement)", "disagreements");
     return v;
+}
+
+int lab_verdict_exit(lab_status st)
+{
+    if (st == LAB_OK) return LAB_EXIT_OK;
+    return st == LAB_ERR_ARG || st == LAB_ERR_NOTFOUND ? LAB_EXIT_USAGE : LAB_EXIT_FAILED;
 }

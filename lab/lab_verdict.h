@@ -35,6 +35,19 @@
 extern "C" {
 #endif
 
+/* Exit codes of every `lab` command (docs/exit-codes.md), each meaning one thing; a replay's comes from its verdict
+ * (lab_verdict.exit_status), a command that stops before any verdict takes lab_verdict_exit's. */
+#define LAB_EXIT_OK 0      /* every fix holds and every bug is detected (or the command did its job) */
+#define LAB_EXIT_NOT_OK 1  /* the verdict is NOT OK (a fix regressed, a bug undetected, a golden differs) */
+#define LAB_EXIT_USAGE 2   /* bad usage: unknown flag, a number out of range, an unknown incident */
+#define LAB_EXIT_FAILED 3  /* the lab could not do the job: I/O error, missing dependency or build product,
+                              a requested backend that is not usable */
+#define LAB_EXIT_SIGNAL 128 /* interrupted: 128 + the signal (130 SIGINT, 143 SIGTERM), the finished cases kept */
+
+/* The exit status of a command that stopped on st before a verdict: LAB_EXIT_OK for LAB_OK, LAB_EXIT_USAGE for
+ * LAB_ERR_ARG and LAB_ERR_NOTFOUND (what the user typed is wrong), LAB_EXIT_FAILED for any other status. */
+int lab_verdict_exit(lab_status st);
+
 /* One (incident, variant, seed, backend) case and what happened to it. */
 typedef struct {
     const lab_incident *incident;

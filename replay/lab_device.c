@@ -4,8 +4,8 @@
 #include "lab_device.h"
 #include "lab_mps.h"
 
+#include <dirent.h>
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lab_cpus.h"
 #include "lab_cuda.h"
 #include "lab_isolate.h"
 
@@ -92,9 +93,7 @@ static cJSON *lab_device_host_json(void)
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     if (online > 0) cJSON_AddNumberToObject(h, "logical_cpus", (double)online);
     else cJSON_AddNullToObject(h, "logical_cpus");
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) cJSON_AddNumberToObject(h, "usable_cpus", CPU_COUNT(&set));
-    else cJSON_AddNullToObject(h, "usable_cpus");
+    cJSON_AddNumberToObject(h, "usable_cpus", lab_cpus_usable()); /* affinity and cgroup quota, as the scheduler */
     if (lab_device_proc_field("/proc/meminfo", "MemTotal", buf, sizeof buf))
         cJSON_AddNumberToObject(h, "memory_bytes", 1024.0 * strtod(buf, NULL)); /* "N kB" */
     else cJSON_AddNullToObject(h, "memory_bytes");
@@ -108,7 +107,124 @@ static cJSON *lab_device_host_json(void)
     return h;
 }
 
-/* Runs in a child process: describes CUDA device 0 through the result's detail (name) and metrics. */
+/* ------------------------------------------------------------------------------------------------ */
+/* The GPUs: which, and usable or why not */
+
+static int lab_device_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+/* "<model> (pci <bus>)" from the driver's /proc/driver/nvidia/gpus/<bus>/information, "pci <bus>" without it; the
+ * GPU's UUID from the same file into uuid ("" without it). */
+static void lab_device_model(const char *bus, char *out, size_t len, char *uuid, size_t ulen)
+{
+    char path[256], line[256], model[96] = "";
+    snprintf(path, sizeof path, "/proc/driver/nvidia/gpus/%s/information", bus);
+    FILE *f = fopen(path, "r");
+    uuid[0] = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        char *v = strchr(line, ':');
+        if (!v) continue;
+        for (++v; *v == ' ' || *v == '\t'; ++v) {
+        }
+        v[strcspn(v, "\n")] = 0;
+        if (!strncmp(line, "Model:", 6)) snprintf(model, sizeof model, "%s", v);
+        else if (!strncmp(line, "GPU UUID:", 9)) snprintf(uuid, ulen, "%s", v);
+    }
+    if (f) fclose(f);
+    snprintf(out, len, "%s%spci %s%s", model, model[0] ? " (" : "", bus, model[0] ? ")" : "");
+}
+
+/* The GPUs `nvidia-smi -L` lists ("GPU <i>: <name> (UUID: ...)", in PCI order): a separate process, so still no
+ * CUDA call here. Nothing listed (or no nvidia-smi): no GPU. */
+static void lab_device_probe_smi(lab_sched_machine *m)
+{
+    char *argv[] = {"nvidia-smi", "-L", NULL};
+    FILE *p;
+    pid_t pid;
+    if (lab_isolate_spawn_read(argv, &p, &pid) == LAB_OK) { /* an argv: no shell */
+        char line[256];
+        while (fgets(line, sizeof line, p))
+            if (m->ngpu < LAB_SCHED_MAX_GPUS && !strncmp(line, "GPU ", 4)) {
+                line[strcspn(line, "\n")] = 0;
+                snprintf(m->gpu[m->ngpu], sizeof m->gpu[0], "%d", m->ngpu);
+                snprintf(m->what[m->ngpu], sizeof m->what[0], "%s", line);
+                char *u = strstr(line, "UUID: ");
+                if (u) snprintf(m->uuid[m->ngpu], sizeof m->uuid[0], "%.*s", (int)strcspn(u + 6, ")"), u + 6);
+                m->ngpu++;
+            }
+        int ws;
+        lab_isolate_spawn_wait(p, pid, &ws);
+    }
+    snprintf(m->source, sizeof m->source, "%s", m->ngpu ? "nvidia-smi -L" : "no GPU listed by the driver or nvidia-smi");
+}
+
+/* The driver's GPUs in PCI order (the listing, else nvidia-smi -L) into *m, source set. */
+static void lab_device_probe_driver(lab_sched_machine *m)
+{
+    char bus[LAB_SCHED_MAX_GPUS][32];
+    int n = 0;
+    DIR *d = opendir("/proc/driver/nvidia/gpus");
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) && n < LAB_SCHED_MAX_GPUS)
+            if (e->d_name[0] != '.') snprintf(bus[n++], sizeof bus[0], "%s", e->d_name);
+        closedir(d);
+    }
+    qsort(bus, (size_t)n, sizeof bus[0], lab_device_cmp);
+    for (int i = 0; i < n; ++i) {
+        snprintf(m->gpu[i], sizeof m->gpu[0], "%d", i); /* PCI order, as the driver lists */
+        lab_device_model(bus[i], m->what[i], sizeof m->what[0], m->uuid[i], sizeof m->uuid[0]);
+    }
+    m->ngpu = n;
+    if (n == 0 && access("/dev/nvidiactl", F_OK) == 0) {
+        lab_device_probe_smi(m);
+        return;
+    }
+    snprintf(m->source, sizeof m->source, "%s", n ? "/proc/driver/nvidia/gpus" : "no GPU listed by the driver");
+}
+
+/* The driver's GPUs in PCI order, listed once per process (the listing does not change under a running process, and
+ * its nvidia-smi fallback costs a process start). */
+static const lab_sched_machine *lab_device_listing(void)
+{
+    static lab_sched_machine all; /* large: not on the stack */
+    static int listed;
+    if (!listed) lab_device_probe_driver(&all), listed = 1;
+    return &all;
+}
+
+void lab_device_machine(lab_sched_machine *m)
+{
+    const lab_sched_machine *all = lab_device_listing();
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (vis) memset(m, 0, sizeof *m);
+    else *m = *all;
+    m->ncpu = lab_cpus_describe(m->cpu_source, sizeof m->cpu_source);
+    if (!vis) return;
+    /* an allocation: its entries, each named by the driver's listing where it has it */
+    char list[1024], *save = NULL;
+    snprintf(list, sizeof list, "%s", vis);
+    for (char *t = strtok_r(list, ",", &save); t && m->ngpu < LAB_SCHED_MAX_GPUS; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ') ++t;
+        if (!*t || !strcmp(t, "-1")) break; /* CUDA stops at the first invalid entry */
+        int k = m->ngpu++;
+        snprintf(m->gpu[k], sizeof m->gpu[0], "%s", t);
+        if (!strncmp(t, "GPU-", 4)) {
+            snprintf(m->uuid[k], sizeof m->uuid[0], "%s", t);
+            continue;
+        }
+        char *end;
+        long idx = strtol(t, &end, 10);
+        if (*end || idx < 0) continue;
+        if (idx < all->ngpu) {
+            snprintf(m->uuid[k], sizeof m->uuid[0], "%s", all->uuid[idx]);
+            snprintf(m->what[k], sizeof m->what[0], "%s", all->what[idx]);
+        }
+    }
+    snprintf(m->source, sizeof m->source, "CUDA_VISIBLE_DEVICES='%.64s'", vis);
+}
+
+/* Runs in a child process: whether a CUDA context can be made (PASS, or SKIP saying why not; an error status: a GPU
+ * that is listed but unusable), and device 0's facts as the result's detail (its name) and metrics. */
 static lab_status lab_device_gpu_job(void *ctx, size_t job, lab_case_result *r)
 {
     (void)ctx;
@@ -122,7 +238,10 @@ static lab_status lab_device_gpu_job(void *ctx, size_t job, lab_case_result *r)
     }
     if (st != LAB_OK) return st;
     lab_cuda_info info;
-    if ((st = lab_cuda_device_info(0, &info)) != LAB_OK) return st;
+    if (lab_cuda_device_info(0, &info) != LAB_OK) {
+        lab_result_verdict(r, 1, "device query: %s", lab_err_msg()); /* usable, its facts unknown */
+        return LAB_OK;
+    }
     lab_result_metric(r, "cc_major", info.cc_major);
     lab_result_metric(r, "cc_minor", info.cc_minor);
     lab_result_metric(r, "multiprocessors", info.multiprocessors);
@@ -138,6 +257,45 @@ static lab_status lab_device_gpu_job(void *ctx, size_t job, lab_case_result *r)
 #endif
 }
 
+/* The CUDA check of this process's GPUs (lab_device_gpu_job in a child under a 60 s watchdog), made once for each
+ * CUDA_VISIBLE_DEVICES value (an MPI rank narrows it to its share): its outcome; *st the runner's status, err its
+ * message. */
+static const lab_job_outcome *lab_device_gpu(lab_status *st, char *err, size_t len)
+{
+    static lab_job_outcome o;
+    static lab_status ran;
+    static char seen[1024], ran_err[240];
+    static int probed;
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    char now[sizeof seen];
+    snprintf(now, sizeof now, "%s%s", vis ? "=" : "", vis ? vis : "");
+    if (!probed || strcmp(now, seen)) {
+        memset(&o, 0, sizeof o);
+        ran = lab_isolate_run(1, lab_device_gpu_job, NULL, 1, 60.0, NULL, &o);
+        snprintf(ran_err, sizeof ran_err, "%s", ran != LAB_OK ? lab_err_msg() : "");
+        snprintf(seen, sizeof seen, "%s", now);
+        probed = 1;
+    }
+    *st = ran;
+    snprintf(err, len, "%s", ran_err);
+    return &o;
+}
+
+lab_status lab_device_usable(char *why, size_t len)
+{
+#ifdef LAB_HAVE_CUDA
+    char err[240];
+    lab_status st;
+    const lab_job_outcome *o = lab_device_gpu(&st, err, sizeof err);
+    if (st == LAB_OK && o->outcome == LAB_OUT_PASS) return LAB_OK;
+    snprintf(why, len, "%s", st != LAB_OK ? err : o->r.detail[0] ? o->r.detail : o->error);
+    return lab_err_set(LAB_ERR_DEVICE, "%s", why);
+#else
+    snprintf(why, len, "this build has no CUDA");
+    return lab_err_set(LAB_ERR_DEVICE, "%s", why);
+#endif
+}
+
 /* "12.8" from the CUDA version encoding 1000 * major + 10 * minor. */
 static void lab_device_cuda_version(double v, char *buf, size_t len)
 {
@@ -149,12 +307,13 @@ static cJSON *lab_device_gpu_json(void)
 {
     cJSON *g = cJSON_CreateObject();
     if (!g) return NULL;
-    lab_job_outcome o;
-    memset(&o, 0, sizeof o);
-    lab_status st = lab_isolate_run(1, lab_device_gpu_job, NULL, 1, 60.0, NULL, &o);
+    char err[240];
+    lab_status st;
+    const lab_job_outcome *op = lab_device_gpu(&st, err, sizeof err);
+    const lab_job_outcome o = *op;
     if (st != LAB_OK) {
         cJSON_AddBoolToObject(g, "available", 0);
-        cJSON_AddStringToObject(g, "error", lab_err_msg());
+        cJSON_AddStringToObject(g, "error", err);
         return g;
     }
     if (o.outcome == LAB_OUT_SKIP) {
@@ -162,7 +321,7 @@ static cJSON *lab_device_gpu_json(void)
         cJSON_AddStringToObject(g, "reason", o.r.detail);
         return g;
     }
-    if (o.outcome != LAB_OUT_PASS) {
+    if (o.outcome != LAB_OUT_PASS || o.r.n_metrics == 0) {
         char msg[600];
         snprintf(msg, sizeof msg, "device query %s: %s%s%s", lab_outcome_name(o.outcome), o.error,
                  o.error[0] && o.r.detail[0] ? " " : "", o.r.detail);

@@ -1,22 +1,43 @@
-/* lab_device: describes the machine a report ran on (CPU, memory, kernel, the GPU through a child process)
- * and the build (commit, compilers, flags), as JSON for report.json. */
+/* lab_device: the one probe of this machine (its CPUs, its GPUs and their UUIDs, whether CUDA can use them or why
+ * not), shared by the scheduler, MPS, MPI and the report, and its description with the build's for report.json. */
 #ifndef LAB_DEVICE_H
 #define LAB_DEVICE_H
 
 #include <cJSON.h>
+#include <stddef.h>
 
+#include "lab_err.h"
 #include "lab_incident.h"
+#include "lab_sched.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* This machine as a JSON object: "backend", "host" (CPU model, logical CPUs, CPUs usable by this process,
- * memory, kernel from /proc and uname; unknown facts are null) and, when backend is cuda, "gpu": name,
- * compute capability, multiprocessors, memory, driver and runtime versions through lab_cuda_device_info. The
- * GPU is queried in a child process under a 60 s watchdog, so the caller never holds a CUDA context (children
- * it forks later can still use the GPU). Without a usable GPU, "gpu" is {"available": false, "reason":
- * "..."}. Returns NULL only when out of memory. */
+/* Contract. Nothing here makes a CUDA context in the calling process (a context does not survive the fork of every
+ * case): the GPU list comes from the driver's files or `nvidia-smi -L`, the CUDA check runs in a child. The costly
+ * facts are probed once per process: the driver's GPU listing, and the CUDA check once for each CUDA_VISIBLE_DEVICES
+ * value (an MPI rank narrows it to its share). The CPUs and CUDA_VISIBLE_DEVICES are read at every call: cheap, and
+ * a process may change them. */
+
+/* Fills *m with the machine as this process sees it now: CPUs from lab_cpus_describe (affinity, cgroup quota); GPUs
+ * from CUDA_VISIBLE_DEVICES when set (an allocation made by a scheduler or by `--mpi`, "-1" or empty meaning none; an
+ * index entry is the driver's k-th GPU in PCI order, a "GPU-" entry a UUID), else from the driver's
+ * /proc/driver/nvidia/gpus listing (indices in PCI order), else, where the driver's device node /dev/nvidiactl exists
+ * without that listing (some containers), from `nvidia-smi -L` (started from an argv, in PCI order). Each GPU named
+ * and its UUID given where the listing has them. Never fails: no listing means no GPU. */
+void lab_device_machine(lab_sched_machine *m);
+
+/* Whether a CUDA context can be made on this process's GPUs: LAB_OK, or LAB_ERR_DEVICE with why saying why not
+ * ("this build has no CUDA" in a build without it; the probe's words where no device is usable). What `--backend
+ * auto` and `--backend cuda` decide on. */
+lab_status lab_device_usable(char *why, size_t len);
+
+/* This machine as a JSON object: "backend", "host" (CPU model, logical CPUs, CPUs usable by this process as the
+ * scheduler counts them, memory, kernel from /proc and uname; unknown facts are null) and, when backend is cuda,
+ * "gpu": name, compute capability, multiprocessors, memory, driver and runtime versions from the CUDA check (device
+ * 0). Without a usable GPU, "gpu" is {"available": false, "reason" (or "error"): "..."}. Returns NULL only when out of
+ * memory. */
 cJSON *lab_device_json(lab_backend backend);
 
 /* The build as a JSON object: git commit (and "dirty" when the tree had changes), C compiler and its

@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lab_args.h"
 #include "lab_bench.h"
+#include "lab_cli.h"
 #include "lab_compare.h"
 #include "lab_compare_plot.h"
 #include "lab_fs.h"
@@ -20,9 +20,6 @@
 #include "lab_isolate.h"
 #include "lab_json.h"
 #include "lab_mpi.h"
-#include "lab_mps.h"
-#include "lab_mps_replay.h"
-#include "lab_sched.h"
 #include "lab_new.h"
 #include "lab_plot.h"
 #include "lab_sanitize.h"
@@ -133,11 +130,11 @@ static int lab_usage_error(const char *fmt, ...)
     return LAB_EXIT_USAGE;
 }
 
-/* Parses an integer flag value in [lo, hi] with lab_args_u64; 0 on success, else prints the error and
+/* Parses an integer flag value in [lo, hi] with lab_cli_u64; 0 on success, else prints the error and
  * returns the usage exit status. */
 static int lab_parse_u64(const char *flag, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    if (lab_args_u64(flag, s, lo, hi, out) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+    if (lab_cli_u64(flag, s, lo, hi, out) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
     return 0;
 }
 
@@ -185,124 +182,61 @@ static int lab_cmd_list(void)
 #include "lab_devmem.h"
 #endif
 
-/* --backend auto: cuda when this build has CUDA and a device is usable, else cpu. The probe runs in a
- * child process: a CUDA context made in this one would not survive the fork of every case. *why says
- * why the CPU was chosen. */
-static lab_backend lab_backend_auto(char *why, size_t len)
+/* Runs the request a command's options filled (lab_replay_request_run), keeping its result set in memory when
+ * keep_set; *rc gets the exit status when the replay did not get to a verdict (0 otherwise). */
+static lab_status lab_run_request(lab_request *req, const char *lab_bin, int keep_set, lab_replay_result *res, int *rc)
 {
-    return lab_mps_replay_cuda_usable(why, len) == LAB_OK ? LAB_BACKEND_CUDA : LAB_BACKEND_CPU;
+    req->lab_bin = lab_bin;
+    req->root = lab_root();
+    lab_replay_how how = {lab_mpi_replay, keep_set, stdout, stderr};
+    *rc = 0;
+    lab_status st = lab_replay_request_run(req, &how, res);
+    if (st == LAB_OK) return st;
+    if (st == LAB_ERR_ARG) *rc = lab_usage_error("%s", lab_err_msg());
+    else if (res->said) *rc = lab_verdict_exit(st);
+    else { /* the result set could not be written (or the harness failed): nothing claims a verdict */
+        fprintf(stderr, "lab replay: %s\n", lab_err_msg());
+        *rc = LAB_EXIT_FAILED;
+    }
+    return st;
+}
+
+/* The options of `lab replay` or `lab report` into *o: -1 to go on, else the exit status (its usage printed for
+ * --help, a usage error for a bad option or --mpi in a build without MPI). */
+static int lab_parse_request(lab_cli_cmd cmd, int argc, char **argv, lab_cli_replay *o)
+{
+    if (lab_cli_replay_parse(cmd, argc, argv, o) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+    if (o->help) {
+        lab_usage_print(stdout, cmd == LAB_CLI_REPORT ? "report" : "replay");
+        return LAB_EXIT_OK;
+    }
+    if (o->req.mpi && lab_mpi_check() != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+    return -1;
 }
 
 static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
 {
-    lab_args_replay ra;
-    if (lab_args_replay_parse(argc, argv, &ra) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
-    if (ra.help) {
-        lab_usage_print(stdout, "replay");
-        return LAB_EXIT_OK;
+    lab_cli_replay ra;
+    int rc = lab_parse_request(LAB_CLI_REPLAY, argc, argv, &ra);
+    if (rc >= 0) return rc;
+    lab_replay_result res;
+    if (lab_run_request(&ra.req, lab_bin, 0, &res, &rc) != LAB_OK) {
+        lab_replay_result_free(&res);
+        return rc;
     }
-    if (ra.sanitize && lab_sanitize_tool_check(ra.sanitize) != LAB_OK)
-        return lab_usage_error("--sanitize: %s", lab_err_msg());
-    if (ra.mpi && lab_mpi_check() != LAB_OK) return lab_usage_error("%s", lab_err_msg());
-    if (ra.out && lab_fs_out_check("--out", ra.out, lab_replay_set_names) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
-    const char **ids = ra.ids, *variant = ra.variant, *out = ra.out, *sanitize = ra.sanitize;
-    size_t n_ids = ra.n_ids;
-    int have_seed = ra.have_seed, have_seeds = ra.have_seeds, quiet = ra.quiet, mpi = ra.mpi;
-    lab_backend backend = LAB_BACKEND_CPU;
-    int cuda_ok = 0; /* a CUDA device is usable */
-    if (!strcmp(ra.backend, "auto") || !strcmp(ra.backend, "cuda")) {
-        char why[240];
-        lab_backend got = lab_backend_auto(why, sizeof why);
-        cuda_ok = got == LAB_BACKEND_CUDA;
-        if (!strcmp(ra.backend, "auto")) {
-            backend = got;
-            if (got == LAB_BACKEND_CPU) fprintf(stderr, "backend auto: cpu (%s)\n", why);
-            else fprintf(stderr, "backend auto: cuda\n");
-        } else {
-            backend = LAB_BACKEND_CUDA;
-            if (got != LAB_BACKEND_CUDA && !ra.gpu_optional) {
-                fprintf(stderr,
-                        "lab replay: --backend cuda: no usable CUDA device: %s\n(--backend auto falls back to the "
-                        "CPU; --gpu-optional runs every CUDA case as SKIP instead)\n",
-                        why);
-                return LAB_EXIT_FAILED;
-            }
-            if (got != LAB_BACKEND_CUDA) fprintf(stderr, "backend cuda: no usable device (%s): cases SKIP (--gpu-optional)\n", why);
-        }
-    }
-
-    size_t n_all;
-    const lab_incident *const *all = lab_incident_all(&n_all);
-    const lab_incident *sel[LAB_ARGS_IDS_MAX];
-    size_t n_sel = 0;
-    if (n_ids == 0) {
-        for (size_t i = 0; i < n_all && n_sel < LAB_ARGS_IDS_MAX; ++i) sel[n_sel++] = all[i];
-    } else {
-        for (size_t i = 0; i < n_ids; ++i) {
-            const lab_incident *inc = lab_find_or_complain(ids[i]);
-            if (!inc) return LAB_EXIT_USAGE;
-            sel[n_sel++] = inc;
-        }
-    }
-    if (variant) {
-        int found = 0;
-        for (size_t i = 0; i < n_sel; ++i) found |= lab_incident_variant(sel[i], variant) != NULL;
-        if (!found) {
-            fprintf(stderr, "lab: unknown variant '%s'; known:", variant);
-            for (size_t i = 0; i < n_sel; ++i)
-                for (int v = 0; v < sel[i]->n_variants; ++v) fprintf(stderr, " %s/%s", sel[i]->id, sel[i]->variants[v].name);
-            fprintf(stderr, "\n");
-            return LAB_EXIT_USAGE;
-        }
-    }
-    size_t ns, bytes;
-    if (lab_args_replay_seed_bytes(&ra, &ns, &bytes) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
-    uint64_t *seeds = malloc(bytes);
-    if (!seeds) {
-        fprintf(stderr, "lab replay: out of memory for %zu seeds\n", ns);
-        return LAB_EXIT_FAILED;
-    }
-    for (size_t s = 0; s < ns; ++s) seeds[s] = have_seed ? ra.seed : ra.first_seed + s;
-
-    lab_replay_opts o = {sel, n_sel, variant, seeds, ns, !have_seed && !have_seeds, backend, (int)ra.jobs,
-                         (double)ra.timeout_s, out, ra.tap, ra.plots, !quiet, lab_bin, lab_root(), sanitize};
-    o.batch_seeds = (unsigned)ra.batch_seeds;
-    /* The CUDA workers share the GPU through a private MPS daemon (lab_mps_replay.h), unless asked not to, under
-     * compute-sanitizer (no MPS clients) or for one seed: started before the workers (under --mpi by each rank, for
-     * its share of its host's GPUs), stopped after the replay, interrupted or not. */
-    static lab_mps mps; /* large (one folder a GPU): not on the stack */
-    memset(&mps, 0, sizeof mps);
-    o.want_mps = backend == LAB_BACKEND_CUDA && cuda_ok && !have_seed && !ra.no_mps && !ra.sanitize;
-    o.mps = &mps;
-    if (o.want_mps && !mpi) lab_mps_replay_start(&mps, ra.quiet ? NULL : stderr, "");
-    o.device_ok = backend == LAB_BACKEND_CUDA && cuda_ok;
-    lab_verdict verdict;
-    lab_case_record *recs;
-    size_t nrec;
-    /* SIGINT/SIGTERM: stop, keep the finished cases (lab_isolate.h); under --mpi mpirun passes the signal to every
-     * rank (lab_mpi.h, LAB_MPI_INTERRUPT_WAIT_S). */
-    if (lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab replay: %s\n", lab_err_msg());
-    lab_status st = mpi ? lab_mpi_replay(&o, stdout, &verdict, &recs, &nrec)
-                        : lab_replay_run(&o, stdout, &verdict, &recs, &nrec);
-    lab_mps_stop(&mps);
-    if (st == LAB_OK && have_seed) {
+    if (ra.req.have_seed) {
         /* One case: show everything it reported. */
-        for (size_t i = 0; i < nrec; ++i) {
-            printf("%s %s seed %llu %s: %s %s %s\n", recs[i].incident->id, recs[i].variant->name,
-                   (unsigned long long)recs[i].seed, lab_backend_name(recs[i].backend),
-                   lab_outcome_name(recs[i].o.outcome), recs[i].o.r.detail, recs[i].o.error);
-            for (int m = 0; m < recs[i].o.r.n_metrics; ++m)
-                printf("    %-24s %.9g\n", recs[i].o.r.metrics[m].name, recs[i].o.r.metrics[m].value);
+        for (size_t i = 0; i < res.n_recs; ++i) {
+            const lab_case_record *r = &res.recs[i];
+            printf("%s %s seed %llu %s: %s %s %s\n", r->incident->id, r->variant->name, (unsigned long long)r->seed,
+                   lab_backend_name(r->backend), lab_outcome_name(r->o.outcome), r->o.r.detail, r->o.error);
+            for (int m = 0; m < r->o.r.n_metrics; ++m)
+                printf("    %-24s %.9g\n", r->o.r.metrics[m].name, r->o.r.metrics[m].value);
         }
     }
-    free(recs);
-    free(seeds);
-    if (st != LAB_OK) {
-        /* The result set could not be written (or the harness failed): nothing claims a verdict. */
-        fprintf(stderr, "lab replay: %s\n", lab_err_msg());
-        return LAB_EXIT_FAILED;
-    }
-    return verdict.exit_status; /* the one verdict's (lab_verdict.h): 0, 1, 3, or 130/143 when interrupted */
+    rc = res.verdict.exit_status; /* the one verdict's (lab_verdict.h): 0, 1, 3, or 130/143 when interrupted */
+    lab_replay_result_free(&res);
+    return rc;
 }
 
 /* explain: one job per (seed, variant) pair. */
@@ -331,7 +265,7 @@ static int lab_cmd_explain(int argc, char **argv, const char *lab_bin)
     lab_backend backend = LAB_BACKEND_CPU;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
-            if (lab_parse_u64("--seeds", argv[++i], 1, LAB_ARGS_EXPLAIN_SEEDS_MAX, &seeds)) return LAB_EXIT_USAGE;
+            if (lab_parse_u64("--seeds", argv[++i], 1, LAB_CLI_EXPLAIN_SEEDS_MAX, &seeds)) return LAB_EXIT_USAGE;
         } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
             if (lab_backend_parse(argv[++i], &backend) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
         } else {
@@ -345,7 +279,7 @@ static int lab_cmd_explain(int argc, char **argv, const char *lab_bin)
     printf("\nLive, %llu seeds on %s; separating metric: %s\n\n", (unsigned long long)seeds, lab_backend_name(backend),
            inc->plot_metric);
     size_t nv = (size_t)inc->n_variants, n;
-    if (lab_args_mul_size((size_t)seeds, nv, "explain --seeds", &n) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
+    if (lab_cli_mul_size((size_t)seeds, nv, "explain --seeds", &n) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
     lab_job_outcome *out = calloc(n ? n : 1, sizeof *out);
     if (!out) {
         fprintf(stderr, "lab explain: out of memory\n");
@@ -465,7 +399,7 @@ static int lab_cmd_case(int argc, char **argv)
     const lab_variant *v = lab_incident_variant(inc, argv[1]);
     if (!v) return lab_usage_error("case: %s has no variant '%s'", inc->id, argv[1]);
     uint64_t seed;
-    if (lab_parse_u64("SEED", argv[2], 1, LAB_ARGS_SEED_MAX, &seed)) return LAB_EXIT_USAGE;
+    if (lab_parse_u64("SEED", argv[2], 1, LAB_CLI_SEED_MAX, &seed)) return LAB_EXIT_USAGE;
     lab_backend backend = LAB_BACKEND_CPU;
     const char *sanitizer = NULL;
     for (int i = 3; i < argc; ++i) {
@@ -544,7 +478,7 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
          * of that folder, describing this machine and build, which must be the ones that ran it */
         if (argc != 2) return lab_usage_error("report --from needs exactly one replay folder");
         char command[4096];
-        snprintf(command, sizeof command, "%s report --from %s", lab_bin, argv[1]);
+        lab_cli_line(lab_bin, "report", argc, argv, command, sizeof command);
         lab_report_opts ro = {0, command, 1};
         if (lab_report_write(argv[1], &ro) != LAB_OK) {
             fprintf(stderr, "lab report: %s\n", lab_err_msg());
@@ -553,37 +487,26 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
         printf("report: %s/index.html (and report.json)\n", argv[1]);
         return LAB_EXIT_OK;
     }
-    const char *out = "build/report";
-    char **rargv = malloc(((size_t)argc + 2) * sizeof *rargv);
-    if (!rargv) return LAB_EXIT_FAILED;
-    int rn = 0, bench = -1; /* [issue 14] -1: benchmarks when the replay ran on cuda */
+    lab_cli_replay ra;
+    int rc = lab_parse_request(LAB_CLI_REPORT, argc, argv, &ra);
+    if (rc >= 0) return rc;
+    const char *out = ra.req.out;
+    int bench = ra.bench;
     char command[4096];
-    int cl = snprintf(command, sizeof command, "%s report", lab_bin);
-    for (int i = 0; i < argc; ++i) {
-        if (cl > 0 && (size_t)cl < sizeof command) cl += snprintf(command + cl, sizeof command - (size_t)cl, " %s", argv[i]);
-        if (!strcmp(argv[i], "--bench") || !strcmp(argv[i], "--no-bench")) { /* [issue 14] */
-            bench = argv[i][2] == 'b';
-            continue;
-        }
-        if (!strcmp(argv[i], "--out")) {
-            if (i + 1 >= argc) {
-                free(rargv);
-                return lab_usage_error("report: --out needs a directory");
-            }
-            out = argv[++i];
-            if (cl > 0 && (size_t)cl < sizeof command) cl += snprintf(command + cl, sizeof command - (size_t)cl, " %s", out);
-            continue;
-        }
-        rargv[rn++] = argv[i];
-    }
-    rargv[rn++] = "--out";
-    rargv[rn++] = (char *)out;
+    lab_cli_line(lab_bin, "report", argc, argv, command, sizeof command);
     time_t t0 = time(NULL);
-    int rc = lab_cmd_replay(rn, rargv, lab_bin);
-    free(rargv);
+    lab_replay_result res;
+    if (lab_run_request(&ra.req, lab_bin, 1, &res, &rc) != LAB_OK) {
+        lab_replay_result_free(&res);
+        return rc;
+    }
+    rc = res.verdict.exit_status;
     /* Under --mpi, rank 0 writes the report; no report for bad usage, a lab failure or an interrupt (one that comes
      * after the replay's set was written, or while the report would be written, too: that set is kept as it is). */
-    if (rc == LAB_EXIT_USAGE || rc == LAB_EXIT_FAILED || rc >= 128 || lab_mpi_rank() != 0) return rc;
+    if (rc == LAB_EXIT_USAGE || rc == LAB_EXIT_FAILED || rc >= LAB_EXIT_SIGNAL || lab_mpi_rank() != 0) {
+        lab_replay_result_free(&res);
+        return rc;
+    }
     if (lab_bench_report_step(out, bench, stdout) != LAB_OK) /* [issue 14] bench.json, into report.json */
         fprintf(stderr, "lab report: benchmarks: %s\n", lab_err_msg());
     lab_stall_point(LAB_STALL_HTML);
@@ -591,10 +514,15 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
         int sig = lab_isolate_interrupted();
         printf("INTERRUPTED by %s before the report was written: the replay's result set in %s is kept, no "
                "report.json or index.html\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", out);
-        return 128 + sig;
+        lab_replay_result_free(&res);
+        return LAB_EXIT_SIGNAL + sig;
     }
     lab_report_opts ro = {t0, command, 1};
-    if (lab_report_write(out, &ro) != LAB_OK) {
+    /* from the result set the replay holds in memory; a windowed replay holds none: its files, through the reader */
+    lab_status st = res.summary && res.recs ? lab_report_write_set(out, &ro, res.summary, &res.set)
+                                            : lab_report_write(out, &ro);
+    lab_replay_result_free(&res);
+    if (st != LAB_OK) {
         fprintf(stderr, "lab report: %s\n", lab_err_msg());
         return LAB_EXIT_FAILED;
     }
@@ -613,7 +541,7 @@ static int lab_cmd_compare(int argc, char **argv)
     for (int i = 0; i < argc; ++i) {
         if (!strcmp(argv[i], "--factor")) {
             const char *v = i + 1 < argc ? argv[++i] : NULL;
-            if (lab_args_double_above("compare: --factor", v, 1.0, 1e300, &co.factor) != LAB_OK)
+            if (lab_cli_double_above("compare: --factor", v, 1.0, 1e300, &co.factor) != LAB_OK)
                 return lab_usage_error("%s", lab_err_msg());
         } else if (!strcmp(argv[i], "--strict")) {
             co.strict = 1;

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "lab_args.h"
+#include "lab_verdict.h"
 
 static int lab_mpi_my_rank;
 
@@ -44,8 +44,8 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict
 #include <time.h>
 #include <unistd.h>
 
-#include "lab_args.h"
 #include "lab_deal.h"
+#include "lab_device.h"
 #include "lab_fs.h"
 #include "lab_mps_replay.h"
 #include "lab_replay_fed.h"
@@ -111,7 +111,7 @@ enum { LAB_MPI_TAG_HELLO = 7101, LAB_MPI_TAG_CASE, LAB_MPI_TAG_DONE, LAB_MPI_TAG
 #define LAB_MPI_ALIVE_S (LAB_MPI_GRACE_S / 2)
 
 /* The most incidents (parts of the case list) a request for work can name: as many as `--incident` flags. */
-#define LAB_MPI_MAX_PARTS LAB_ARGS_IDS_MAX
+#define LAB_MPI_MAX_PARTS LAB_REQUEST_IDS_MAX
 
 /* What a rank tells rank 0 first: who and where it is. Sent as bytes: every rank runs the same binary. */
 typedef struct {
@@ -182,7 +182,7 @@ static double lab_mpi_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* This rank's share of its host, without any CUDA call: the host's GPUs as lab_sched_probe sees them (a
+/* This rank's share of its host, without any CUDA call: the host's GPUs as the machine probe sees them (a
  * CUDA_VISIBLE_DEVICES list already set by a scheduler, else the driver's listing in PCI order), split among the ranks
  * on the host (lab_sched_host_share); the rank's set becomes the only visible one (CUDA_VISIBLE_DEVICES, "-1" for none;
  * CUDA_DEVICE_ORDER=PCI_BUS_ID for the driver's listing, unless already set) and is described into desc. *m gets the
@@ -190,7 +190,7 @@ static double lab_mpi_now(void)
 static void lab_mpi_take_share(int local_rank, int local_size, lab_sched_machine *m, int *host_gpus, char *desc,
                                size_t len)
 {
-    lab_sched_probe(m);
+    lab_device_machine(m);
     *host_gpus = m->ngpu;
     int first = lab_sched_host_share(m, local_rank, local_size);
     if (*host_gpus == 0) {

@@ -42,7 +42,7 @@ int lab_mpi_rank(void);
 /* Runs a replay under mpirun, one call per rank (it calls MPI_Init and MPI_Finalize itself, so call it once per process
  * and use no MPI elsewhere). One rank a host is the intended shape: it drives every GPU of its host through the same
  * scheduler a plain replay uses (lab_replay_execute_fed: the pool, lanes, seed batches). With k ranks on a host (from
- * MPI_Comm_split_type, so mpirun, srun and others all work) the host's GPUs, as lab_sched_probe sees them, are split
+ * MPI_Comm_split_type, so mpirun, srun and others all work) the host's GPUs, as lab_device_machine sees them, are split
  * into k disjoint sets (lab_sched_host_share: consecutive entries, as even as possible) and its CPUs divided by k; a rank
  * makes its set the only visible one through CUDA_VISIBLE_DEVICES before any case runs (no CUDA call in the rank
  * process: cases run in forked children, and CUDA does not survive fork). A rank left without a GPU on a CUDA replay

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lab_device.h"
 #include "lab_isolate.h"
-#include "lab_sched.h"
 
 #ifdef LAB_HAVE_CUDA
 #include "lab_cuda.h"
@@ -21,7 +21,9 @@ static lab_status lab_mps_replay_probe_job(void *ctx, size_t job, lab_case_resul
 }
 #endif
 
-lab_status lab_mps_replay_cuda_usable(char *why, size_t len)
+/* A context can be made through the one daemon of *m (probed in a child process: the machine's own CUDA check,
+ * lab_device_usable, was made before the daemon started). LAB_OK, or LAB_ERR_DEVICE with why. */
+static lab_status lab_mps_replay_one(char *why, size_t len)
 {
 #ifdef LAB_HAVE_CUDA
     lab_job_outcome o;
@@ -63,7 +65,7 @@ static lab_status lab_mps_replay_begin(lab_mps *m, char *why, size_t len)
     if (!host) {
         st = lab_mps_start(m, why, len);
     } else {
-        lab_sched_probe(host);
+        lab_device_machine(host);
         int known = host->ngpu > 0;
         const char *uuids[LAB_MPS_MAX_GPUS];
         for (int k = 0; k < host->ngpu && k < LAB_MPS_MAX_GPUS; ++k) {
@@ -77,7 +79,7 @@ static lab_status lab_mps_replay_begin(lab_mps *m, char *why, size_t len)
     if (st != LAB_OK) return st;
     char pwhy[240];
     int per_gpu = m->ngpu > 0;
-    if ((per_gpu ? lab_mps_replay_probe(m, pwhy, sizeof pwhy) : lab_mps_replay_cuda_usable(pwhy, sizeof pwhy)) != LAB_OK) {
+    if ((per_gpu ? lab_mps_replay_probe(m, pwhy, sizeof pwhy) : lab_mps_replay_one(pwhy, sizeof pwhy)) != LAB_OK) {
         lab_mps_stop(m);
         snprintf(why, len, "no context through %s (%s): the workers' contexts take turns on the GPU%s",
                  per_gpu ? "a GPU's MPS daemon" : "MPS", pwhy, per_gpu ? "s" : "");

@@ -1,4 +1,4 @@
-/* lab_mps_replay: the MPS daemons of one CUDA replay, and the probe that says a GPU is usable. */
+/* lab_mps_replay: the MPS daemons of one CUDA replay, started for the GPUs the machine probe (lab_device) finds. */
 #ifndef LAB_MPS_REPLAY_H
 #define LAB_MPS_REPLAY_H
 
@@ -12,14 +12,10 @@
 extern "C" {
 #endif
 
-/* A CUDA context can be made on this process's GPUs: probed in a child process under a 60 s watchdog (the caller
- * never holds a context: one made here would not survive the fork of every case). LAB_OK, or LAB_ERR_DEVICE with
- * why saying why not ("this build has no CUDA" in a build without it). */
-lab_status lab_mps_replay_cuda_usable(char *why, size_t len);
-
 /* Starts the replay's MPS for the GPUs this process sees: one daemon a GPU wherever each one's UUID is known (lab_mps.h
  * says why; also for one GPU, since a daemon started for a GPU chosen by index numbers it 0 for its clients), else one
- * for all; then probes a context through every daemon (each in a child process). LAB_OK: *m runs, confirmed
+ * for all (the GPUs and their UUIDs from lab_device_machine); then probes a context through every daemon (each in a
+ * child process). LAB_OK: *m runs, confirmed
  * (lab_mps_confirm). Otherwise nothing is left running: LAB_ERR_UNSUPPORTED where MPS is not installed or the user runs
  * an MPS of their own (lab_mps_start), LAB_ERR_DEVICE where no context came through a daemon (the workers' contexts then
  * take turns on the GPUs), LAB_ERR_IO where a daemon could not be started. What was done, or why not, goes to `say`

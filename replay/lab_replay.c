@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lab_args.h"
 #include "lab_asan.h"
 #include "lab_ctxgate.h"
+#include "lab_device.h"
 #include "lab_fs.h"
 #include "lab_replay_int.h"
 #include "lab_sanitize.h"
@@ -566,7 +566,7 @@ lab_status lab_replay_setup_make(lab_replay_ctx *ctx, int shared, lab_replay_set
         return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
     }
     for (size_t i = 0; i < ctx->n; ++i) ctx->lead[i] = 1;
-    lab_sched_probe(&ctx->machine);
+    lab_device_machine(&ctx->machine);
     if (opts->progress && !ctx->quiet_sched) {
         char note[200];
         int w = lab_sched_workers(&ctx->machine, opts->backend, opts->jobs, note, sizeof note);

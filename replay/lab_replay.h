@@ -7,6 +7,8 @@
 
 #include "lab_incident.h"
 #include "lab_mps.h"
+#include "lab_request.h"
+#include "lab_resread.h"
 #include "lab_results.h"
 
 typedef struct {
@@ -44,6 +46,8 @@ typedef struct {
                                               (multi-GPU cases, reruns after a device error) */
     int want_mps;                          /* under --mpi: each rank starts *mps for its share of the GPUs
                                               (lab_mps_replay_start) once it has taken it */
+    struct cJSON **summary_out;            /* when set: gets the summary.json tree as written (the caller deletes
+                                              it; NULL when none was written) */
 } lab_replay_opts;
 
 /* Runs every selected case, prints the per-incident table and the replay command of every case that
@@ -54,6 +58,44 @@ typedef struct {
  * records. */
 lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, lab_case_record **recs,
                           size_t *n_recs);
+
+/* How one process runs the cases of a replay: lab_replay_run, or under --mpi lab_mpi_replay (lab_mpi.h). */
+typedef lab_status (*lab_replay_runner)(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict,
+                                        lab_case_record **recs, size_t *n_recs);
+
+/* How a request is carried out, beside the request itself. */
+typedef struct {
+    lab_replay_runner scale_out; /* the runner of a request with mpi set (lab_mpi_replay: only the lab binary links
+                                    MPI); NULL refuses such a request (LAB_ERR_ARG) */
+    int keep_set;                /* keep the result set in memory (lab_replay_result.set and .summary) */
+    FILE *report;                /* the table, the failing cases and the verdict (stdout) */
+    FILE *diag;                  /* the backend chosen, MPS, and why a request is refused (stderr) */
+} lab_replay_how;
+
+/* What a replay of a request gives back, in memory. */
+typedef struct {
+    lab_verdict verdict;         /* the one verdict (lab_verdict.h); its exit_status is the command's */
+    lab_backend backend;         /* the backend the cases ran on (auto resolved) */
+    lab_case_record *recs;       /* every case planned, in canonical order (NULL for a windowed replay) */
+    size_t n_recs;
+    lab_resread_set set;         /* keep_set: the finished cases as results.jsonl holds them (empty for a windowed
+                                    replay, whose records are not held) */
+    struct cJSON *summary;       /* keep_set: the summary.json tree written (NULL: none was, or not kept) */
+    int said;                    /* the request was refused or stopped before any case, and diag says why */
+} lab_replay_result;
+
+/* The replay's entry: carries out request req as `lab replay` and `lab report` fill it (lab_cli). Checks the request
+ * (the sanitizer tool, --mpi in this build, --out: LAB_ERR_ARG with the message naming the flag; an unknown incident or
+ * variant: LAB_ERR_NOTFOUND, the known names listed on how->diag), picks the backend through the machine probe
+ * (lab_device_usable: auto falls back to the CPU and says so; cuda without a usable device is LAB_ERR_DEVICE said on
+ * diag unless gpu_optional), starts the replay's MPS daemon where it serves, catches SIGINT/SIGTERM, runs the cases
+ * (lab_replay_run, or how->scale_out under --mpi) and stops the daemon. res->said is set for every refusal said on
+ * diag. On LAB_OK res holds the verdict and the records (lab_replay_result_free releases them); another status after
+ * the cases ran is the harness's or the result set's failure (lab_replay_run). */
+lab_status lab_replay_request_run(const lab_request *req, const lab_replay_how *how, lab_replay_result *res);
+
+/* Releases what a result holds (and empties it); an empty result is fine. */
+void lab_replay_result_free(lab_replay_result *res);
 
 /* A replay of more cases than lab_replay_window_at() runs windowed (lab_window.h): it returns *recs NULL and
  * *n_recs 0 (the records are in results.jsonl). */

@@ -94,6 +94,13 @@ size_t lab_replay_n_seeds(const lab_replay_opts *opts, const lab_incident *inc);
 size_t lab_replay_n_variants(const lab_replay_opts *opts, const lab_incident *inc);
 /* lab_replay_report.c: prints the per-variant table. */
 void lab_replay_table(FILE *f, const lab_verdict_tally *t, size_t nt);
+/* How the replay's outputs spell a case's replay command (the command layer's words, lab_cli). */
+lab_results_cmd lab_replay_cmd(const lab_replay_opts *opts);
+/* The console's words after the table: a case that missed its role, the variants judged on a stated rate, the closing
+ * line (its worker count from the machine probe). */
+void lab_replay_print_failure(FILE *f, const lab_replay_opts *opts, const lab_case_record *r);
+void lab_replay_print_rates(FILE *f, const lab_replay_opts *opts, const lab_verdict_tally *t, size_t nt);
+void lab_replay_print_end(FILE *f, const lab_replay_opts *opts, size_t n, double wall, const char *line);
 /* The resume command of an interrupted replay from seed index `lowest` on (>= n_seeds: none), into buf. */
 void lab_replay_resume_at(const lab_replay_opts *opts, size_t lowest, char *buf, size_t len);
 /* What summary.json says beyond the tallies: the interrupt (sig != 0: the signal, the cases planned, the resume

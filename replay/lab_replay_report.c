@@ -10,11 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lab_args.h"
+#include "lab_cli.h"
+#include "lab_device.h"
+#include "lab_json.h"
 #include "lab_plot.h"
 #include "lab_replay_int.h"
 #include "lab_resultset.h"
-#include "lab_sched.h"
 #include "lab_stall.h"
 
 /* Prints the per-variant table. */
@@ -47,23 +48,68 @@ static void lab_replay_resume_cmd(const lab_replay_opts *opts, const lab_case_re
     lab_replay_resume_at(opts, lowest, buf, len);
 }
 
-/* The resume command from the lowest seed index with an unfinished case (>= n_seeds: none). */
+/* The resume command from the lowest seed index with an unfinished case (>= n_seeds: none), in the command layer's
+ * words (lab_cli_resume_cmd). */
 void lab_replay_resume_at(const lab_replay_opts *opts, size_t lowest, char *buf, size_t len)
 {
     if (lowest >= opts->n_seeds) lowest = 0;
-    int k = snprintf(buf, len, "%s replay", opts->lab_bin);
-    for (size_t i = 0; i < opts->n_incidents && k > 0 && (size_t)k < len; ++i)
-        k += snprintf(buf + k, len - (size_t)k, " --incident %s", opts->incidents[i]->id);
-    if (k > 0 && (size_t)k < len && opts->variant) k += snprintf(buf + k, len - (size_t)k, " --variant %s", opts->variant);
-    if (k > 0 && (size_t)k < len) {
-        if (opts->n_seeds == 1) k += snprintf(buf + k, len - (size_t)k, " --seed %llu", (unsigned long long)opts->seeds[0]);
-        else if (!opts->seeds_default || lowest > 0)
-            k += snprintf(buf + k, len - (size_t)k, " --first-seed %llu --seeds %zu", (unsigned long long)opts->seeds[lowest],
-                          opts->n_seeds - lowest);
-    }
-    if (k > 0 && (size_t)k < len)
-        snprintf(buf + k, len - (size_t)k, " --backend %s --out %s-resumed", lab_backend_name(opts->backend),
-                 opts->out_dir ? opts->out_dir : "build/replay");
+    const char *ids[LAB_REQUEST_IDS_MAX];
+    size_t n_ids = 0;
+    for (size_t i = 0; i < opts->n_incidents && n_ids < LAB_REQUEST_IDS_MAX; ++i) ids[n_ids++] = opts->incidents[i]->id;
+    lab_cli_resume r = {opts->lab_bin, ids, n_ids, opts->variant, opts->n_seeds == 1, opts->seeds_default && lowest == 0,
+                        opts->n_seeds ? opts->seeds[lowest] : 0, opts->n_seeds - lowest, lab_backend_name(opts->backend),
+                        opts->out_dir};
+    lab_cli_resume_cmd(&r, buf, len);
+}
+
+/* A case's replay command (lab_results_cmd's spell over the replay's options). */
+static void lab_replay_spell(const void *ctx, const lab_case_record *c, char *buf, size_t len)
+{
+    const lab_replay_opts *opts = ctx;
+    lab_cli_case_cmd(opts->lab_bin, c->incident->id, c->variant->name, c->seed, lab_backend_name(c->backend), buf, len);
+}
+
+lab_results_cmd lab_replay_cmd(const lab_replay_opts *opts)
+{
+    return (lab_results_cmd){lab_replay_spell, opts};
+}
+
+/* One case that missed its role, with the command that replays exactly it. A fix that failed REGRESSED; a bug that
+ * passed is an XPASS; a bug whose case could not be judged is printed with its outcome (ERROR), never as XPASS. */
+void lab_replay_print_failure(FILE *f, const lab_replay_opts *opts, const lab_case_record *r)
+{
+    char cmd[512];
+    lab_results_cmd spell = lab_replay_cmd(opts);
+    lab_results_spell(&spell, r, cmd, sizeof cmd);
+    const char *label = r->variant->role == LAB_ROLE_FIX ? "REGRESSED"
+                        : r->o.outcome == LAB_OUT_PASS   ? "XPASS"
+                                                         : lab_outcome_name(r->o.outcome);
+    fprintf(f, "%s %s/%s seed %llu: %s%s%s%s%s\n  replay: %s%s%s\n", label, r->incident->id, r->variant->name,
+            (unsigned long long)r->seed, lab_outcome_name(r->o.outcome), r->o.r.detail[0] || r->o.error[0] ? ": " : "",
+            r->o.r.detail, r->o.r.detail[0] && r->o.error[0] ? "; " : "", r->o.error, cmd,
+            opts->sanitize ? " --sanitize " : "", opts->sanitize ? opts->sanitize : "");
+}
+
+/* The variants judged on their tally alone (a stated rate): what the table's verdict column says, in full, and the
+ * command that replays them over the seeds the verdict needs. */
+void lab_replay_print_rates(FILE *f, const lab_replay_opts *opts, const lab_verdict_tally *t, size_t nt)
+{
+    for (size_t k = 0; k < nt; ++k)
+        if (t[k].kind == LAB_VERDICT_RATE_BELOW || t[k].kind == LAB_VERDICT_TOO_FEW_SEEDS) {
+            char cmd[512];
+            lab_cli_variant_cmd(opts->lab_bin, t[k].incident->id, t[k].variant->name,
+                                t[k].seeds_needed > t[k].seeds ? t[k].seeds_needed : t[k].seeds, cmd, sizeof cmd);
+            fprintf(f, "%s/%s: %s\n  replay: %s\n", t[k].incident->id, t[k].variant->name, t[k].verdict, cmd);
+        }
+}
+
+/* The closing line: the cases, the time, the workers this machine gives (lab_device_machine) and the verdict. */
+void lab_replay_print_end(FILE *f, const lab_replay_opts *opts, size_t n, double wall, const char *line)
+{
+    lab_sched_machine host;
+    lab_device_machine(&host);
+    fprintf(f, "\n%zu cases in %.2f s (%.1f cases/s, %d jobs): %s\n", n, wall, wall > 0 ? n / wall : 0.0,
+            lab_sched_workers(&host, opts->backend, opts->jobs, NULL, 0), line);
 }
 
 /* What summary.json says beyond the tallies, handed to its writer (lab_results_write_summary) so the file is
@@ -107,35 +153,15 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
     lab_verdict v = lab_verdict_decide(t, nt, recs, n, &run);
     lab_replay_table(report, t, nt);
 
-    /* Every case that failed its role, with the command that replays exactly that case. A fix that failed
-     * REGRESSED; a bug that passed is an XPASS; a bug whose case could not be judged is printed with its
-     * outcome (ERROR), never as XPASS. */
+    /* Every case that failed its role, with the command that replays exactly that case. */
     size_t shown = 0;
     for (size_t j = 0; j < n; ++j) {
         if (lab_verdict_case_ok(&recs[j]) != 0) continue;
-        if (shown++ >= 20) continue;
-        char cmd[512];
-        lab_results_replay_cmd(&recs[j], opts->lab_bin, cmd, sizeof cmd);
-        const char *label = recs[j].variant->role == LAB_ROLE_FIX     ? "REGRESSED"
-                            : recs[j].o.outcome == LAB_OUT_PASS       ? "XPASS"
-                                                                      : lab_outcome_name(recs[j].o.outcome);
-        fprintf(report, "%s %s/%s seed %llu: %s%s%s%s%s\n  replay: %s%s%s\n", label, recs[j].incident->id,
-                recs[j].variant->name, (unsigned long long)recs[j].seed, lab_outcome_name(recs[j].o.outcome),
-                recs[j].o.r.detail[0] || recs[j].o.error[0] ? ": " : "", recs[j].o.r.detail,
-                recs[j].o.r.detail[0] && recs[j].o.error[0] ? "; " : "", recs[j].o.error, cmd,
-                opts->sanitize ? " --sanitize " : "", opts->sanitize ? opts->sanitize : "");
+        if (shown++ < 20) lab_replay_print_failure(report, opts, &recs[j]);
     }
     if (shown > 20) fprintf(report, "... and %zu more (see results.jsonl)\n", shown - 20);
-    /* Variants judged on their tally alone (a stated rate): what the table's verdict column says, in full. */
-    for (size_t k = 0; k < nt; ++k)
-        if (t[k].kind == LAB_VERDICT_RATE_BELOW || t[k].kind == LAB_VERDICT_TOO_FEW_SEEDS)
-            fprintf(report, "%s/%s: %s\n  replay: %s replay --incident %s --variant %s --seeds %zu\n", t[k].incident->id,
-                    t[k].variant->name, t[k].verdict, opts->lab_bin, t[k].incident->id, t[k].variant->name,
-                    t[k].seeds_needed > t[k].seeds ? t[k].seeds_needed : t[k].seeds);
-    lab_sched_machine host;
-    lab_sched_probe(&host);
-    fprintf(report, "\n%zu cases in %.2f s (%.1f cases/s, %d jobs): %s\n", n, wall, wall > 0 ? n / wall : 0.0,
-            lab_sched_workers(&host, opts->backend, opts->jobs, NULL, 0), v.line);
+    lab_replay_print_rates(report, opts, t, nt);
+    lab_replay_print_end(report, opts, n, wall, v.line);
     char resume[2048] = "";
     if (sig) {
         lab_replay_resume_cmd(opts, recs_all, n_all, resume, sizeof resume);
@@ -146,6 +172,7 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
     if (opts->out_dir) {
         /* The whole set goes to a fresh folder beside out_dir, then replaces it in one swap. */
         char stage[PATH_MAX], path[PATH_MAX + 32];
+        lab_results_cmd spell = lab_replay_cmd(opts);
         st2 = lab_resultset_stage(opts->out_dir, stage, sizeof stage);
         int staged = st2 == LAB_OK;
         lab_stall_point(LAB_STALL_WRITING);
@@ -154,20 +181,27 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
          * the plots left as far as they got. */
         for (int pass = 0; pass < 2 && st2 == LAB_OK; ++pass) {
             snprintf(path, sizeof path, "%s/results.jsonl", stage);
-            if (st2 == LAB_OK) st2 = lab_results_write_jsonl(path, recs, n, opts->lab_bin);
+            if (st2 == LAB_OK) st2 = lab_results_write_jsonl(path, recs, n, &spell);
             snprintf(path, sizeof path, "%s/summary.json", stage);
             lab_results_summary_extra extra = lab_replay_summary_extra(opts, sig, n_all, resume);
+            cJSON *summary = NULL;
             if (st2 == LAB_OK)
-                st2 = lab_results_write_summary(path, t, nt, lab_backend_name(opts->backend), n, wall, &v, &extra);
+                st2 = lab_results_summary_json(t, nt, lab_backend_name(opts->backend), n, wall, &v, &extra, &summary);
+            if (st2 == LAB_OK) st2 = lab_json_write_file(path, summary, LAB_JSON_PRETTY);
+            if (st2 == LAB_OK && opts->summary_out) { /* the caller keeps the tree as written (lab report) */
+                cJSON_Delete(*opts->summary_out);
+                *opts->summary_out = summary, summary = NULL;
+            }
+            cJSON_Delete(summary);
             snprintf(path, sizeof path, "%s/junit.xml", stage);
-            if (st2 == LAB_OK) st2 = lab_results_write_junit(path, recs, n, t, nt, &v, opts->lab_bin);
+            if (st2 == LAB_OK) st2 = lab_results_write_junit(path, recs, n, t, nt, &v, &spell);
             snprintf(path, sizeof path, "%s/results.tap", stage);
-            if (st2 == LAB_OK && opts->tap) st2 = lab_results_write_tap(path, recs, n, t, nt, &v, opts->lab_bin);
+            if (st2 == LAB_OK && opts->tap) st2 = lab_results_write_tap(path, recs, n, t, nt, &v, &spell);
             if (st2 == LAB_OK && opts->plots && pass == 0 && !lab_isolate_interrupted()) {
                 /* drawn from the records in memory, not from the results.jsonl just written */
                 int npng = 0;
                 lab_resread_set rs;
-                lab_status sp = lab_resread_from_records(recs, n, opts->lab_bin, &rs);
+                lab_status sp = lab_resread_from_records(recs, n, &spell, &rs);
                 if (sp == LAB_OK) sp = lab_plot_set(&rs, stage, opts->root, report, &npng);
                 lab_resread_free(&rs);
                 if (sp == LAB_OK) fprintf(report, "plots: %d PNG in %s/plots\n", npng, opts->out_dir);

@@ -304,10 +304,9 @@ static void lab_report_plots(cJSON *inc_json, const char *dir, const char *id, c
 
 lab_status lab_report_write(const char *dir, const lab_report_opts *opts)
 {
-    char sum_path[4096], res_path[4096], rep_path[4096];
+    char sum_path[4096], res_path[4096];
     snprintf(sum_path, sizeof sum_path, "%s/summary.json", dir);
     snprintf(res_path, sizeof res_path, "%s/results.jsonl", dir);
-    snprintf(rep_path, sizeof rep_path, "%s/report.json", dir);
     const char *fresh[2] = {sum_path, res_path};
     for (int i = 0; i < 2 && opts->since; ++i) {
         time_t t = lab_report_mtime(fresh[i]);
@@ -320,10 +319,21 @@ lab_status lab_report_write(const char *dir, const lab_report_opts *opts)
     lab_status st = lab_json_read_file(sum_path, &summary);
     if (st == LAB_OK) st = lab_report_check_summary(sum_path, summary);
     if (st == LAB_OK) st = lab_resread_load(res_path, &rs);
-    if (st != LAB_OK) {
-        cJSON_Delete(summary);
-        return st;
-    }
+    if (st == LAB_OK) st = lab_report_write_set(dir, opts, summary, &rs);
+    cJSON_Delete(summary);
+    lab_resread_free(&rs);
+    return st;
+}
+
+lab_status lab_report_write_set(const char *dir, const lab_report_opts *opts, const cJSON *summary,
+                                const lab_resread_set *set)
+{
+    char sum_path[4096], rep_path[4096];
+    snprintf(sum_path, sizeof sum_path, "%s/summary.json", dir);
+    snprintf(rep_path, sizeof rep_path, "%s/report.json", dir);
+    lab_status st = lab_report_check_summary(sum_path, summary);
+    if (st != LAB_OK) return st;
+    const lab_resread_set rs = *set;
 
     cJSON *root = cJSON_CreateObject();
     char iso[32];
@@ -398,8 +408,6 @@ lab_status lab_report_write(const char *dir, const lab_report_opts *opts)
         lab_report_plots(inc, dir, id, sincs, opts->since);
     }
     free(mine);
-    cJSON_Delete(summary);
-    lab_resread_free(&rs);
     if (st == LAB_OK) st = lab_json_write_file(rep_path, root, LAB_JSON_PRETTY);
     if (st == LAB_OK) st = lab_html_write(dir, root);
     cJSON_Delete(root);

@@ -1,123 +1,13 @@
 /* lab_sched: the scheduler's model of the machine (cores, GPUs) and of what an incident's cases need, and the plan that fills them. */
 #include "lab_sched.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "lab_cpus.h"
 #include "lab_isolate.h"
-
-static int lab_sched_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
-
-/* "<model> (pci <bus>)" from the driver's /proc/driver/nvidia/gpus/<bus>/information, "pci <bus>" without it; the
- * GPU's UUID from the same file into uuid ("" without it). */
-static void lab_sched_model(const char *bus, char *out, size_t len, char *uuid, size_t ulen)
-{
-    char path[256], line[256], model[96] = "";
-    snprintf(path, sizeof path, "/proc/driver/nvidia/gpus/%s/information", bus);
-    FILE *f = fopen(path, "r");
-    uuid[0] = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        char *v = strchr(line, ':');
-        if (!v) continue;
-        for (++v; *v == ' ' || *v == '\t'; ++v) {
-        }
-        v[strcspn(v, "\n")] = 0;
-        if (!strncmp(line, "Model:", 6)) snprintf(model, sizeof model, "%s", v);
-        else if (!strncmp(line, "GPU UUID:", 9)) snprintf(uuid, ulen, "%s", v);
-    }
-    if (f) fclose(f);
-    snprintf(out, len, "%s%spci %s%s", model, model[0] ? " (" : "", bus, model[0] ? ")" : "");
-}
-
-/* The GPUs `nvidia-smi -L` lists ("GPU <i>: <name> (UUID: ...)", in PCI order): a separate process, so still no
- * CUDA call here. Nothing listed (or no nvidia-smi): no GPU. */
-static void lab_sched_probe_smi(lab_sched_machine *m)
-{
-    char *argv[] = {"nvidia-smi", "-L", NULL};
-    FILE *p;
-    pid_t pid;
-    if (lab_isolate_spawn_read(argv, &p, &pid) == LAB_OK) { /* an argv: no shell */
-        char line[256];
-        while (fgets(line, sizeof line, p))
-            if (m->ngpu < LAB_SCHED_MAX_GPUS && !strncmp(line, "GPU ", 4)) {
-                line[strcspn(line, "\n")] = 0;
-                snprintf(m->gpu[m->ngpu], sizeof m->gpu[0], "%d", m->ngpu);
-                snprintf(m->what[m->ngpu], sizeof m->what[0], "%s", line);
-                char *u = strstr(line, "UUID: ");
-                if (u) snprintf(m->uuid[m->ngpu], sizeof m->uuid[0], "%.*s", (int)strcspn(u + 6, ")"), u + 6);
-                m->ngpu++;
-            }
-        int ws;
-        lab_isolate_spawn_wait(p, pid, &ws);
-    }
-    snprintf(m->source, sizeof m->source, "%s", m->ngpu ? "nvidia-smi -L" : "no GPU listed by the driver or nvidia-smi");
-}
-
-/* The driver's GPUs in PCI order (the listing, else nvidia-smi -L) into *m, source set. */
-static void lab_sched_probe_driver(lab_sched_machine *m)
-{
-    char bus[LAB_SCHED_MAX_GPUS][32];
-    int n = 0;
-    DIR *d = opendir("/proc/driver/nvidia/gpus");
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) && n < LAB_SCHED_MAX_GPUS)
-            if (e->d_name[0] != '.') snprintf(bus[n++], sizeof bus[0], "%s", e->d_name);
-        closedir(d);
-    }
-    qsort(bus, (size_t)n, sizeof bus[0], lab_sched_cmp);
-    for (int i = 0; i < n; ++i) {
-        snprintf(m->gpu[i], sizeof m->gpu[0], "%d", i); /* PCI order, as the driver lists */
-        lab_sched_model(bus[i], m->what[i], sizeof m->what[0], m->uuid[i], sizeof m->uuid[0]);
-    }
-    m->ngpu = n;
-    if (n == 0 && access("/dev/nvidiactl", F_OK) == 0) {
-        lab_sched_probe_smi(m);
-        return;
-    }
-    snprintf(m->source, sizeof m->source, "%s", n ? "/proc/driver/nvidia/gpus" : "no GPU listed by the driver");
-}
-
-void lab_sched_probe(lab_sched_machine *m)
-{
-    memset(m, 0, sizeof *m);
-    m->ncpu = lab_cpus_describe(m->cpu_source, sizeof m->cpu_source);
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-    if (!vis) {
-        lab_sched_probe_driver(m);
-        return;
-    }
-    /* an allocation: its entries, each named by the driver's listing where it has it */
-    static lab_sched_machine all; /* large: not on the stack */
-    memset(&all, 0, sizeof all);
-    int listed = 0;
-    char list[1024], *save = NULL;
-    snprintf(list, sizeof list, "%s", vis);
-    for (char *t = strtok_r(list, ",", &save); t && m->ngpu < LAB_SCHED_MAX_GPUS; t = strtok_r(NULL, ",", &save)) {
-        while (*t == ' ') ++t;
-        if (!*t || !strcmp(t, "-1")) break; /* CUDA stops at the first invalid entry */
-        int k = m->ngpu++;
-        snprintf(m->gpu[k], sizeof m->gpu[0], "%s", t);
-        if (!strncmp(t, "GPU-", 4)) {
-            snprintf(m->uuid[k], sizeof m->uuid[0], "%s", t);
-            continue;
-        }
-        char *end;
-        long idx = strtol(t, &end, 10);
-        if (*end || idx < 0) continue;
-        if (!listed) lab_sched_probe_driver(&all), listed = 1;
-        if (idx < all.ngpu) {
-            snprintf(m->uuid[k], sizeof m->uuid[0], "%s", all.uuid[idx]);
-            snprintf(m->what[k], sizeof m->what[0], "%s", all.what[idx]);
-        }
-    }
-    snprintf(m->source, sizeof m->source, "CUDA_VISIBLE_DEVICES='%.64s'", vis);
-}
 
 /* GPUs one CUDA case of the incident needs: the largest of its variants' (0 counts as 1). */
 /* Seed groups per worker when n_groups are shared equally among workers (at least 1). */

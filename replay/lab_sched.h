@@ -12,8 +12,8 @@ extern "C" {
 
 #define LAB_SCHED_MAX_GPUS 64
 
-/* What this host offers the replay. Probed without any CUDA call (the runner never holds a context: a
- * context does not survive fork). */
+/* What this host offers the replay, as the machine probe (lab_device_machine) fills it: no CUDA call (the runner
+ * never holds a context: a context does not survive fork). */
 typedef struct {
     int ncpu;                                 /* CPUs this process may use (lab_cpus_usable: affinity, cgroup
                                                  quota), never the online count */
@@ -27,13 +27,6 @@ typedef struct {
     char uuid[LAB_SCHED_MAX_GPUS][64];        /* each GPU's UUID ("GPU-..."), from the driver's listing, nvidia-smi
                                                  -L or the CUDA_VISIBLE_DEVICES entry itself; "" when unknown */
 } lab_sched_machine;
-
-/* Fills *m: CPUs from lab_cpus_describe; GPUs from CUDA_VISIBLE_DEVICES when set (an allocation made by a
- * scheduler or by `--mpi`, "-1" or empty meaning none; an index entry is the driver's k-th GPU in PCI order, a
- * "GPU-" entry a UUID), else from the driver's /proc/driver/nvidia/gpus listing (indices in PCI order), else,
- * where the driver's device node /dev/nvidiactl exists without that listing (some containers), from `nvidia-smi
- * -L` (started from an argv, in PCI order). No CUDA call either way. Never fails: no listing means no GPU. */
-void lab_sched_probe(lab_sched_machine *m);
 
 /* Workers a GPU admits at once. MPS (Volta and later) serves at most 48 client contexts a device: a 49th
  * client's context fails with "busy or unavailable", and a neighbour that holds a context for a probe or a

@@ -101,9 +101,10 @@ static lab_status lab_replay_win_keep(lab_replay_win *w, const lab_case_record *
         }
     }
     if (w->jl[k]) {
-        int good = lab_results_jsonl_line(w->jl[k], rec, w->opts->lab_bin) && lab_results_junit_case(w->ju[k], rec, w->opts->lab_bin);
+        lab_results_cmd spell = lab_replay_cmd(w->opts);
+        int good = lab_results_jsonl_line(w->jl[k], rec, &spell) && lab_results_junit_case(w->ju[k], rec, &spell);
         /* a TAP point's number is its place among the finished cases, known when the file is written: marked here */
-        if (good && w->tp[k]) good = fputc('\001', w->tp[k]) != EOF && lab_results_tap_case(w->tp[k], rec, 0, w->opts->lab_bin);
+        if (good && w->tp[k]) good = fputc('\001', w->tp[k]) != EOF && lab_results_tap_case(w->tp[k], rec, 0, &spell);
         if (!good) return lab_err_set(LAB_ERR_IO, "%s: cannot write a spool file: %s", w->stage, strerror(errno));
     }
     if (lab_verdict_case_ok(rec) == 0 && w->nfail[k] < LAB_REPLAY_SHOWN) {
@@ -329,31 +330,13 @@ lab_status lab_window_run(const lab_replay_opts *opts, FILE *report, lab_verdict
         size_t shown = 0, not_ok = 0;
         for (size_t k = 0; k < w.nt; ++k) {
             not_ok += w.t[k].cases_not_ok;
-            for (size_t j = 0; j < w.nfail[k] && shown < LAB_REPLAY_SHOWN; ++j, ++shown) {
-                const lab_case_record *r = &w.fail[k][j];
-                char cmd[512];
-                lab_results_replay_cmd(r, opts->lab_bin, cmd, sizeof cmd);
-                const char *label = r->variant->role == LAB_ROLE_FIX ? "REGRESSED"
-                                    : r->o.outcome == LAB_OUT_PASS   ? "XPASS"
-                                                                     : lab_outcome_name(r->o.outcome);
-                fprintf(report, "%s %s/%s seed %llu: %s%s%s%s%s\n  replay: %s%s%s\n", label, r->incident->id,
-                        r->variant->name, (unsigned long long)r->seed, lab_outcome_name(r->o.outcome),
-                        r->o.r.detail[0] || r->o.error[0] ? ": " : "", r->o.r.detail,
-                        r->o.r.detail[0] && r->o.error[0] ? "; " : "", r->o.error, cmd,
-                        opts->sanitize ? " --sanitize " : "", opts->sanitize ? opts->sanitize : "");
-            }
+            for (size_t j = 0; j < w.nfail[k] && shown < LAB_REPLAY_SHOWN; ++j, ++shown)
+                lab_replay_print_failure(report, opts, &w.fail[k][j]);
         }
         if (not_ok > LAB_REPLAY_SHOWN) fprintf(report, "... and %zu more (see results.jsonl)\n", not_ok - LAB_REPLAY_SHOWN);
-        for (size_t k = 0; k < w.nt; ++k)
-            if (w.t[k].kind == LAB_VERDICT_RATE_BELOW || w.t[k].kind == LAB_VERDICT_TOO_FEW_SEEDS)
-                fprintf(report, "%s/%s: %s\n  replay: %s replay --incident %s --variant %s --seeds %zu\n",
-                        w.t[k].incident->id, w.t[k].variant->name, w.t[k].verdict, opts->lab_bin, w.t[k].incident->id,
-                        w.t[k].variant->name, w.t[k].seeds_needed > w.t[k].seeds ? w.t[k].seeds_needed : w.t[k].seeds);
-        lab_sched_machine host;
-        lab_sched_probe(&host);
+        lab_replay_print_rates(report, opts, w.t, w.nt);
         size_t n = w.n_done;
-        fprintf(report, "\n%zu cases in %.2f s (%.1f cases/s, %d jobs): %s\n", n, wall, wall > 0 ? n / wall : 0.0,
-                lab_sched_workers(&host, opts->backend, opts->jobs, NULL, 0), v.line);
+        lab_replay_print_end(report, opts, n, wall, v.line);
         char resume[2048] = "";
         if (sig) {
             lab_replay_resume_at(opts, w.lowest, resume, sizeof resume);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "lab_cli.h"
 #include "lab_fs.h"
 #include "tests/lab_test_sh.h"
 
@@ -350,4 +351,41 @@ Test(cli, report_compare_trend_out_never_cost_a_file, .timeout = 300)
     cr_expect_eq(run("", args, &out), 2, "%s: %s", args, out);
     free(out);
     cr_expect_eq(system("rm -rf build/test-out2"), 0);
+}
+
+/* `lab report` parses its options through the same table as `lab replay` (lab_cli), so "--out=DIR" names the report
+ * folder as "--out DIR" does. */
+Test(cli, report_out_with_equals_is_the_report_folder, .timeout = 120)
+{
+    char dir[] = "/tmp/lab-cli-report-XXXXXX", args[256], path[300], *out;
+    cr_assert(mkdtemp(dir));
+    snprintf(args, sizeof args, "report --incident 0004 --seeds 1 --no-plots --quiet --out=%s/rep", dir);
+    int st = run(NULL, args, &out);
+    cr_expect_eq(st, 0, "lab %s exited %d:\n%s", args, st, out);
+    free(out);
+    snprintf(path, sizeof path, "%s/rep/report.json", dir);
+    cr_expect(lab_fs_exists(path), "no %s", path);
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    cr_expect_eq(system(path), 0);
+}
+
+/* One option table for both commands: the replay's options in both, --bench and --no-bench in report's alone. */
+Test(cli, one_option_table_for_replay_and_report)
+{
+    char *argv[] = {"--bench", "--out=x", "-j2", "--seeds=8", "--incident", "0004", "--"};
+    lab_cli_replay o;
+    cr_assert_eq(lab_cli_replay_parse(LAB_CLI_REPORT, 7, argv, &o), LAB_OK, "%s", lab_err_msg());
+    cr_expect_eq(o.bench, 1);
+    cr_expect_str_eq(o.req.out, "x");
+    cr_expect_eq(o.req.jobs, 2);
+    cr_expect_eq(o.req.n_seeds, 8);
+    cr_expect(o.req.have_seeds);
+    cr_expect_eq(o.req.n_ids, 1);
+    cr_expect_eq(lab_cli_replay_parse(LAB_CLI_REPORT, 0, argv, &o), LAB_OK);
+    cr_expect_str_eq(o.req.out, "build/report");
+    cr_expect_eq(o.bench, -1);
+    cr_expect_eq(lab_cli_replay_parse(LAB_CLI_REPLAY, 0, argv, &o), LAB_OK);
+    cr_expect_str_eq(o.req.out, "build/replay");
+    cr_expect_eq(lab_cli_replay_parse(LAB_CLI_REPLAY, 1, argv, &o), LAB_ERR_ARG);
+    cr_expect(strstr(lab_err_msg(), "replay: unknown flag '--bench'") != NULL, "%s", lab_err_msg());
 }

@@ -16,6 +16,8 @@
 #include "lab_device.h"
 #include "lab_html.h"
 #include "lab_report.h"
+#include "lab_resread.h"
+#include "lab_results.h"
 #include "tests/lab_test_sh.h"
 
 /* Runs the lab with args; exit status and output as lab_test_sh(). */
@@ -461,4 +463,62 @@ Test(report, from_a_replay_folder, .init = mkdir_tmp, .fini = rm_tmp, .timeout =
     cr_expect_eq(lab("report --from", &out), 2);
     EXPECT_IN(out, "report --from needs exactly one replay folder");
     free(out);
+}
+
+/* `lab report` builds its report from the result set the replay holds in memory, `lab report --from` from the files that
+ * set was written to: the same report.json but for when and by which command it was made. */
+Test(report, in_memory_and_from_files_agree, .init = mkdir_tmp, .fini = rm_tmp, .timeout = 180)
+{
+    char args[512], *out;
+    snprintf(args, sizeof args, "report --backend cpu --incident 0004 --incident 0003 --seeds 4 --no-plots --quiet --out %s", dir);
+    int st = lab(args, &out);
+    /* NOT OK: 4 seeds are too few for 0003's stated rate (the report is written all the same) */
+    cr_assert_eq(st, 1, "lab %s exited %d:\n%s", args, st, out);
+    free(out);
+    cJSON *mem = read_report();
+    snprintf(args, sizeof args, "report --from %s", dir);
+    st = lab(args, &out);
+    cr_assert_eq(st, 0, "lab %s exited %d:\n%s", args, st, out);
+    free(out);
+    cJSON *file = read_report();
+    static const char *const made[] = {"created", "command", "device", "build"};
+    for (size_t k = 0; k < sizeof made / sizeof *made; ++k) {
+        cJSON_DeleteItemFromObjectCaseSensitive(mem, made[k]);
+        cJSON_DeleteItemFromObjectCaseSensitive(file, made[k]);
+    }
+    char *a = cJSON_PrintUnformatted(mem), *b = cJSON_PrintUnformatted(file);
+    cr_expect_str_eq(a, b, "the report from memory differs from the report of the same files");
+    free(a), free(b);
+    cJSON_Delete(mem), cJSON_Delete(file);
+}
+
+/* Records in memory read as results.jsonl gives them back: a metric whose 15-digit form reads back within cJSON's
+ * tolerance (0.1 + 0.2 is written "0.3") comes back as written, not as it was. */
+Test(report, records_in_memory_read_as_the_file_gives_them, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    const lab_incident *inc = lab_incident_find("0004");
+    cr_assert(inc);
+    lab_case_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.incident = inc, rec.variant = lab_incident_variant(inc, "fix"), rec.seed = 3, rec.backend = LAB_BACKEND_CPU;
+    volatile double a = 0.1, b = 0.2;
+    rec.o.outcome = LAB_OUT_PASS;
+    rec.o.wall_s = a + b;
+    lab_result_metric(&rec.o.r, "sum", a + b);
+    lab_result_metric(&rec.o.r, "third", 1.0 / 3.0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/results.jsonl", dir);
+    cr_assert_eq(lab_results_write_jsonl(path, &rec, 1, NULL), LAB_OK, "%s", lab_err_msg());
+    lab_resread_set file, mem;
+    cr_assert_eq(lab_resread_load(path, &file), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(lab_resread_from_records(&rec, 1, NULL, &mem), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(file.n, 1);
+    cr_assert_eq(mem.n, 1);
+    cr_expect_eq(mem.recs[0].wall_s, file.recs[0].wall_s, "wall_s %.17g in memory, %.17g from the file", mem.recs[0].wall_s,
+                 file.recs[0].wall_s);
+    cr_assert_eq(mem.recs[0].n_metrics, file.recs[0].n_metrics);
+    for (int k = 0; k < mem.recs[0].n_metrics; ++k)
+        cr_expect_eq(mem.recs[0].metrics[k].value, file.recs[0].metrics[k].value, "%s: %.17g in memory, %.17g from the file",
+                     mem.recs[0].metrics[k].name, mem.recs[0].metrics[k].value, file.recs[0].metrics[k].value);
+    lab_resread_free(&file), lab_resread_free(&mem);
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lab_args.h"
+#include "lab_cli.h"
 #include "lab_binom.h"
 #include "lab_fs.h"
 #include "lab_replay.h"
@@ -340,8 +340,8 @@ Test(verdict, default_seeds_have_power)
         snprintf(path, sizeof path, "incidents/%s/incident.mk", all[i]->id);
         if (access(path, R_OK) != 0) continue; /* a test's synthetic incident */
         checked++;
-        size_t seeds = all[i]->default_seeds > 0 && all[i]->default_seeds < LAB_ARGS_SEEDS_DEFAULT
-                           ? all[i]->default_seeds : LAB_ARGS_SEEDS_DEFAULT;
+        size_t seeds = all[i]->default_seeds > 0 && all[i]->default_seeds < LAB_CLI_SEEDS_DEFAULT
+                           ? all[i]->default_seeds : LAB_CLI_SEEDS_DEFAULT;
         cr_expect_geq(seeds, floor, "%s: %zu default seeds < %zu, too few to see detection fall to 90%%", all[i]->id,
                       seeds, floor);
         for (int v = 0; v < all[i]->n_variants; ++v) {
@@ -355,4 +355,14 @@ Test(verdict, default_seeds_have_power)
         }
     }
     cr_expect_geq(checked, 7, "the lab's incidents were found");
+}
+
+/* The exit status of a command that stops before a verdict: usage for what the user typed, 3 for the rest. */
+Test(verdict, exit_status_of_a_stopped_command)
+{
+    cr_expect_eq(lab_verdict_exit(LAB_OK), LAB_EXIT_OK);
+    cr_expect_eq(lab_verdict_exit(LAB_ERR_ARG), LAB_EXIT_USAGE);
+    cr_expect_eq(lab_verdict_exit(LAB_ERR_NOTFOUND), LAB_EXIT_USAGE);
+    cr_expect_eq(lab_verdict_exit(LAB_ERR_IO), LAB_EXIT_FAILED);
+    cr_expect_eq(lab_verdict_exit(LAB_ERR_DEVICE), LAB_EXIT_FAILED);
 }

@@ -677,7 +677,7 @@ static lab_status wr_dev_init(wr_dev *d, const lab_semicrf_problem *const *pp, c
         bytes = at;
         if (!pass && bytes > wr_stage_cap) {
             unsigned char *nb = (unsigned char *)realloc(wr_stage_buf, bytes);
-            if (!nb) return lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory staging %zu bytes", bytes);
+            if (!nb) return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory staging %zu bytes", bytes);
             wr_stage_buf = nb, wr_stage_cap = bytes;
         }
     }
@@ -712,11 +712,11 @@ static lab_status wr_dev_init(wr_dev *d, const lab_semicrf_problem *const *pp, c
     size_t nout = (size_t)nq * (d->ntr + d->ndb) + d->ncum + 2 * d->npos;
     LAB_CUDA_CHECK(lab_devmem_alloc((void **)&d->out, nout * sizeof(float)));
     if (!(d->h_out = (float *)malloc((nout + (size_t)B) * sizeof(float))))
-        return lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for the host copy of %zu outputs", nout);
+        return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for the host copy of %zu outputs", nout);
     /* the forward at the variant's warp count (same row arithmetic as its Phase 1), once per batch and warp count:
      * log Z and the checkpoints come from it (the host forward only gave the shapes) */
     int slot = cfg->num_warps == 1 ? 0 : cfg->num_warps == 2 ? 1 : cfg->num_warps == 4 ? 2 : cfg->num_warps == 8 ? 3 : -1;
-    if (slot < 0) return lab_err_set(LAB_ERR_ARG, WR_ID ": num_warps %d not built", cfg->num_warps);
+    if (slot < 0) return lab_err_set(LAB_ERR_ARG, LAB_INCIDENT_ID ": num_warps %d not built", cfg->num_warps);
     if (!wr_cached.ckpt[slot]) {
         size_t nal = (size_t)B * (T + 1) * WR_C_PAD, nck = (size_t)B * f->NCK * K * WR_C_PAD;
         float *logZ = NULL, *ckpt = NULL;
@@ -823,21 +823,21 @@ static lab_status wr_run_kernel(const lab_semicrf_problem *const *pp, const wr_f
 {
     const wr_kdesc *kd = wr_find_kernel(cfg, minb);
     if (!kd)
-        return lab_err_set(LAB_ERR_ARG, WR_ID ": no compiled kernel for num_warps %d remat %d barrier %d index %d f64 %d smem %d minb %d",
+        return lab_err_set(LAB_ERR_ARG, LAB_INCIDENT_ID ": no compiled kernel for num_warps %d remat %d barrier %d index %d f64 %d smem %d minb %d",
                            cfg->num_warps, cfg->remat, cfg->barrier, cfg->index, cfg->f64, cfg->smem_bufs, minb);
-    if (runs < 1 || runs > 4096) return lab_err_set(LAB_ERR_ARG, WR_ID ": runs %d outside 1..4096", runs);
-    if (nq < 1) return lab_err_set(LAB_ERR_ARG, WR_ID ": a seed batch of %d problems", nq);
+    if (runs < 1 || runs > 4096) return lab_err_set(LAB_ERR_ARG, LAB_INCIDENT_ID ": runs %d outside 1..4096", runs);
+    if (nq < 1) return lab_err_set(LAB_ERR_ARG, LAB_INCIDENT_ID ": a seed batch of %d problems", nq);
     for (int q = 1; q < nq; ++q)
         if (pp[q]->B != pp[0]->B || pp[q]->T != pp[0]->T || pp[q]->K != pp[0]->K || pp[q]->C != pp[0]->C ||
             pp[q]->use_proj != pp[0]->use_proj)
-            return lab_err_set(LAB_ERR_ARG, WR_ID ": seed batch problem %d is B=%d T=%d, not B=%d T=%d like the first", q,
+            return lab_err_set(LAB_ERR_ARG, LAB_INCIDENT_ID ": seed batch problem %d is B=%d T=%d, not B=%d T=%d like the first", q,
                                pp[q]->B, pp[q]->T, pp[0]->B, pp[0]->T);
     for (int i = 0; i < nq * runs; ++i) memset(&outs[i], 0, sizeof outs[i]);
     wr_dev d;
     cudaEvent_t e0 = NULL, e1 = NULL;
     float *ms = (float *)calloc((size_t)runs, sizeof(float));
     wr_out **o = (wr_out **)calloc((size_t)nq, sizeof *o);
-    lab_status st = ms && o ? wr_dev_init(&d, pp, f, nq, cfg) : lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory");
+    lab_status st = ms && o ? wr_dev_init(&d, pp, f, nq, cfg) : lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory");
     if (st == LAB_OK && lab_cuda_event_create(&e0) != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEventCreate", "event");
     if (st == LAB_OK && lab_cuda_event_create(&e1) != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEventCreate", "event");
     for (int i = 0; i < runs && st == LAB_OK; ++i) {
@@ -945,7 +945,7 @@ extern "C" lab_status wr_cuda_study(FILE *out, int full)
     const int NROWS = (int)(sizeof rows / sizeof rows[0]);
     double med[sizeof rows / sizeof rows[0]];
     wr_out *ref = (wr_out *)calloc(1, sizeof *ref), *outs = (wr_out *)calloc((size_t)RUNS, sizeof *outs);
-    if (!ref || !outs) st = lab_err_set(LAB_ERR_NOMEM, WR_ID ": study: out of memory");
+    if (!ref || !outs) st = lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": study: out of memory");
     /* the race-free reference of the study: the barrier fix at 4 warps, one run */
     wr_cfg fixc = {4, 1, 1, WR_INDEX_RAW, 0, 0};
     const lab_semicrf_problem *pp = &p;

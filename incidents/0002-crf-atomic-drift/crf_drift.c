@@ -233,8 +233,8 @@ lab_status crf_drift_figures(const struct lab_figure_ctx *fx)
     }
     lab_status st = lab_gnuplot_dat_close(f, dat);
     if (st != LAB_OK) return st;
-    lab_gnuplot_spec spec = {dat, png, "run-to-run difference, worst seed per T: gradients (f32 atomics), float64 accumulators "
-                             "(f64 fix); fix-deterministic 0 at every T, off the log axis",
+    lab_gnuplot_spec spec = {dat, png, "worst run-to-run difference per T (f64 fix: its accumulators); fix-deterministic 0 at "
+                             "every T, off the log axis",
                              "T", "max abs run-to-run difference (f64 fix: its accumulators)", 0, 1, 1};
     if ((st = lab_gnuplot_xy(fx->root, &spec)) != LAB_OK && st != LAB_ERR_UNSUPPORTED) return st;
 
@@ -262,20 +262,21 @@ lab_status crf_drift_figures(const struct lab_figure_ctx *fx)
         st = lab_gnuplot_dat_close(f, dat);
     }
     /* the title says what the figure cannot show: separations of exactly 0 (no place on a log axis) and NaN steps */
-    char zero[64] = "", nans[96] = "no run went NaN";
+    char zero[64] = "", nans[96] = "no NaN";
     for (int vi = 0, nz = 0, nn = 0; vi < 3 && st == LAB_OK; ++vi) {
         int all0 = 1;
         for (int i = 0; i < CD_TRAIN_STEPS && all0; ++i) all0 = sep[vi * CD_TRAIN_STEPS + i] == 0.0;
-        if (all0) snprintf(zero + strlen(zero), sizeof zero - strlen(zero), "%s%s", nz++ ? ", " : "", series[vi]);
+        static const char *const shortname[3] = {"bug", "f64 fix", "det. fix"};
+        if (all0) snprintf(zero + strlen(zero), sizeof zero - strlen(zero), "%s%s", nz++ ? ", " : "", shortname[vi]);
         if (nan_step[vi] < 0) continue;
         size_t at = nn++ ? strlen(nans) : 0;
-        snprintf(nans + at, sizeof nans - at, "%sfirst NaN: %s step %d", at ? ", " : "", series[vi], nan_step[vi] + 1);
+        snprintf(nans + at, sizeof nans - at, "%s%s NaN at step %d", at ? ", " : "", shortname[vi], nan_step[vi] + 1);
     }
     free(sep);
     if (st != LAB_OK) return st;
     char title[256];
-    snprintf(title, sizeof title, "parameter separation of two SGD runs (T=%d, lr=%.2g)%s%s%s; %s", CD_TRAIN_T,
-             (double)CD_TRAIN_LR, zero[0] ? ": " : "", zero, zero[0] ? " 0 at every step, off the log axis" : "", nans);
+    snprintf(title, sizeof title, "separation of two SGD runs, T=%d lr=%.2g; %s%s%s", CD_TRAIN_T, (double)CD_TRAIN_LR, zero,
+             zero[0] ? " 0 at every step (off the log axis); " : "", nans);
     lab_gnuplot_spec spec2 = {dat, png, title, "step", "max |theta_A - theta_B|", 0, 1, 1};
     st = lab_gnuplot_xy(fx->root, &spec2);
     return st == LAB_ERR_UNSUPPORTED ? LAB_OK : st;

@@ -368,7 +368,7 @@ static inline void wr_cen_load_row(wr_census *cs, wr_shadow *sh, int r)
     }
 }
 
-/* The barrier pairs of the kernel's shared-memory exchanges (bar; write; bar; read), as wr_cuda.cu has them. */
+/* The barrier pairs of the kernel's shared-memory exchanges (bar; write; bar; read), as wr_kernels.cu has them. */
 static inline void wr_cen_exchange(wr_census *cs)
 {
     wr_cen_barrier(cs);

@@ -309,8 +309,8 @@ static lab_status bfcrf_fig_nan_vs_lr(const lab_figure_ctx *fx)
     lab_status st = lab_gnuplot_dat_close(f, dat);
     if (st != LAB_OK) return st;
     if (points == 0) /* a replay of the fix alone: its training runs never go non-finite, so there is no point */
-        return lab_err_set(LAB_ERR_UNSUPPORTED, "%s not drawn: no case of this replay went non-finite (%zu cases; the fp32 "
-                           "fix never does, bug-bf16-crf does)", png, fx->n_cases);
+        return lab_err_set(LAB_ERR_UNSUPPORTED, LAB_INCIDENT_ID "-nan-step-vs-lr.png not drawn: no case of this replay went "
+                           "non-finite (%zu cases; the fp32 fix never does, bug-bf16-crf does)", fx->n_cases);
     lab_gnuplot_spec spec = {dat, png, "0005: training step of the first NaN against the learning rate (fp32: no NaN in any run, so no point)",
                              "peak learning rate", "step of first non-finite value", 0, 0, 0};
     return lab_gnuplot_xy(fx->root, &spec);

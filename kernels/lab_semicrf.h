@@ -221,7 +221,7 @@ lab_status lab_semicrf_sgd_step(lab_semicrf_problem *p, const lab_semicrf_gold *
 
 /* The shape of a case from its seed: B = 2, T = {100, 200, 500}[seed % 3], K = 30, C = 39, with proj. */
 int lab_semicrf_T_of_seed(uint64_t seed);
-/* The seed-batch key of the semi-CRF incidents (lab_incident.batch_key): seeds of one T share a batch. */
+/* The seed-batch key of the semi-CRF incidents (lab_incident.batch.key): seeds of one T share a batch. */
 uint64_t lab_semicrf_batch_key(uint64_t seed);
 /* The scheduler's rough cost of one case of a semi-CRF incident (lab_incident.seed_cost): 0.005 s + 0.1 ms per
  * position of T, from the loaded 1000-seed H100 replays of 0001, 0002 and 0008 (0.014-0.068 s per case, T = 100..500). */
@@ -262,7 +262,7 @@ void lab_semicrf_group_teardown(void *group);
  * So 16 is a chosen margin, not a bound. Measured (replay/margins.py): the fix's worst gradient error is 0.525 of
  * tol (8.4 units, seed 65, T = 500; median 0.116) on the CPU over seeds 1-256 and on an H100 over seeds 1-1000;
  * log Z's absolute error at most 0.444 of tol on the CPU (seed 65) and 0.608 on the H100 (seed 761, seeds 1-1000,
- * reports/h100-1000-seedbatch). */
+ * h100-1000-seedbatch, reports/README.md; in git at 31ff1c2). */
 #define LAB_SEMICRF_TOL_ULPS 16.0
 double lab_semicrf_tolerance(const lab_semicrf_ref *r, int B);
 
@@ -342,7 +342,7 @@ lab_status lab_semicrf_cuda_run_det_previous(const lab_semicrf_problem *p, const
  * problems or configs that differ; on error every outs[q] is freed and zeroed. */
 lab_status lab_semicrf_cuda_run_batch(const lab_semicrf_problem *const *p, const lab_semicrf_config *cfgs, size_t n,
                                       lab_semicrf_out *outs);
-/* The seed batch of cases[0..n) whose groups are lab_semicrf_group (0001's and 0002's run_cuda_batch): each case's
+/* The seed batch of cases[0..n) whose groups are lab_semicrf_group (0001's and 0002's batch.run_cuda): each case's
  * problem under config(case), through lab_semicrf_cuda_run_batch into outs. Its errors; LAB_ERR_NOMEM. */
 lab_status lab_semicrf_cuda_run_cases(const lab_case *cases, size_t n, lab_semicrf_config (*config)(const lab_case *),
                                       lab_semicrf_out *outs);

@@ -282,9 +282,9 @@ lab_status lab_case_run(const lab_case *c, lab_case_result *r)
 lab_status lab_case_run_batch(const lab_case *cases, size_t n, lab_case_result *results)
 {
     const lab_incident *inc = n ? cases[0].incident : NULL;
-    if (!inc || !inc->run_cuda_batch || n > inc->batch_max || n > LAB_CASE_GROUPS_MAX)
+    if (!inc || !inc->batch.run_cuda || n > inc->batch.max || n > LAB_CASE_GROUPS_MAX)
         return lab_err_set(LAB_ERR_ARG, "seed batch: %zu cases of %s, which batches at most %u", n, inc ? inc->id : "no incident",
-                           inc && inc->run_cuda_batch ? inc->batch_max : 0u);
+                           inc && inc->batch.run_cuda ? inc->batch.max : 0u);
     lab_case *cc = malloc(n * sizeof *cc);
     if (!cc) return lab_err_set(LAB_ERR_NOMEM, "seed batch: out of memory");
     lab_status st = LAB_OK;
@@ -295,7 +295,7 @@ lab_status lab_case_run_batch(const lab_case *cases, size_t n, lab_case_result *
             st = lab_err_set(LAB_ERR_ARG, "seed batch: case %zu is not %s/%s on cuda", i, inc->id, cases[0].variant->name);
     }
     if (st == LAB_OK) st = lab_case_groups(cc, n);
-    if (st == LAB_OK) st = inc->run_cuda_batch(cc, n, results);
+    if (st == LAB_OK) st = inc->batch.run_cuda(cc, n, results);
     free(cc);
     return st;
 }

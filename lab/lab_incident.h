@@ -102,7 +102,6 @@ typedef struct lab_variant {
                                         `detect` to include FAIL. */
 } lab_variant;
 
-/* ---- Metric specifications (issue 21: plots draw the criterion) -------------------------------- */
 /* One metric of an incident's criterion, as plots draw it: its name as recorded with lab_result_metric,
  * the bound the criterion applies and on which side a case passes. A plot draws the bound as a line and,
  * for a bound above zero, the metric as a fraction of it (1.0 is the line). A census metric that must be
@@ -116,7 +115,6 @@ typedef struct {
                                      depends on the case, e.g. 0001's "tol" from T); then tolerance is unused */
     const char *caption;          /* one line under the figure: what to look for */
 } lab_metric_spec;
-/* ---- end of metric specifications -------------------------------------------------------------- */
 
 /* Makes the state every variant of one (seed, backend) shares: inputs, the float64 reference. The runner
  * owns it (one per worker process, reused while consecutive cases have the same incident, seed and
@@ -129,8 +127,56 @@ typedef void (*lab_teardown_fn)(void *group);
  * when the harness failed (outcome ERROR with lab_err_msg()). */
 typedef lab_status (*lab_run_fn)(const lab_case *c, lab_case_result *r);
 
+/* The GPU side of an incident as data: x in a build with CUDA, NULL in one without (nvcc missing or CUDA=0), so
+ * that `.run_cuda = LAB_IF_CUDA(my_run_cuda)` names a function that exists only where CUDA is built. A field left
+ * NULL this way reads as "no such thing in this build": CUDA cases SKIP as missing, `lab bench` lists no bench. */
+#ifdef LAB_HAVE_CUDA
+#define LAB_IF_CUDA(x) (x)
+#else
+#define LAB_IF_CUDA(x) NULL
+#endif
+
+/* Seed batches (CUDA), optional: one variant run for n cases of different seeds at once, in one launch per
+ * kernel where the kernel takes a batch dimension, so that one launch fills the GPU instead of a few of its SMs. */
+typedef struct {
+    /* cases[i] carry their own seed's group (setup); results[i] must be what run_cuda gives cases[i] run alone
+     * (bit for bit for deterministic variants; timings excepted, test seedbatch::wr_batches_equal_cases_alone).
+     * Called only on the CUDA backend, without a sanitizer, for variants that are not memory bugs
+     * (variant.sanitizer NULL) unless memory_bugs, with 1 <= n <= max cases whose seeds have the same key.
+     * Returns LAB_OK when every case ran; an error status (a device error) leaves the results unset: the runner
+     * then runs the cases one by one. With it, setup must be thread-safe: a batch's missing groups are made on
+     * several threads at once (lab_case_run_batch, lab_par.h). NULL: no batching. */
+    lab_status (*run_cuda)(const lab_case *cases, size_t n, lab_case_result *results);
+    unsigned max;                    /* most cases in one run_cuda call (required with it) */
+    /* Seeds that may share a batch have the same key (e.g. the same problem shape); NULL: any seeds. */
+    uint64_t (*key)(uint64_t seed);
+    /* 1: memory-bug variants (variant.sanitizer) batch too, because every case of theirs reports memory_contained
+     * by construction; a batch in which one does not gives its leader retire_worker and the others run alone in
+     * a fresh worker. 0: they always run alone. */
+    int memory_bugs;
+} lab_incident_batch;
+
+/* What plots draw of an incident (from results.jsonl) and what `lab compare` judges by. */
+typedef struct {
+    const char *metric;              /* the metric that separates bug and fix, plotted per seed */
+    int log;                         /* plot it on a log scale */
+    const char *drift_metric;        /* optional: an error metric drawn per seed on a log scale (e.g. the fix's
+                                        max error), so drift across seeds is seen; NULL: none */
+    /* The criterion's metrics with their bounds, for plots and `lab compare`; specs[0] is the metric that
+     * separates bug and fix (drawn with its threshold in <id>.png). NULL / 0: none (plots fall back to metric
+     * without a threshold). */
+    const lab_metric_spec *specs;
+    int n_specs;
+    /* Optional: the incident's own figures beyond the per-seed plots (a study against T, loss curves, a scatter
+     * of two metrics). Called after a replay with plots on and by `lab plots`, in its own process under a
+     * watchdog; it may compute (small studies), writes <plots_dir>/<id>-<name>.dat and renders each with
+     * lab_gnuplot_xy. NULL: none. A failing figure is reported (with its reason), never fails the replay. */
+    lab_status (*figures)(const struct lab_figure_ctx *fx);
+} lab_incident_plots;
+
 typedef struct lab_incident {
-    const char *id;                  /* directory name, "0004-pow-grad-nan" */
+    const char *id;                  /* directory name, "0004-pow-grad-nan": LAB_INCIDENT_ID, which the build
+                                        passes to the incident's own files from its incident.mk */
     const char *title;
     const char *summary;             /* a few sentences for `lab explain` */
     const lab_variant *variants;
@@ -138,58 +184,26 @@ typedef struct lab_incident {
     lab_setup_fn setup;              /* optional: the per-seed shared state (NULL: c->group is NULL) */
     lab_teardown_fn teardown;        /* frees what setup made (required with setup) */
     lab_run_fn run_cpu;              /* required */
-    lab_run_fn run_cuda;             /* NULL: no CUDA version (CUDA cases SKIP as no-version). The runner
+    lab_run_fn run_cuda;             /* LAB_IF_CUDA(fn); NULL: no CUDA version (CUDA cases SKIP). The runner
                                         checks that a GPU is usable before calling it. */
-    const char *plot_metric;         /* the metric that separates bug and fix, plotted per seed */
-    int plot_log;                    /* plot it on a log scale */
     double timeout_s;                /* watchdog per case (0: runner default) */
     /* Regenerates golden/ from the float64 reference into dir (opt-in `make golden`). */
     lab_status (*golden_bless)(const char *dir);
-    const char *drift_metric;        /* optional: an error metric drawn per seed on a log scale (e.g. the
-                                        fix's max error), so drift across seeds is seen; NULL: none */
-    /* Optional: the incident's own figures beyond the per-seed plots (a study against T, loss curves,
-     * a scatter of two metrics). Called after a replay with plots on and by `lab plots`, in its own
-     * process under a watchdog; it may compute (small studies), writes <plots_dir>/<id>-<name>.dat and
-     * renders each with lab_gnuplot_xy. NULL: none. A failing figure is reported, never fails the replay. */
-    lab_status (*figures)(const struct lab_figure_ctx *fx);
     /* Seeds a default replay runs (0: the runner's default, 256). An incident whose cases are costly by
      * nature (several processes per case, hangs that cost their deadline) states a smaller count; an
      * explicit --seeds/--seed on the command line overrides it. */
     unsigned default_seeds;
-    /* Optional: a benchmark (`lab bench`), run in its own process: prints one line per measurement to
-     * out, ratios measured in one run (e.g. "backward: deterministic / f32-atomic = 1.07 (0.81 ms /
-     * 0.76 ms, B=32 T=500)"), and the device ceilings it compares against. LAB_ERR_UNSUPPORTED (no
-     * GPU, say why with lab_err_set) is a skip. NULL: none. */
+    /* Optional, LAB_IF_CUDA(fn): a benchmark (`lab bench`), run in its own process: prints one line per
+     * measurement to out, ratios measured in one run (e.g. "backward: deterministic / f32-atomic = 1.07
+     * (0.81 ms / 0.76 ms, B=32 T=500)"), and the device ceilings it compares against. LAB_ERR_UNSUPPORTED
+     * (no usable GPU, say why with lab_err_set) is a skip. NULL: none. */
     lab_status (*bench)(FILE *out);
-    /* Optional: a study too long for every bench (`lab bench --study`; minutes, not seconds), printing as bench
-     * does (free lines, record lines). `lab bench` and the bench of `lab report` run bench only, so that
-     * every report can afford its benchmarks. NULL: none. */
+    /* Optional, LAB_IF_CUDA(fn): a study too long for every bench (`lab bench --study`; minutes, not seconds),
+     * printing as bench does (free lines, record lines). `lab bench` and the bench of `lab report` run bench
+     * only, so that every report can afford its benchmarks. NULL: none. */
     lab_status (*study)(FILE *out);
-    /* ---- Metric specifications (issue 21) ---- The criterion's metrics with their bounds, for plots and
-     * `lab compare`; metric_specs[0] is the metric that separates bug and fix (drawn with its threshold in
-     * <id>.png). NULL / 0: none (plots fall back to plot_metric without a threshold). */
-    const lab_metric_spec *metric_specs;
-    int n_metric_specs;
-    /* ---- end of metric specifications ---- */
-    /* ---- Seed batches (CUDA) ---- Optional: runs one variant for n cases of different seeds at once, in one
-     * launch per kernel where the kernel takes a batch dimension, so that one launch fills the GPU instead of a
-     * few of its SMs. cases[i] carry their own seed's group (setup); results[i] must be what run_cuda gives
-     * cases[i] run alone (bit for bit for deterministic variants; timings excepted, test
-     * seedbatch::wr_batches_equal_cases_alone). Called only on the CUDA backend, without a sanitizer, for
-     * variants that are not memory bugs (variant.sanitizer NULL) unless batch_memory_bugs, with 1 <= n <=
-     * batch_max cases whose seeds have the same batch_key. Returns LAB_OK when every case ran; an error status (a device error) leaves the
-     * results unset: the runner then runs the cases one by one. NULL: no batching. */
-    lab_status (*run_cuda_batch)(const lab_case *cases, size_t n, lab_case_result *results);
-    unsigned batch_max;              /* most cases in one run_cuda_batch call (required with it) */
-                                     /* With run_cuda_batch, setup must be thread-safe: a batch's missing groups are
-                                        made on several threads at once (lab_case_run_batch, lab_par.h). */
-    /* Seeds that may share a batch have the same key (e.g. the same problem shape); NULL: any seeds. */
-    uint64_t (*batch_key)(uint64_t seed);
-    /* 1: memory-bug variants (variant.sanitizer) batch too, because every case of theirs reports memory_contained
-     * by construction; a batch in which one does not gives its leader retire_worker and the others run alone in
-     * a fresh worker. 0: they always run alone. */
-    int batch_memory_bugs;
-    /* ---- end of seed batches ---- */
+    lab_incident_batch batch;        /* seed batches on CUDA (all zero: none) */
+    lab_incident_plots plots;        /* what plots draw */
     /* Optional: the rough wall seconds one case of this seed takes in a loaded CUDA replay (its share of a seed
      * batch where it batches), the scheduler's cost model (lab_sched_case_cost): the runner starts the costliest
      * runs first and cuts no seed batch chunk costlier than a worker's fair share. Only the ratios between
@@ -260,8 +274,8 @@ void lab_case_release(void);
 /* Runs the seed batch cases[0..n) of one incident, variant and backend (CUDA), with the seeds' groups from this
  * process's cache (the missing ones made by setup on lab_par_threads() threads at once; at most
  * LAB_CASE_GROUPS_MAX distinct seeds), through the
- * incident's run_cuda_batch; results[i] zeroed first. LAB_ERR_ARG when the incident has no run_cuda_batch, n is 0
- * or above its batch_max or the cases are not of one incident, variant and backend; else run_cuda_batch's or a
+ * incident's batch.run_cuda; results[i] zeroed first. LAB_ERR_ARG when the incident has no batch.run_cuda, n is 0
+ * or above its batch.max or the cases are not of one incident, variant and backend; else batch.run_cuda's or a
  * setup's status. */
 lab_status lab_case_run_batch(const lab_case *cases, size_t n, lab_case_result *results);
 

@@ -17,11 +17,11 @@ $(BUILD)/obj/incidents/%.o: LAB_INC = -Ikernels
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LAB_INC) $(PKG_CFLAGS) $(if $(findstring test_,$(notdir $<)),$(CRIT_CFLAGS) -Itests) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(LAB_INC) $(LAB_INCIDENT_DEF) $(PKG_CFLAGS) $(if $(findstring test_,$(notdir $<)),$(CRIT_CFLAGS) -Itests) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.cu.o: %.cu | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) $(CUDA_DEFS) -MMD -MP -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(CUDA_DEFS) $(LAB_INCIDENT_DEF) -MMD -MP -c $< -o $@
 
 # lab_mpi.o is built with MPI (or as a stub when MPI=0) and linked into build/lab only; the stamp rebuilds
 # it when MPI changes.

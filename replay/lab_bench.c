@@ -184,7 +184,14 @@ lab_status lab_bench_run_kind(const char *const *ids, size_t n_ids, int study, F
         cJSON_Delete(s);
         return st;
     }
+#ifdef LAB_HAVE_CUDA
     if (human && n == 0) fprintf(human, "no %s among the selected incidents\n", study ? "study" : "benchmark");
+#else
+    /* benchmarks and studies are GPU code, absent from this build (LAB_IF_CUDA in lab_incident.h) */
+    if (human && n == 0)
+        fprintf(human, "no %s among the selected incidents: this build has no CUDA (nvcc missing or CUDA=0)\n",
+                study ? "study" : "benchmark");
+#endif
     *section = s;
     return LAB_OK;
 }

@@ -81,7 +81,7 @@ static int lab_cp_specs(const cJSON *inc_a, const cJSON *inc_b, const char *id, 
     }
     if (n > 0) return n;
     const lab_incident *inc = lab_incident_find(id);
-    for (int k = 0; inc && k < inc->n_metric_specs && k < LAB_CP_MAX_SPECS; ++k) out[n++] = inc->metric_specs[k];
+    for (int k = 0; inc && k < inc->plots.n_specs && k < LAB_CP_MAX_SPECS; ++k) out[n++] = inc->plots.specs[k];
     if (n == 0 && *lab_cp_str(inc_a, "plot_metric"))
         out[n++] = (lab_metric_spec){lab_cp_str(inc_a, "plot_metric"), NAN, 1, NULL, NULL};
     return n;

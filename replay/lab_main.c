@@ -277,7 +277,7 @@ static int lab_cmd_explain(int argc, char **argv, const char *lab_bin)
     for (int v = 0; v < inc->n_variants; ++v)
         printf("  %-18s %s  %s\n", inc->variants[v].name, lab_role_name(inc->variants[v].role), inc->variants[v].what);
     printf("\nLive, %llu seeds on %s; separating metric: %s\n\n", (unsigned long long)seeds, lab_backend_name(backend),
-           inc->plot_metric);
+           inc->plots.metric);
     size_t nv = (size_t)inc->n_variants, n;
     if (lab_cli_mul_size((size_t)seeds, nv, "explain --seeds", &n) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
     lab_job_outcome *out = calloc(n ? n : 1, sizeof *out);
@@ -296,9 +296,9 @@ static int lab_cmd_explain(int argc, char **argv, const char *lab_bin)
         printf("%-6zu", s + 1);
         for (size_t v = 0; v < nv; ++v) {
             const lab_job_outcome *o = &out[s * nv + v];
-            double m = lab_result_get(&o->r, inc->plot_metric);
+            double m = lab_result_get(&o->r, inc->plots.metric);
             char cell[64];
-            snprintf(cell, sizeof cell, "%s %s=%.3g", lab_outcome_name(o->outcome), inc->plot_metric, m);
+            snprintf(cell, sizeof cell, "%s %s=%.3g", lab_outcome_name(o->outcome), inc->plots.metric, m);
             printf(" | %-34s", cell);
             lab_case_record rec = {inc, &inc->variants[v], s + 1, backend, *o};
             all_ok &= lab_verdict_case_ok(&rec) != 0;

@@ -149,8 +149,8 @@ static lab_status lab_plot_margin_fig(const char *root, const char *dir, const l
     int ns = 0;
     lab_status st = LAB_OK;
     *drawn = 0;
-    for (int k = 0; k < inc->n_metric_specs && st == LAB_OK; ++k) {
-        const lab_metric_spec *m = &inc->metric_specs[k];
+    for (int k = 0; k < inc->plots.n_specs && st == LAB_OK; ++k) {
+        const lab_metric_spec *m = &inc->plots.specs[k];
         double probe;
         int scaled = m->tolerance_metric != NULL, as_margin = !scaled && lab_plot_margin(m, 0.5, &probe);
         if (!scaled && !as_margin) continue;
@@ -183,7 +183,7 @@ typedef struct {
 static lab_status lab_plot_fig_job(void *ctx, size_t job, lab_case_result *r)
 {
     lab_plot_fig_jobs *j = ctx;
-    lab_status st = j->incs[job]->figures(&j->fx[job]);
+    lab_status st = j->incs[job]->plots.figures(&j->fx[job]);
     if (st == LAB_OK) lab_result_verdict(r, 1, "figures drawn");
     else if (st == LAB_ERR_UNSUPPORTED) lab_result_skip(r, "%s", lab_err_msg());
     return st == LAB_ERR_UNSUPPORTED ? LAB_OK : st;
@@ -202,7 +202,7 @@ static lab_status lab_plot_figures(const lab_incident **incs, size_t ni, const l
     if (!cases) return lab_err_set(LAB_ERR_NOMEM, "figures: out of memory");
     size_t used = 0;
     for (size_t i = 0; i < ni && nf < 256; ++i) {
-        if (!incs[i]->figures) continue;
+        if (!incs[i]->plots.figures) continue;
         fi[nf] = incs[i];
         fx[nf] = (lab_figure_ctx){incs[i], root, dir, cases + used, 0};
         for (size_t k = 0; k < rs->n; ++k)
@@ -262,15 +262,15 @@ lab_status lab_plot_set(const lab_resread_set *rs, const char *out_dir, const ch
     /* an interrupt (lab_isolate_catch_signals) ends the drawing between figures */
     for (size_t i = 0; i < ni && st == LAB_OK && !lab_isolate_interrupted(); ++i) {
         const lab_incident *inc = incs[i];
-        lab_metric_spec fallback = {inc->plot_metric, NAN, 1, NULL, "distribution over seeds per variant and backend"};
-        const lab_metric_spec *specs = inc->n_metric_specs > 0 ? inc->metric_specs : inc->plot_metric ? &fallback : NULL;
-        int n_specs = inc->n_metric_specs > 0 ? inc->n_metric_specs : inc->plot_metric ? 1 : 0;
+        lab_metric_spec fallback = {inc->plots.metric, NAN, 1, NULL, "distribution over seeds per variant and backend"};
+        const lab_metric_spec *specs = inc->plots.n_specs > 0 ? inc->plots.specs : inc->plots.metric ? &fallback : NULL;
+        int n_specs = inc->plots.n_specs > 0 ? inc->plots.n_specs : inc->plots.metric ? 1 : 0;
         for (int k = 0; k < n_specs && st == LAB_OK && !lab_isolate_interrupted(); ++k) {
             st = lab_plot_metric_fig(root, dir, rs, inc, &specs[k], k);
             if (st == LAB_ERR_UNSUPPORTED) missing_gnuplot = 1, st = LAB_OK;
         }
         int drawn = 0;
-        if (st == LAB_OK && inc->n_metric_specs > 0) st = lab_plot_margin_fig(root, dir, rs, inc, &drawn);
+        if (st == LAB_OK && inc->plots.n_specs > 0) st = lab_plot_margin_fig(root, dir, rs, inc, &drawn);
         if (st == LAB_ERR_UNSUPPORTED) missing_gnuplot = 1, st = LAB_OK;
     }
     if (st == LAB_OK && !missing_gnuplot && !lab_isolate_interrupted()) {

@@ -12,9 +12,9 @@
 
 /* Reads <out_dir>/results.jsonl (lab_resread) and for each incident in it draws into <out_dir>/plots/
  * (each figure as <stem>.dat, .par, .cmd, .caption and .png, the kind's script copied beside them):
- *  - <id>.png: the distribution (ECDF) of the separating metric (metric_specs[0], else plot_metric) per
+ *  - <id>.png: the distribution (ECDF) of the separating metric (plots.specs[0], else plots.metric) per
  *    variant and backend, with the criterion's bound; NaN/Inf in marked bands, zeros on a marked floor;
- *  - <id>-<metric>.png: the same for every other metric of metric_specs;
+ *  - <id>-<metric>.png: the same for every other metric of plots.specs;
  *  - <id>-margin.png: every metric with a bound above zero as a fraction of it (1.0 is the line);
  * then runs each incident's figures() in its own process under a watchdog; a figure that fails is printed
  * to `report` and does not fail the call. *n_png receives the PNG files in the plots folder. LAB_ERR_IO /

@@ -34,7 +34,7 @@ typedef struct {
                                               the set is not swapped in. NULL: none */
     void *summary_ctx;                     /* its context */
     unsigned batch_seeds;                  /* most seeds one CUDA seed batch runs (lab_seedbatch.h); 0: each
-                                              incident's batch_max; 1: no batching */
+                                              incident's batch.max; 1: no batching */
     int device_ok;                         /* the replay's probe made a context on the GPU: from then on a CUDA
                                               case that finds no usable device is ERROR (device lost), never a
                                               neutral SKIP, and a case that met a device error is run again */

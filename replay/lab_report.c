@@ -158,7 +158,7 @@ static lab_status lab_report_variant_stats(cJSON *v, const lab_resread_rec *cons
 }
 
 /* Adds "per_seed": {"seeds": [...], "variants": {name: {"outcome": [...], <plot_metric>: [...],
- * <drift_metric>: [...], <each metric of inc's metric_specs and its per-case bound>: [...]}}} to the incident
+ * <drift_metric>: [...], <each metric of inc's plots.specs and its per-case bound>: [...]}}} to the incident
  * object from its records recs[0..n); seeds sorted, values aligned with them (null where a variant has no case
  * at a seed). inc may be NULL (an incident this build lacks). */
 static lab_status lab_report_per_seed(cJSON *inc_json, const lab_resread_rec *const *recs, size_t n, const cJSON *vars,
@@ -200,9 +200,9 @@ static lab_status lab_report_per_seed(cJSON *inc_json, const lab_resread_rec *co
     int nc = 0;
     cand[nc++] = plot_metric;
     cand[nc++] = drift_metric;
-    for (int k = 0; inc && k < inc->n_metric_specs && k < 16; ++k) {
-        cand[nc++] = inc->metric_specs[k].name;
-        cand[nc++] = inc->metric_specs[k].tolerance_metric;
+    for (int k = 0; inc && k < inc->plots.n_specs && k < 16; ++k) {
+        cand[nc++] = inc->plots.specs[k].name;
+        cand[nc++] = inc->plots.specs[k].tolerance_metric;
     }
     for (int k = 0; k < nc; ++k) {
         int dup = !cand[k] || !*cand[k];
@@ -373,16 +373,16 @@ lab_status lab_report_write_set(const char *dir, const lab_report_opts *opts, co
         cJSON_AddStringToObject(inc, "id", id);
         cJSON_AddStringToObject(inc, "title", lab_report_str(sinc, "title"));
         const lab_incident *known = lab_incident_find(id);
-        const char *pm = known && known->plot_metric ? known->plot_metric : NULL;
-        const char *dm = known && known->drift_metric ? known->drift_metric : NULL;
+        const char *pm = known && known->plots.metric ? known->plots.metric : NULL;
+        const char *dm = known && known->plots.drift_metric ? known->plots.drift_metric : NULL;
         if (pm) cJSON_AddStringToObject(inc, "plot_metric", pm);
-        if (pm) cJSON_AddBoolToObject(inc, "plot_log", known->plot_log);
+        if (pm) cJSON_AddBoolToObject(inc, "plot_log", known->plots.log);
         if (dm) cJSON_AddStringToObject(inc, "drift_metric", dm);
         if (known && known->summary) cJSON_AddStringToObject(inc, "summary", known->summary);
-        if (known && known->n_metric_specs > 0) {
+        if (known && known->plots.n_specs > 0) {
             cJSON *specs = cJSON_AddArrayToObject(inc, "metric_specs");
-            for (int k = 0; k < known->n_metric_specs; ++k) {
-                const lab_metric_spec *m = &known->metric_specs[k];
+            for (int k = 0; k < known->plots.n_specs; ++k) {
+                const lab_metric_spec *m = &known->plots.specs[k];
                 cJSON *o = cJSON_CreateObject();
                 cJSON_AddStringToObject(o, "name", m->name);
                 cJSON_AddNumberToObject(o, "tolerance", m->tolerance);

@@ -1,4 +1,4 @@
-/* lab_seedbatch: seed batches of a CUDA replay: which cases run together (one variant over several seeds of one batch key, lab_incident.run_cuda_batch), the execution order that puts them side by side, and in a worker the batch run once with its results handed out case by case. */
+/* lab_seedbatch: seed batches of a CUDA replay: which cases run together (one variant over several seeds of one batch key, lab_incident.batch.run_cuda), the execution order that puts them side by side, and in a worker the batch run once with its results handed out case by case. */
 #include "lab_seedbatch.h"
 
 #include <stdlib.h>
@@ -6,8 +6,8 @@
 
 unsigned lab_seedbatch_size(const lab_incident *inc, lab_backend b, int sanitize, unsigned cap)
 {
-    if (b != LAB_BACKEND_CUDA || sanitize || !inc->run_cuda_batch || inc->batch_max < 2) return 1;
-    unsigned n = inc->batch_max;
+    if (b != LAB_BACKEND_CUDA || sanitize || !inc->batch.run_cuda || inc->batch.max < 2) return 1;
+    unsigned n = inc->batch.max;
     if (cap && cap < n) n = cap;
     return n < LAB_CASE_GROUPS_MAX ? n : LAB_CASE_GROUPS_MAX;
 }
@@ -20,7 +20,7 @@ void lab_seedbatch_plan_free(lab_seedbatch_plan *p)
     memset(p, 0, sizeof *p);
 }
 
-static uint64_t lab_seedbatch_key(const lab_incident *inc, uint64_t seed) { return inc->batch_key ? inc->batch_key(seed) : 0; }
+static uint64_t lab_seedbatch_key(const lab_incident *inc, uint64_t seed) { return inc->batch.key ? inc->batch.key(seed) : 0; }
 
 lab_status lab_seedbatch_plan_make(const lab_case_record *recs, const size_t *order, size_t start, size_t end,
                                    unsigned bmax, lab_seedbatch_plan *p)
@@ -66,7 +66,7 @@ lab_status lab_seedbatch_plan_make(const lab_case_record *recs, const size_t *or
             /* variants that batch, in their order within the first group (every group lists the same variants) */
             for (size_t v = gfirst[chunk[0]]; v < gfirst[chunk[0] + 1]; ++v) {
                 const lab_variant *var = recs[order[v]].variant;
-                if ((var->sanitizer && !inc->batch_memory_bugs) || var->cpu_only) continue;
+                if ((var->sanitizer && !inc->batch.memory_bugs) || var->cpu_only) continue;
                 size_t lead_at = k;
                 for (size_t i = 0; i < m; ++i)
                     for (size_t j = gfirst[chunk[i]]; j < gfirst[chunk[i] + 1]; ++j)

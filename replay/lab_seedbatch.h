@@ -1,4 +1,4 @@
-/* lab_seedbatch: seed batches of a CUDA replay: which cases run together (one variant over several seeds of one batch key, lab_incident.run_cuda_batch), the execution order that puts them side by side, and in a worker the batch run once with its results handed out case by case. */
+/* lab_seedbatch: seed batches of a CUDA replay: which cases run together (one variant over several seeds of one batch key, lab_incident.batch.run_cuda), the execution order that puts them side by side, and in a worker the batch run once with its results handed out case by case. */
 #ifndef LAB_SEEDBATCH_H
 #define LAB_SEEDBATCH_H
 
@@ -12,13 +12,13 @@ extern "C" {
 #endif
 
 /* The most seeds one batch of inc holds on backend b: 1 (no batching) on the CPU, under a sanitizer (every case
- * is its own compute-sanitizer process) or when inc has no run_cuda_batch; else inc->batch_max, capped by cap
+ * is its own compute-sanitizer process) or when inc has no batch.run_cuda; else inc->batch.max, capped by cap
  * (0: no cap) and by LAB_CASE_GROUPS_MAX. */
 unsigned lab_seedbatch_size(const lab_incident *inc, lab_backend b, int sanitize, unsigned cap);
 
 /* One incident's cases laid out as seed batches. Its seeds are cut, batch key by batch key (seeds in order),
  * into chunks of at most bmax seeds, as equal as they can be; a chunk's cases run in one worker: every variant
- * that is not CPU-only nor a memory bug (unless the incident batches its memory bugs, batch_memory_bugs) over the
+ * that is not CPU-only nor a memory bug (unless the incident batches its memory bugs, batch.memory_bugs) over the
  * chunk's seeds (one batch: lead > 1, or 1 for a chunk of one seed), then the rest seed by seed (lead 1, alone
  * as always: a memory bug's worker may retire after it). */
 typedef struct {

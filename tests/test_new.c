@@ -33,8 +33,10 @@ Test(new, template_becomes_an_incident_that_compiles)
     int have_criterion = system("pkg-config --exists criterion") == 0;
     snprintf(cmd, sizeof cmd,
              "cc -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Ilab "
-             "-Ikernels -fsyntax-only '%s/incidents/0999-probe-thing/probe_thing.c' && "
-             "{ [ %d = 0 ] || cc -std=gnu11 -Wall -Ilab $(pkg-config --cflags criterion) -fsyntax-only "
+             "-Ikernels -DLAB_INCIDENT_ID='\"0999-probe-thing\"' -fsyntax-only "
+             "'%s/incidents/0999-probe-thing/probe_thing.c' && "
+             "{ [ %d = 0 ] || cc -std=gnu11 -Wall -Ilab -DLAB_INCIDENT_ID='\"0999-probe-thing\"' "
+             "$(pkg-config --cflags criterion) -fsyntax-only "
              "'%s/incidents/0999-probe-thing/test_probe_thing.c'; }", root, have_criterion, root);
     if (!have_criterion) cr_log_warn("criterion not installed: the generated test was not compiled");
     cr_expect_eq(system(cmd), 0, "the generated incident does not compile");

@@ -72,7 +72,7 @@ static const lab_variant good_variants[] = {
 };
 static const lab_incident good = {.id = "9001-good", .title = "all roles met", .summary = "synthetic",
                                   .variants = good_variants, .n_variants = 5, .run_cpu = run_param,
-                                  .plot_metric = "err", .plot_log = 1, .timeout_s = 0.5, .drift_metric = "err"};
+                                  .plots = {.metric = "err", .log = 1, .drift_metric = "err"}, .timeout_s = 0.5};
 
 static const lab_variant bad_variants[] = {
     {.name = "fix", .role = LAB_ROLE_FIX, .what = "regressed", .param = P_FAIL},
@@ -82,7 +82,7 @@ static const lab_variant bad_variants[] = {
 };
 static const lab_incident bad = {.id = "9002-bad", .title = "roles not met", .summary = "synthetic",
                                  .variants = bad_variants, .n_variants = 3, .run_cpu = run_param,
-                                 .plot_metric = "err", .plot_log = 1, .timeout_s = 0.5};
+                                 .plots = {.metric = "err", .log = 1}, .timeout_s = 0.5};
 
 static char outdir[64];
 
@@ -344,9 +344,9 @@ static lab_status fig_crash(const lab_figure_ctx *fx)
 }
 static const lab_variant fig_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "holds"}};
 static const lab_incident fig_good = {.id = "9003-figures", .title = "figures", .summary = "synthetic",
-                                      .variants = fig_variants, .n_variants = 1, .run_cpu = run_pass, .figures = fig_ok};
+                                      .variants = fig_variants, .n_variants = 1, .run_cpu = run_pass, .plots.figures = fig_ok};
 static const lab_incident fig_bad = {.id = "9004-figures-crash", .title = "figures", .summary = "synthetic",
-                                     .variants = fig_variants, .n_variants = 1, .run_cpu = run_pass, .figures = fig_crash};
+                                     .variants = fig_variants, .n_variants = 1, .run_cpu = run_pass, .plots.figures = fig_crash};
 LAB_INCIDENT_REGISTER(fig_good);
 LAB_INCIDENT_REGISTER(fig_bad);
 
@@ -406,7 +406,7 @@ static const lab_variant batch_variants[] = {
 };
 static const lab_incident batch_inc = {.id = "9005-batch", .title = "batches", .summary = "synthetic",
                                        .variants = batch_variants, .n_variants = 3, .setup = setup_count,
-                                       .teardown = teardown_none, .run_cpu = run_pid, .plot_metric = "pid"};
+                                       .teardown = teardown_none, .run_cpu = run_pid, .plots.metric = "pid"};
 
 Test(replay, seed_groups_share_a_worker_and_memory_bugs_retire_it, .init = mkout, .fini = rmout)
 {
@@ -546,10 +546,10 @@ Test(replay, batched_cases_equal_one_process_each, .timeout = 900)
 static const lab_variant pool_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid"}};
 static const lab_incident pool_a = {.id = "9007-pool-a", .title = "pool a", .summary = "synthetic",
                                     .variants = pool_variants, .n_variants = 1, .run_cpu = run_pid,
-                                    .run_cuda = run_pid, .plot_metric = "pid"};
+                                    .run_cuda = run_pid, .plots.metric = "pid"};
 static const lab_incident pool_b = {.id = "9008-pool-b", .title = "pool b", .summary = "synthetic",
                                     .variants = pool_variants, .n_variants = 1, .run_cpu = run_pid,
-                                    .run_cuda = run_pid, .plot_metric = "pid"};
+                                    .run_cuda = run_pid, .plots.metric = "pid"};
 Test(replay, single_gpu_incidents_share_one_pool, .init = mkout, .fini = rmout)
 {
     setenv("CUDA_VISIBLE_DEVICES", "0", 1);
@@ -603,7 +603,7 @@ Test(replay, single_gpu_incidents_share_one_pool, .init = mkout, .fini = rmout)
 static const lab_variant two_gpu_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid", .gpus = 2}};
 static const lab_incident two_gpus = {.id = "9009-two-gpus", .title = "two gpus", .summary = "synthetic",
                                       .variants = two_gpu_variants, .n_variants = 1, .run_cpu = run_pid,
-                                      .run_cuda = run_pid, .plot_metric = "pid"};
+                                      .run_cuda = run_pid, .plots.metric = "pid"};
 Test(replay, cases_needing_more_gpus_skip_without_a_worker, .init = mkout, .fini = rmout)
 {
     setenv("CUDA_VISIBLE_DEVICES", "0", 1);
@@ -663,10 +663,10 @@ static lab_status run_collateral(const lab_case *c, lab_case_result *r)
 static const lab_variant dev_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "holds"}};
 static const lab_incident dev_gone = {.id = "9011-device-gone", .title = "device gone", .summary = "synthetic",
                                       .variants = dev_variants, .n_variants = 1, .run_cpu = run_pass,
-                                      .run_cuda = run_pass, .plot_metric = "err"};
+                                      .run_cuda = run_pass, .plots.metric = "err"};
 static const lab_incident dev_fault = {.id = "9012-neighbour-fault", .title = "neighbour's fault", .summary = "synthetic",
                                        .variants = dev_variants, .n_variants = 1, .run_cpu = run_collateral,
-                                       .run_cuda = run_collateral, .plot_metric = "err"};
+                                       .run_cuda = run_collateral, .plots.metric = "err"};
 
 static lab_status device_replay(const lab_incident *inc, int device_ok, lab_status (*probe)(char *, size_t),
                                 lab_verdict *v, lab_case_record **recs, size_t *n)
@@ -862,11 +862,11 @@ Test(replay, a_fed_execution_runs_the_groups_it_is_dealt, .init = mkout, .fini =
 static const lab_variant eight_gpu_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid", .gpus = 8}};
 static const lab_incident eight_gpus = {.id = "9013-eight-gpus", .title = "eight gpus", .summary = "synthetic",
                                         .variants = eight_gpu_variants, .n_variants = 1, .run_cpu = run_pid,
-                                        .run_cuda = run_pid, .plot_metric = "pid"};
+                                        .run_cuda = run_pid, .plots.metric = "pid"};
 static const lab_variant sixteen_gpu_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid", .gpus = 16}};
 static const lab_incident sixteen_gpus = {.id = "9014-sixteen-gpus", .title = "sixteen gpus", .summary = "synthetic",
                                           .variants = sixteen_gpu_variants, .n_variants = 1, .run_cpu = run_pid,
-                                          .run_cuda = run_pid, .plot_metric = "pid"};
+                                          .run_cuda = run_pid, .plots.metric = "pid"};
 static int fed_wrong_lane(void *ctx, const unsigned char *accept, size_t *g0, size_t *g1)
 {
     const lab_replay_groups *g = ctx;

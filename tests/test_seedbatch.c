@@ -50,8 +50,8 @@ static const lab_variant sb_variants[] = {
 };
 static const lab_incident sb_inc = {.id = "9010-seedbatch", .title = "seed batches", .summary = "synthetic",
                                     .variants = sb_variants, .n_variants = 3, .setup = sb_setup, .teardown = sb_teardown,
-                                    .run_cpu = sb_run, .run_cuda = sb_run, .plot_metric = "pid",
-                                    .run_cuda_batch = sb_run_batch, .batch_max = 3, .batch_key = sb_key};
+                                    .run_cpu = sb_run, .run_cuda = sb_run, .plots.metric = "pid",
+                                    .batch = {.run_cuda = sb_run_batch, .max = 3, .key = sb_key}};
 
 /* 10 seeds x 3 variants in seed groups (memory bug last), as the runner orders them */
 static size_t sb_records(lab_case_record *recs, size_t *order)
@@ -74,7 +74,7 @@ Test(seedbatch, size_only_where_a_cuda_batch_exists)
     cr_expect_eq(lab_seedbatch_size(&sb_inc, LAB_BACKEND_CPU, 0, 0), 1u, "never on the CPU");
     cr_expect_eq(lab_seedbatch_size(&sb_inc, LAB_BACKEND_CUDA, 1, 0), 1u, "never under a sanitizer");
     lab_incident plain = sb_inc;
-    plain.run_cuda_batch = NULL;
+    plain.batch.run_cuda = NULL;
     cr_expect_eq(lab_seedbatch_size(&plain, LAB_BACKEND_CUDA, 0, 0), 1u);
 }
 
@@ -153,7 +153,7 @@ Test(seedbatch, run_batch_gives_each_case_its_own_group)
     char g4[4][4096];
     for (int i = 0; i < 4; ++i) lab_case_init(&more[i], &sb_inc, &sb_variants[0], 1 + 3 * (uint64_t)i, LAB_BACKEND_CUDA, ".", g4[i], sizeof g4[i]);
     lab_case_result r4[4];
-    cr_expect_eq(lab_case_run_batch(more, 4, r4), LAB_ERR_ARG, "above batch_max");
+    cr_expect_eq(lab_case_run_batch(more, 4, r4), LAB_ERR_ARG, "above batch.max");
     cr_expect_eq(lab_case_run_batch(more, 0, r4), LAB_ERR_ARG, "empty");
     more[1].variant = &sb_variants[1];
     cr_expect_eq(lab_case_run_batch(more, 2, r4), LAB_ERR_ARG, "two variants");
@@ -181,7 +181,7 @@ Test(seedbatch, worker_hands_out_each_result_once)
     lab_case_release();
 }
 
-/* An incident that batches its memory bugs (batch_memory_bugs): they batch like the rest; a batch in which one
+/* An incident that batches its memory bugs (batch.memory_bugs): they batch like the rest; a batch in which one
  * case does not vouch for its strays keeps nothing and retires its worker after the leader. */
 static lab_status sb_run_batch_loose(const lab_case *cases, size_t n, lab_case_result *results)
 {
@@ -192,8 +192,8 @@ static lab_status sb_run_batch_loose(const lab_case *cases, size_t n, lab_case_r
 Test(seedbatch, memory_bugs_batch_only_where_contained)
 {
     lab_incident inc = sb_inc;
-    inc.batch_memory_bugs = 1;
-    inc.run_cuda_batch = sb_run_batch_loose;
+    inc.batch.memory_bugs = 1;
+    inc.batch.run_cuda = sb_run_batch_loose;
     lab_case_record recs[30];
     size_t order[30];
     size_t n = sb_records(recs, order);
@@ -282,7 +282,7 @@ Test(seedbatch, wr_batches_equal_cases_alone, .timeout = 600)
     lab_test_need_gpu();
     const lab_incident *inc = lab_incident_find("0008");
     cr_assert_not_null(inc);
-    cr_assert_not_null(inc->run_cuda_batch);
+    cr_assert_not_null(inc->batch.run_cuda);
     static const char *census[] = {"hazards", "raw_cross_warp", "raw_intra_warp", "war_hazards", "replicated_loads", "tol"};
     for (int v = 0; v < inc->n_variants; ++v) {
         const lab_variant *var = &inc->variants[v];
@@ -293,7 +293,7 @@ Test(seedbatch, wr_batches_equal_cases_alone, .timeout = 600)
             lab_case_result rb[2], ra[2];
             for (int i = 0; i < 2; ++i)
                 lab_case_init(&cs[i], inc, var, first + 3 * (uint64_t)i, LAB_BACKEND_CUDA, ".", gdir[i], sizeof gdir[i]);
-            cr_assert_eq(inc->batch_key(cs[0].seed), inc->batch_key(cs[1].seed));
+            cr_assert_eq(inc->batch.key(cs[0].seed), inc->batch.key(cs[1].seed));
             cr_assert_eq(lab_case_run_batch(cs, 2, rb), LAB_OK, "%s: %s", var->name, lab_err_msg());
             for (int i = 0; i < 2; ++i) {
                 memset(&ra[i], 0, sizeof ra[i]);
@@ -333,7 +333,7 @@ Test(seedbatch, semicrf_batches_equal_cases_alone, .timeout = 600)
     for (int k = 0; k < 2; ++k) {
         const lab_incident *inc = lab_incident_find(ids[k]);
         cr_assert_not_null(inc);
-        cr_assert_not_null(inc->run_cuda_batch);
+        cr_assert_not_null(inc->batch.run_cuda);
         for (int v = 0; v < inc->n_variants; ++v) {
             const lab_variant *var = &inc->variants[v];
             int det = k == 1 && var->param == LAB_SEMICRF_ACC_DETERMINISTIC;
@@ -343,7 +343,7 @@ Test(seedbatch, semicrf_batches_equal_cases_alone, .timeout = 600)
                 lab_case_result rb[2], ra[2];
                 for (int i = 0; i < 2; ++i)
                     lab_case_init(&cs[i], inc, var, first + 3 * (uint64_t)i, LAB_BACKEND_CUDA, ".", gdir[i], sizeof gdir[i]);
-                cr_assert_eq(inc->batch_key(cs[0].seed), inc->batch_key(cs[1].seed));
+                cr_assert_eq(inc->batch.key(cs[0].seed), inc->batch.key(cs[1].seed));
                 cr_assert_eq(lab_case_run_batch(cs, 2, rb), LAB_OK, "%s %s: %s", ids[k], var->name, lab_err_msg());
                 for (int i = 0; i < 2; ++i) {
                     memset(&ra[i], 0, sizeof ra[i]);

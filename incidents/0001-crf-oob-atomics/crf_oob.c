@@ -15,7 +15,7 @@
 lab_status crf_oob_golden_bless(const char *dir)
 {
     const uint64_t seeds[2] = {CRF_OOB_GOLDEN_SEED_A, CRF_OOB_GOLDEN_SEED_B};
-    return lab_semicrf_golden_bless(dir, CRF_OOB_ID, seeds, 2);
+    return lab_semicrf_golden_bless(dir, LAB_INCIDENT_ID, seeds, 2);
 }
 
 static int co_is_golden(uint64_t seed) { return seed == CRF_OOB_GOLDEN_SEED_A || seed == CRF_OOB_GOLDEN_SEED_B; }
@@ -183,7 +183,7 @@ static lab_status co_judge_one(void *ctx, size_t i)
 static lab_status co_run_cuda_batch(const lab_case *cases, size_t n, lab_case_result *results)
 {
     lab_semicrf_out *outs = calloc(n, sizeof *outs);
-    if (!outs) return lab_err_set(LAB_ERR_NOMEM, CRF_OOB_ID ": out of memory for a seed batch of %zu", n);
+    if (!outs) return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for a seed batch of %zu", n);
     lab_status st = lab_semicrf_cuda_run_cases(cases, n, co_config, outs);
     if (st == LAB_OK) {
         co_judge_job job = {cases, outs, results};
@@ -208,11 +208,6 @@ static lab_status co_run_cuda(const lab_case *c, lab_case_result *r)
     }
     return st;
 }
-#define CO_RUN_CUDA co_run_cuda
-#define CO_RUN_CUDA_BATCH co_run_cuda_batch
-#else
-#define CO_RUN_CUDA NULL
-#define CO_RUN_CUDA_BATCH NULL
 #endif
 
 static const lab_variant crf_oob_variants[] = {
@@ -241,7 +236,7 @@ static const lab_metric_spec co_metric_specs[] = {
 };
 
 const lab_incident crf_oob_incident = {
-    .id = CRF_OOB_ID,
+    .id = LAB_INCIDENT_ID,
     .title = "semi-Markov CRF backward: padding lanes' atomics out of bounds",
     .summary =
         "The backward kernel of a semi-Markov CRF ran C = 39 classes on C_PAD = 64 lanes, but its gradient buffers "
@@ -257,22 +252,23 @@ const lab_incident crf_oob_incident = {
     .setup = lab_semicrf_group_setup,
     .teardown = lab_semicrf_group_teardown,
     .run_cpu = co_run_cpu,
-    .run_cuda = CO_RUN_CUDA,
-    .plot_metric = "nonfinite_frac",
-    .plot_log = 0,
+    .run_cuda = LAB_IF_CUDA(co_run_cuda),
     .timeout_s = 60,
     .golden_bless = crf_oob_golden_bless,
-    .drift_metric = "max_rel_err",
-    .figures = NULL,
     .default_seeds = 24,
-    .bench = NULL,
-    .metric_specs = co_metric_specs,
-    .n_metric_specs = (int)(sizeof co_metric_specs / sizeof co_metric_specs[0]),
-    .run_cuda_batch = CO_RUN_CUDA_BATCH,
-    .batch_max = 256,
-    .batch_key = lab_semicrf_batch_key,
     .seed_cost = lab_semicrf_seed_cost,
-    .batch_memory_bugs = 1, /* bug-unpadded: its strays land in its own guard zones, checked (co_judge_cuda) */
+    .batch = {
+        .run_cuda = LAB_IF_CUDA(co_run_cuda_batch),
+        .max = 256,
+        .key = lab_semicrf_batch_key,
+        .memory_bugs = 1, /* bug-unpadded: its strays land in its own guard zones, checked (co_judge_cuda) */
+    },
+    .plots = {
+        .metric = "nonfinite_frac",
+        .drift_metric = "max_rel_err",
+        .specs = co_metric_specs,
+        .n_specs = (int)(sizeof co_metric_specs / sizeof co_metric_specs[0]),
+    },
 };
 
 LAB_INCIDENT_REGISTER(crf_oob_incident);

@@ -13,7 +13,6 @@ extern "C" {
 #include "lab_incident.h"
 #include "lab_semicrf.h"
 
-#define CRF_OOB_ID "0001-crf-oob-atomics"
 /* Golden seeds: T = 200 and T = 500 (lab_semicrf_T_of_seed). */
 #define CRF_OOB_GOLDEN_SEED_A 1u
 #define CRF_OOB_GOLDEN_SEED_B 2u

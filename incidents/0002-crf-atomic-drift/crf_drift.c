@@ -25,7 +25,7 @@ uint64_t crf_drift_schedule_seed(uint64_t seed, int which)
 lab_status crf_drift_golden_bless(const char *dir)
 {
     const uint64_t seeds[2] = {CRF_DRIFT_GOLDEN_SEED_A, CRF_DRIFT_GOLDEN_SEED_B};
-    return lab_semicrf_golden_bless(dir, CRF_DRIFT_ID, seeds, 2);
+    return lab_semicrf_golden_bless(dir, LAB_INCIDENT_ID, seeds, 2);
 }
 
 static const char *cd_accum_name(lab_semicrf_accum a)
@@ -233,7 +233,8 @@ lab_status crf_drift_figures(const struct lab_figure_ctx *fx)
     }
     lab_status st = lab_gnuplot_dat_close(f, dat);
     if (st != LAB_OK) return st;
-    lab_gnuplot_spec spec = {dat, png, "run-to-run gradient difference, worst seed (fix-deterministic: exactly 0 at every T, no place on a log axis)",
+    lab_gnuplot_spec spec = {dat, png, "worst run-to-run difference per T (f64 fix: its accumulators); fix-deterministic 0 at "
+                             "every T, off the log axis",
                              "T", "max abs run-to-run difference (f64 fix: its accumulators)", 0, 1, 1};
     if ((st = lab_gnuplot_xy(fx->root, &spec)) != LAB_OK && st != LAB_ERR_UNSUPPORTED) return st;
 
@@ -260,11 +261,22 @@ lab_status crf_drift_figures(const struct lab_figure_ctx *fx)
         }
         st = lab_gnuplot_dat_close(f, dat);
     }
+    /* the title says what the figure cannot show: separations of exactly 0 (no place on a log axis) and NaN steps */
+    char zero[64] = "", nans[96] = "no NaN";
+    for (int vi = 0, nz = 0, nn = 0; vi < 3 && st == LAB_OK; ++vi) {
+        int all0 = 1;
+        for (int i = 0; i < CD_TRAIN_STEPS && all0; ++i) all0 = sep[vi * CD_TRAIN_STEPS + i] == 0.0;
+        static const char *const shortname[3] = {"bug", "f64 fix", "det. fix"};
+        if (all0) snprintf(zero + strlen(zero), sizeof zero - strlen(zero), "%s%s", nz++ ? ", " : "", shortname[vi]);
+        if (nan_step[vi] < 0) continue;
+        size_t at = nn++ ? strlen(nans) : 0;
+        snprintf(nans + at, sizeof nans - at, "%s%s NaN at step %d", at ? ", " : "", shortname[vi], nan_step[vi] + 1);
+    }
     free(sep);
     if (st != LAB_OK) return st;
-    char title[160];
-    snprintf(title, sizeof title, "parameter separation of two SGD runs (T=%d, lr=%.2g; NaN step: bug %d, f64 %d, det %d)",
-             CD_TRAIN_T, (double)CD_TRAIN_LR, nan_step[0], nan_step[1], nan_step[2]);
+    char title[256];
+    snprintf(title, sizeof title, "separation of two SGD runs, T=%d lr=%.2g; %s%s%s", CD_TRAIN_T, (double)CD_TRAIN_LR, zero,
+             zero[0] ? " 0 at every step (off the log axis); " : "", nans);
     lab_gnuplot_spec spec2 = {dat, png, title, "step", "max |theta_A - theta_B|", 0, 1, 1};
     st = lab_gnuplot_xy(fx->root, &spec2);
     return st == LAB_ERR_UNSUPPORTED ? LAB_OK : st;
@@ -318,7 +330,7 @@ static lab_status cd_judge_one(void *ctx, size_t i)
 static lab_status cd_run_cuda_batch(const lab_case *cases, size_t n, lab_case_result *results)
 {
     lab_semicrf_out *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b);
-    lab_status st = a && b ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, CRF_DRIFT_ID ": out of memory for a seed batch of %zu", n);
+    lab_status st = a && b ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for a seed batch of %zu", n);
     if (st == LAB_OK) st = lab_semicrf_cuda_run_cases(cases, n, cd_cuda_config, a);
     if (st == LAB_OK) st = lab_semicrf_cuda_run_cases(cases, n, cd_cuda_config, b);
     if (st == LAB_OK) {
@@ -344,18 +356,6 @@ static lab_status cd_bench(FILE *out)
     for (int i = 0; i < 3 && st == LAB_OK; ++i) st = lab_semicrf_cuda_bench(out, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]);
     return st;
 }
-#define CD_RUN_CUDA cd_run_cuda
-#define CD_RUN_CUDA_BATCH cd_run_cuda_batch
-#define CD_BENCH cd_bench
-#else
-static lab_status cd_bench(FILE *out)
-{
-    (void)out;
-    return lab_err_set(LAB_ERR_UNSUPPORTED, "0002 bench: this build has no CUDA (nvcc missing or CUDA=0)");
-}
-#define CD_RUN_CUDA NULL
-#define CD_RUN_CUDA_BATCH NULL
-#define CD_BENCH cd_bench
 #endif
 
 /* The bug is detected on every seed: on the CPU the two schedules are two seeded permutations and differ on
@@ -383,7 +383,7 @@ static const lab_metric_spec cd_metric_specs[] = {
 };
 
 const lab_incident crf_drift_incident = {
-    .id = CRF_DRIFT_ID,
+    .id = LAB_INCIDENT_ID,
     .title = "semi-Markov CRF backward: float32 atomics make gradients differ run to run",
     .summary =
         "After the out-of-bounds fix (0001), the CRF backward still summed its gradient contributions with float32 "
@@ -397,21 +397,25 @@ const lab_incident crf_drift_incident = {
     .setup = lab_semicrf_group_setup,
     .teardown = lab_semicrf_group_teardown,
     .run_cpu = cd_run_cpu,
-    .run_cuda = CD_RUN_CUDA,
-    .plot_metric = "r2r",
-    .plot_log = 1,
+    .run_cuda = LAB_IF_CUDA(cd_run_cuda),
     .timeout_s = 60,
     .golden_bless = crf_drift_golden_bless,
-    .drift_metric = "max_rel_err",
-    .figures = crf_drift_figures,
     .default_seeds = 16,
-    .bench = CD_BENCH,
-    .metric_specs = cd_metric_specs,
-    .n_metric_specs = (int)(sizeof cd_metric_specs / sizeof cd_metric_specs[0]),
-    .run_cuda_batch = CD_RUN_CUDA_BATCH,
-    .batch_max = 256,
-    .batch_key = lab_semicrf_batch_key,
+    .bench = LAB_IF_CUDA(cd_bench),
     .seed_cost = lab_semicrf_seed_cost,
+    .batch = {
+        .run_cuda = LAB_IF_CUDA(cd_run_cuda_batch),
+        .max = 256,
+        .key = lab_semicrf_batch_key,
+    },
+    .plots = {
+        .metric = "r2r",
+        .log = 1,
+        .drift_metric = "max_rel_err",
+        .specs = cd_metric_specs,
+        .n_specs = (int)(sizeof cd_metric_specs / sizeof cd_metric_specs[0]),
+        .figures = crf_drift_figures,
+    },
 };
 
 LAB_INCIDENT_REGISTER(crf_drift_incident);

@@ -13,7 +13,6 @@ extern "C" {
 #include "lab_incident.h"
 #include "lab_semicrf.h"
 
-#define CRF_DRIFT_ID "0002-crf-atomic-drift"
 #define CRF_DRIFT_GOLDEN_SEED_A 1u
 #define CRF_DRIFT_GOLDEN_SEED_B 2u
 /* Run-to-run threshold: two runs of one problem under two schedules may differ by at most this (absolute,

@@ -32,7 +32,7 @@ lab_status nvfp4_fold_run_cpu(const nvfp4_fold_work *fw, int fold, float *out)
     uint8_t *fa = fold ? malloc(m * w->k_sf) : NULL, *fb = fold ? malloc(n * w->k_sf) : NULL;
     lab_status st = LAB_OK;
     if (!la || !lb || (fold && (!fa || !fb))) {
-        st = lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for the folded scales of %s", w->shape.name);
+        st = lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for the folded scales of %s", w->shape.name);
         goto done;
     }
     const uint8_t *sa = w->sfa, *sb = w->sfb;
@@ -81,14 +81,14 @@ lab_status nvfp4_fold_case(const nvfp4_sf_work *ws, const double *const *refs, c
         float *out = malloc(mn * sizeof *out), *chk = cpu_check ? malloc(mn * sizeof *chk) : NULL;
         double *ref = malloc(mn * sizeof *ref), *abs = malloc(mn * sizeof *abs);
         if (!out || !ref || !abs || (cpu_check && !chk)) {
-            st = lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for the fold case of %s", w->shape.name);
+            st = lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for the fold case of %s", w->shape.name);
             goto next;
         }
         for (size_t i = 0; i < mn; ++i) ref[i] = ldexp(refs[wi][i], ea + eb), abs[i] = ldexp(abss[wi][i], ea + eb);
         if (fold) {
             uint8_t *tmp = malloc((w->shape.m > w->shape.n ? w->shape.m : w->shape.n) * w->k_sf);
             if (!tmp) {
-                st = lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for the fold census");
+                st = lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for the fold census");
                 goto next;
             }
             nvfp4_fold_scales(w->sfa, w->shape.m * w->k_sf, fw.global_a, tmp, &cen);
@@ -181,7 +181,7 @@ lab_status nvfp4_fold_study(int shape_index, const nvfp4_sf_shape *shape, uint64
     double *tmp = malloc(mn * sizeof *tmp), *cxs = malloc(mn * sizeof *cxs), *as = malloc(mn * sizeof *as);
     uint8_t *junk = malloc((m > nn ? m : nn) * w.k_sf);
     if (!xa || !xb || !cf || !cx || !ref || !abs || !tmp || !cxs || !as || !junk) {
-        st = lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for the fold study of (%zu, %zu, %zu)", m, nn, k);
+        st = lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for the fold study of (%zu, %zu, %zu)", m, nn, k);
         goto done;
     }
     if ((st = nvfp4_sf_values(&w, 0, seed, xa)) != LAB_OK) goto done;

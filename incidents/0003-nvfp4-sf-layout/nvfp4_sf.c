@@ -46,7 +46,7 @@ static lab_status nv_values(float *x, size_t rows, size_t k, nvfp4_sf_data data,
     }
     size_t nb = n / LAB_NVFP4_BLOCK;
     float *u = malloc(nb * sizeof *u);
-    if (!u) return lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for block exponents");
+    if (!u) return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for block exponents");
     lab_rng_fill_uniform(x, n, seed, nv_stream(shape_index, t_val), 0);
     lab_rng_fill_uniform(u, nb, seed, nv_stream(shape_index, t_exp), 0);
     for (size_t b = 0; b < nb; ++b) {
@@ -80,13 +80,13 @@ lab_status nvfp4_sf_work_init(nvfp4_sf_work *w, int shape_index, const nvfp4_sf_
 {
     memset(w, 0, sizeof *w);
     if (shape_index < 0 || shape_index >= NVFP4_SF_NSHAPES)
-        return lab_err_set(LAB_ERR_ARG, NVFP4_SF_ID ": shape index %d out of range", shape_index);
+        return lab_err_set(LAB_ERR_ARG, LAB_INCIDENT_ID ": shape index %d out of range", shape_index);
     w->shape = shape ? *shape : nvfp4_sf_shapes[shape_index];
     w->shape_index = shape_index;
     w->data = data;
     size_t m = w->shape.m, n = w->shape.n, k = w->shape.k;
     if (m == 0 || n == 0 || k == 0 || k % LAB_NVFP4_BLOCK != 0)
-        return lab_err_set(LAB_ERR_ARG, NVFP4_SF_ID ": shape (%zu, %zu, %zu): k must be a positive multiple of 16", m,
+        return lab_err_set(LAB_ERR_ARG, LAB_INCIDENT_ID ": shape (%zu, %zu, %zu): k must be a positive multiple of 16", m,
                            n, k);
     w->k_sf = k / LAB_NVFP4_BLOCK;
     w->cosize_a = lab_nvfp4_sf_cosize(m, w->k_sf);
@@ -98,7 +98,7 @@ lab_status nvfp4_sf_work_init(nvfp4_sf_work *w, int shape_index, const nvfp4_sf_
     w->stale_a = malloc(w->cosize_a), w->stale_b = malloc(w->cosize_b);
     lab_status st = LAB_OK;
     if (!x || !w->qa || !w->qb || !w->sfa || !w->sfb || !w->stale_a || !w->stale_b) {
-        st = lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for shape (%zu, %zu, %zu)", m, n, k);
+        st = lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for shape (%zu, %zu, %zu)", m, n, k);
         goto done;
     }
     if ((st = nv_values(x, m, k, data, seed, shape_index, NVFP4_SF_T_A, NVFP4_SF_T_A_EXP)) != LAB_OK) goto done;
@@ -118,7 +118,7 @@ lab_status nvfp4_sf_run_cpu(const nvfp4_sf_work *w, lab_nvfp4_remap_kind kind, f
     uint8_t *la = malloc(w->cosize_a), *lb = malloc(w->cosize_b);
     if (!la || !lb) {
         free(la), free(lb);
-        return lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for the layouts");
+        return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for the layouts");
     }
     /* The layout buffers hold what the memory held before: the seeded stale bytes. */
     memcpy(la, w->stale_a, w->cosize_a);
@@ -191,7 +191,7 @@ lab_status nvfp4_sf_golden_bless(const char *dir)
     if (st != LAB_OK) return st;
     lab_golden_manifest m;
     memset(&m, 0, sizeof m);
-    snprintf(m.incident, sizeof m.incident, "%s", NVFP4_SF_ID);
+    snprintf(m.incident, sizeof m.incident, "%s", LAB_INCIDENT_ID);
     for (int s = 0; s < NVFP4_SF_NSHAPES && st == LAB_OK; ++s) {
         nvfp4_sf_work w;
         if ((st = nvfp4_sf_work_init(&w, s, NULL, NVFP4_SF_RANDOM, NVFP4_SF_GOLDEN_SEED)) != LAB_OK) break;
@@ -278,13 +278,13 @@ static lab_status nv_group_refs_cuda(nvfp4_sf_group *g, uint64_t seed, int check
         const nvfp4_sf_work *w = &g->w[wi];
         size_t mn = w->shape.m * w->shape.n;
         double *ref = malloc(mn * sizeof *ref), *abs = malloc(mn * sizeof *abs);
-        if (!ref || !abs) st = lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for %s", w->shape.name);
+        if (!ref || !abs) st = lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for %s", w->shape.name);
         else st = nvfp4_sf_reference(w, ref, abs);
         if (st == LAB_OK) {
             double x = lab_nvfp4_ref_disagreement(ref, abs, g->ref[wi], g->abs[wi], mn, w->shape.k);
             g->ref_check = wi == 0 ? x : nv_max(g->ref_check, x);
             if (!(x <= 1.0))
-                st = lab_err_set(LAB_ERR_MISMATCH, NVFP4_SF_ID ": seed %llu, %s %s: the device's float64 reference is %.3g "
+                st = lab_err_set(LAB_ERR_MISMATCH, LAB_INCIDENT_ID ": seed %llu, %s %s: the device's float64 reference is %.3g "
                                  "of the rounding bound away from the CPU's", (unsigned long long)seed, w->shape.name,
                                  nv_workloads[wi].data == NVFP4_SF_ONES ? "ones" : "random", x);
         }
@@ -299,7 +299,7 @@ static lab_status nv_group_refs_cuda(nvfp4_sf_group *g, uint64_t seed, int check
 static lab_status nv_group_make(uint64_t seed, int device, int check, nvfp4_sf_group **out)
 {
     nvfp4_sf_group *g = calloc(1, sizeof *g);
-    if (!g) return lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for the group of seed %llu",
+    if (!g) return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for the group of seed %llu",
                                (unsigned long long)seed);
     lab_status st = LAB_OK;
     g->ref_check = NAN;
@@ -310,14 +310,14 @@ static lab_status nv_group_make(uint64_t seed, int device, int check, nvfp4_sf_g
         size_t mn = w->shape.m * w->shape.n;
         g->ref[wi] = malloc(mn * sizeof(double));
         g->abs[wi] = malloc(mn * sizeof(double));
-        if (!g->ref[wi] || !g->abs[wi]) st = lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for %s", w->shape.name);
+        if (!g->ref[wi] || !g->abs[wi]) st = lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for %s", w->shape.name);
         else if (!device) st = nvfp4_sf_reference(w, g->ref[wi], g->abs[wi]);
     }
 #ifdef LAB_HAVE_CUDA
     if (st == LAB_OK && device) st = nv_group_refs_cuda(g, seed, check);
 #else
     (void)check;
-    if (st == LAB_OK && device) st = lab_err_set(LAB_ERR_UNSUPPORTED, NVFP4_SF_ID ": this build has no CUDA");
+    if (st == LAB_OK && device) st = lab_err_set(LAB_ERR_UNSUPPORTED, LAB_INCIDENT_ID ": this build has no CUDA");
 #endif
     if (st != LAB_OK) {
         nvfp4_sf_teardown(g);
@@ -370,7 +370,7 @@ lab_status nvfp4_sf_case_group(const nvfp4_sf_group *g, uint64_t seed, lab_nvfp4
         float *out = malloc(mn * sizeof *out), *chk = cpu_check ? malloc(mn * sizeof *chk) : NULL;
         lab_tensor golden = {0};
         if (!out || (cpu_check && !chk)) {
-            st = lab_err_set(LAB_ERR_NOMEM, NVFP4_SF_ID ": out of memory for %s", w.shape.name);
+            st = lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for %s", w.shape.name);
             goto next;
         }
         int use_golden = golden_dir && seed == NVFP4_SF_GOLDEN_SEED && data == NVFP4_SF_RANDOM;

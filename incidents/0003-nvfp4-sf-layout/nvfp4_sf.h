@@ -14,8 +14,6 @@ extern "C" {
 #include "lab_incident.h"
 #include "lab_nvfp4.h"
 
-#define NVFP4_SF_ID "0003-nvfp4-sf-layout"
-
 /* The shapes of a case (M x K activations times N x K weights). */
 typedef struct {
     const char *name;

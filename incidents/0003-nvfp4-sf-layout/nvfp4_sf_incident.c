@@ -81,17 +81,6 @@ static lab_status nv_run_cuda(const lab_case *c, lab_case_result *r)
                        info.cc_minor, nvfp4_sf_cuda_stale_reused, nvfp4_sf_cuda_stale_buffers);
     return LAB_OK;
 }
-#define NV_RUN_CUDA nv_run_cuda
-#define NV_BENCH nvfp4_sf_bench
-#else
-#define NV_RUN_CUDA NULL
-/* Without CUDA the bench is still listed and says why it cannot run, as 0002's and 0008's do. */
-static lab_status nv_bench_no_cuda(FILE *out)
-{
-    (void)out;
-    return lab_err_set(LAB_ERR_UNSUPPORTED, "0003 bench: this build has no CUDA (nvcc missing or CUDA=0)");
-}
-#define NV_BENCH nv_bench_no_cuda
 #endif
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -178,7 +167,7 @@ static double nv_seed_cost(uint64_t seed)
 }
 
 const lab_incident nvfp4_sf_incident = {
-    .id = NVFP4_SF_ID,
+    .id = LAB_INCIDENT_ID,
     .title = "NVFP4 block-scale-factor layout: size vs cosize, and M/K swapped in the remap",
     .summary =
         "An NVFP4 mixture-of-experts GEMM gave outputs uncorrelated with a dequantized reference. The E4M3 block "
@@ -193,18 +182,19 @@ const lab_incident nvfp4_sf_incident = {
     .setup = nvfp4_sf_setup,
     .teardown = nvfp4_sf_teardown,
     .run_cpu = nv_run_cpu,
-    .run_cuda = NV_RUN_CUDA,
-    .plot_metric = "cos_random",
-    .plot_log = 0,
+    .run_cuda = LAB_IF_CUDA(nv_run_cuda),
     .timeout_s = 60,
     .golden_bless = nvfp4_sf_golden_bless,
-    .drift_metric = "err_over_bound",
-    .figures = nv_figures,
     .default_seeds = 78,
-    .bench = NV_BENCH,
-    .metric_specs = nv_metric_specs,
-    .n_metric_specs = (int)(sizeof nv_metric_specs / sizeof nv_metric_specs[0]),
+    .bench = LAB_IF_CUDA(nvfp4_sf_bench),
     .seed_cost = nv_seed_cost,
+    .plots = {
+        .metric = "cos_random",
+        .drift_metric = "err_over_bound",
+        .specs = nv_metric_specs,
+        .n_specs = (int)(sizeof nv_metric_specs / sizeof nv_metric_specs[0]),
+        .figures = nv_figures,
+    },
 };
 
 LAB_INCIDENT_REGISTER(nvfp4_sf_incident);

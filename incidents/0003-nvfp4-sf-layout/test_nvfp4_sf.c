@@ -15,7 +15,7 @@
 #include "lab_cuda.h"
 #endif
 
-#define GOLDEN_DIR "incidents/0003-nvfp4-sf-layout/golden"
+#define GOLDEN_DIR "incidents/" LAB_INCIDENT_ID "/golden"
 
 /* ---- GEMM, reference, bound ---------------------------------------------------------------------- */
 

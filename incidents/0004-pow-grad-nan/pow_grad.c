@@ -16,7 +16,6 @@
 #include "lab_cuda.h"
 #endif
 
-#define POW_GRAD_ID "0004-pow-grad-nan"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Case storage                                                                                    */
@@ -333,7 +332,7 @@ lab_status pow_grad_golden_bless(const char *dir)
     const uint64_t seeds[2] = {POW_GRAD_GOLDEN_SEED_A, POW_GRAD_GOLDEN_SEED_B};
     lab_golden_manifest m;
     memset(&m, 0, sizeof m);
-    snprintf(m.incident, sizeof m.incident, "%s", POW_GRAD_ID);
+    snprintf(m.incident, sizeof m.incident, "%s", LAB_INCIDENT_ID);
     float *x = malloc(n * sizeof *x), *w = malloc(n * sizeof *w), *c = malloc(rows * sizeof *c);
     lab_tensor tsq = {0}, trms = {0};
     size_t shape[2] = {rows, cols};
@@ -522,9 +521,6 @@ done:
     free(cpu.dx_rms);
     return st;
 }
-#define PG_RUN_CUDA pg_run_cuda
-#else
-#define PG_RUN_CUDA NULL
 #endif
 
 static const lab_variant pow_grad_variants[] = {
@@ -549,7 +545,7 @@ static double pg_seed_cost(uint64_t seed)
 }
 
 const lab_incident pow_grad_incident = {
-    .id = POW_GRAD_ID,
+    .id = LAB_INCIDENT_ID,
     .title = "pow() gradient NaN for negative bases",
     .summary =
         "The autodiff rule for y = base^exp built d/dbase as g * exp * pow(base, exp - 1). The exponent "
@@ -563,15 +559,16 @@ const lab_incident pow_grad_incident = {
     .setup = pg_setup,
     .teardown = pg_teardown,
     .run_cpu = pg_run_cpu,
-    .run_cuda = PG_RUN_CUDA,
-    .plot_metric = "nonfinite_frac",
-    .plot_log = 0,
+    .run_cuda = LAB_IF_CUDA(pg_run_cuda),
     .timeout_s = 60,
     .golden_bless = pow_grad_golden_bless,
-    .drift_metric = "max_rel_err_rms",
-    .metric_specs = pg_metric_specs,
-    .n_metric_specs = (int)(sizeof pg_metric_specs / sizeof pg_metric_specs[0]),
     .seed_cost = pg_seed_cost,
+    .plots = {
+        .metric = "nonfinite_frac",
+        .drift_metric = "max_rel_err_rms",
+        .specs = pg_metric_specs,
+        .n_specs = (int)(sizeof pg_metric_specs / sizeof pg_metric_specs[0]),
+    },
 };
 
 LAB_INCIDENT_REGISTER(pow_grad_incident);

@@ -17,7 +17,7 @@
 #include "lab_cuda.h"
 #endif
 
-#define GOLDEN_DIR "incidents/0004-pow-grad-nan/golden"
+#define GOLDEN_DIR "incidents/" LAB_INCIDENT_ID "/golden"
 
 /* The exponent as the gradient graph had it: a value known only at run time. */
 static float runtime(float v)

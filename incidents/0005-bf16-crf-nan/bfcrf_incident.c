@@ -13,7 +13,6 @@
 #include "lab_cuda.h"
 #endif
 
-#define BFCRF_ID "0005-bf16-crf-nan"
 #define NT BFCRF_TAGS
 
 const double bfcrf_lrs[BFCRF_N_LRS] = {1.5e-4, 2.0e-4, 3.0e-4};
@@ -264,7 +263,7 @@ lab_status bfcrf_golden_bless(const char *dir)
     if (st != LAB_OK) return st;
     lab_golden_manifest m;
     memset(&m, 0, sizeof m);
-    snprintf(m.incident, sizeof m.incident, "%s", BFCRF_ID);
+    snprintf(m.incident, sizeof m.incident, "%s", LAB_INCIDENT_ID);
     lab_tensor tl = {0}, tm = {0};
     size_t sl[1] = {BFCRF_PROBE_BATCH}, sm[3] = {BFCRF_PROBE_BATCH, BFCRF_TMAX, NT};
     if ((st = lab_tensor_create(&tl, LAB_DT_F8, 1, sl)) != LAB_OK) goto done;
@@ -292,21 +291,26 @@ done:
 static lab_status bfcrf_fig_nan_vs_lr(const lab_figure_ctx *fx)
 {
     char dat[4096], png[4096];
-    snprintf(dat, sizeof dat, "%s/%s-nan-step-vs-lr.dat", fx->plots_dir, BFCRF_ID);
-    snprintf(png, sizeof png, "%s/%s-nan-step-vs-lr.png", fx->plots_dir, BFCRF_ID);
+    snprintf(dat, sizeof dat, "%s/%s-nan-step-vs-lr.dat", fx->plots_dir, LAB_INCIDENT_ID);
+    snprintf(png, sizeof png, "%s/%s-nan-step-vs-lr.png", fx->plots_dir, LAB_INCIDENT_ID);
     const char *series[] = {"bf16_first_nan_step", "fp32_first_nan_step"};
     FILE *f = lab_gnuplot_dat_open(dat, "lr", series, 2);
     if (!f) return LAB_ERR_IO;
+    size_t points = 0;
     for (size_t i = 0; i < fx->n_cases; ++i) {
         const lab_figure_case *k = &fx->cases[i];
         double lr = lab_result_get(&k->r, "lr"), step = lab_result_get(&k->r, "first_nan_step");
         if (isnan(lr)) continue;
         double y = step > 0 ? step : NAN; /* 0: no NaN within the run */
         int bug = k->variant && k->variant->role == LAB_ROLE_BUG;
+        points += !isnan(y);
         fprintf(f, "%g %g %g\n", lr, bug ? y : NAN, bug ? NAN : y);
     }
     lab_status st = lab_gnuplot_dat_close(f, dat);
     if (st != LAB_OK) return st;
+    if (points == 0) /* a replay of the fix alone: its training runs never go non-finite, so there is no point */
+        return lab_err_set(LAB_ERR_UNSUPPORTED, LAB_INCIDENT_ID "-nan-step-vs-lr.png not drawn: no case of this replay went "
+                           "non-finite (%zu cases; the fp32 fix never does, bug-bf16-crf does)", fx->n_cases);
     lab_gnuplot_spec spec = {dat, png, "0005: training step of the first NaN against the learning rate (fp32: no NaN in any run, so no point)",
                              "peak learning rate", "step of first non-finite value", 0, 0, 0};
     return lab_gnuplot_xy(fx->root, &spec);
@@ -333,9 +337,9 @@ static lab_status bfcrf_fig_loss_curves(const lab_figure_ctx *fx)
     lab_status st = bfcrf_train(BFCRF_FIG_SEED, &cb, &sb);
     if (st == LAB_OK) st = bfcrf_train(BFCRF_FIG_SEED, &cf, &sf);
     char dat[4096], png[4096], txt[4096];
-    snprintf(dat, sizeof dat, "%s/%s-loss-curves.dat", fx->plots_dir, BFCRF_ID);
-    snprintf(png, sizeof png, "%s/%s-loss-curves.png", fx->plots_dir, BFCRF_ID);
-    snprintf(txt, sizeof txt, "%s/%s-cost.txt", fx->plots_dir, BFCRF_ID);
+    snprintf(dat, sizeof dat, "%s/%s-loss-curves.dat", fx->plots_dir, LAB_INCIDENT_ID);
+    snprintf(png, sizeof png, "%s/%s-loss-curves.png", fx->plots_dir, LAB_INCIDENT_ID);
+    snprintf(txt, sizeof txt, "%s/%s-cost.txt", fx->plots_dir, LAB_INCIDENT_ID);
     FILE *f = st == LAB_OK ? lab_gnuplot_dat_open(dat, "step", (const char *[]){"bf16_crf", "fp32_crf"}, 2) : NULL;
     if (st == LAB_OK && !f) st = LAB_ERR_IO;
     if (f) {
@@ -363,23 +367,23 @@ static lab_status bfcrf_fig_loss_curves(const lab_figure_ctx *fx)
     return lab_gnuplot_xy(fx->root, &spec);
 }
 
+/* Both figures, the second drawn whatever the first did; a figure that is not drawn says why (its message kept,
+ * and the other's appended when both fail). */
 static lab_status bfcrf_figures(const lab_figure_ctx *fx)
 {
+    char why[1024] = "";
     lab_status st = bfcrf_fig_nan_vs_lr(fx);
+    if (st != LAB_OK) snprintf(why, sizeof why, "%s", lab_err_msg());
     lab_status st2 = bfcrf_fig_loss_curves(fx);
-    return st != LAB_OK ? st : st2;
+    if (st == LAB_OK) return st2;
+    if (st2 == LAB_OK) return lab_err_set(st, "%s", why);
+    char why2[1024];
+    snprintf(why2, sizeof why2, "%s", lab_err_msg()); /* lab_err_set writes the buffer lab_err_msg reads */
+    return lab_err_set(st, "%s; %s", why, why2);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Registration                                                                                    */
-
-#ifdef LAB_HAVE_CUDA
-#define BFCRF_RUN_CUDA bfcrf_run_cuda
-#define BFCRF_BENCH bfcrf_bench
-#else
-#define BFCRF_RUN_CUDA NULL
-#define BFCRF_BENCH NULL
-#endif
 
 static const lab_variant bfcrf_variants[] = {
     {.name = "fix", .role = LAB_ROLE_FIX, .param = BFCRF_PREC_F32,
@@ -406,7 +410,7 @@ static double bfcrf_seed_cost(uint64_t seed)
 }
 
 const lab_incident bfcrf_incident = {
-    .id = BFCRF_ID,
+    .id = LAB_INCIDENT_ID,
     .title = "bf16 linear-chain CRF training goes NaN",
     .summary =
         "A BIO tagger with a 33-tag CRF (forbidden transitions -inf) trained in bf16 went NaN after warm-up, "
@@ -421,18 +425,20 @@ const lab_incident bfcrf_incident = {
     .setup = bfcrf_setup,
     .teardown = bfcrf_teardown,
     .run_cpu = bfcrf_run_cpu,
-    .run_cuda = BFCRF_RUN_CUDA,
-    .plot_metric = "max_marg_sum_err",
-    .plot_log = 1,
+    .run_cuda = LAB_IF_CUDA(bfcrf_run_cuda),
     .timeout_s = 120,
     .golden_bless = bfcrf_golden_bless,
-    .drift_metric = "probe_marg_err",
-    .figures = bfcrf_figures,
     .default_seeds = BFCRF_DEFAULT_SEEDS,
-    .bench = BFCRF_BENCH,
-    .metric_specs = bfcrf_metric_specs,
-    .n_metric_specs = (int)(sizeof bfcrf_metric_specs / sizeof bfcrf_metric_specs[0]),
+    .bench = LAB_IF_CUDA(bfcrf_bench),
     .seed_cost = bfcrf_seed_cost,
+    .plots = {
+        .metric = "max_marg_sum_err",
+        .log = 1,
+        .drift_metric = "probe_marg_err",
+        .specs = bfcrf_metric_specs,
+        .n_specs = (int)(sizeof bfcrf_metric_specs / sizeof bfcrf_metric_specs[0]),
+        .figures = bfcrf_figures,
+    },
 };
 
 LAB_INCIDENT_REGISTER(bfcrf_incident);

@@ -15,7 +15,7 @@
 #include "lab_metric.h"
 
 #define NT BFCRF_TAGS
-#define GOLDEN_DIR "incidents/0005-bf16-crf-nan/golden"
+#define GOLDEN_DIR "incidents/" LAB_INCIDENT_ID "/golden"
 
 static lab_case_result run_case(const char *variant, uint64_t seed)
 {

@@ -17,10 +17,10 @@
 #include "lab_tensor.h"
 
 #ifndef DSH_NCCL_BIN
-#define DSH_NCCL_BIN "build/incidents/0006-distill-step-hang/distill_nccl"
+#define DSH_NCCL_BIN "build/incidents/" LAB_INCIDENT_ID "/distill_nccl"
 #endif
 #ifndef DSH_JOB_BIN
-#define DSH_JOB_BIN "build/incidents/0006-distill-step-hang/distill_job"
+#define DSH_JOB_BIN "build/incidents/" LAB_INCIDENT_ID "/distill_job"
 #endif
 
 void dsh_params_from_seed(uint64_t seed, int variant, dsh_params *p)
@@ -331,12 +331,6 @@ static lab_status dsh_run(const lab_case *c, lab_case_result *r)
     return dsh_run_case(c, r, c->variant->param, &dsh_default_watch);
 }
 
-#ifdef LAB_HAVE_CUDA
-#define DSH_RUN_CUDA dsh_run
-#else
-#define DSH_RUN_CUDA NULL
-#endif
-
 /* On CUDA every case is an NCCL job over two GPUs (trainer and distiller), given to it alone. */
 static const lab_variant dsh_variants[] = {
     {.name = "fix", .role = LAB_ROLE_FIX, .param = DSH_VAR_FIX, .gpus = 2,
@@ -360,7 +354,7 @@ static const lab_metric_spec dsh_metric_specs[] = {
 };
 
 const lab_incident dsh_incident = {
-    .id = "0006-distill-step-hang",
+    .id = LAB_INCIDENT_ID,
     .title = "distillation step-counter hang under gradient accumulation (Open MPI)",
     .summary = "Training ranks and a distillation rank exchange a batch shape, the batch and teacher outputs every "
                "step. Under gradient accumulation the trainers counted a step per G micro-steps but exchanged on "
@@ -370,19 +364,18 @@ const lab_incident dsh_incident = {
     .variants = dsh_variants,
     .n_variants = (int)(sizeof dsh_variants / sizeof dsh_variants[0]),
     .run_cpu = dsh_run,
-    .run_cuda = DSH_RUN_CUDA,
-    .plot_metric = "time_to_detect_s",
-    .plot_log = 0,
+    .run_cuda = LAB_IF_CUDA(dsh_run),
     .timeout_s = 90, /* the runner's watchdog: above start-up (60 s) plus the run's deadline (8 s) */
     .golden_bless = dsh_golden_bless,
-    .drift_metric = NULL,
-    .figures = dsh_trace_figures,
     .default_seeds = 16,
     .worker_setup_s = 1.0, /* mpirun and the ranks' MPI (or NCCL) start-up, paid once per worker: its job serves every
                               later seed */
     .gpus_all = 1,         /* the NCCL job: one trainer per GPU beyond the distiller's */
-    .bench = NULL,
-    .metric_specs = dsh_metric_specs,
-    .n_metric_specs = (int)(sizeof dsh_metric_specs / sizeof dsh_metric_specs[0]),
+    .plots = {
+        .metric = "time_to_detect_s",
+        .specs = dsh_metric_specs,
+        .n_specs = (int)(sizeof dsh_metric_specs / sizeof dsh_metric_specs[0]),
+        .figures = dsh_trace_figures,
+    },
 };
 LAB_INCIDENT_REGISTER(dsh_incident);

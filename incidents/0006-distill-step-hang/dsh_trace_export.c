@@ -18,7 +18,7 @@
 void dsh_trace_export_stem(const char *root, const char *variant, const char *backend, uint64_t seed, char *buf,
                            size_t cap)
 {
-    snprintf(buf, cap, "%s/build/traces/0006-distill-step-hang/%s-%s-seed%llu", root, variant, backend,
+    snprintf(buf, cap, "%s/build/traces/" LAB_INCIDENT_ID "/%s-%s-seed%llu", root, variant, backend,
              (unsigned long long)seed);
 }
 

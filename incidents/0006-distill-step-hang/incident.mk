@@ -6,7 +6,7 @@ $(eval $(call lab_incident,0006-distill-step-hang))
 # recipe, not looked up when the Makefile is read: the deps step (mk/deps.sh, an order-only prerequisite)
 # installs Open MPI first, so the very first `make` on a fresh machine builds the job too. A lab without
 # the job reports its cases as SKIP "missing", which fails the replay. Order-only: not linked in.
-DSH_DIR    := incidents/0006-distill-step-hang
+DSH_DIR    := $(LAB_INCIDENT_DIR)
 DSH_JOB    := $(BUILD)/$(DSH_DIR)/distill_job
 DSH_MPICC  ?= mpicc
 $(DSH_JOB): $(DSH_DIR)/mpi/distill_job.c $(DSH_DIR)/dsh_proto.c $(DSH_DIR)/dsh_proto.h $(DSH_DIR)/dsh_trace.c $(DSH_DIR)/dsh_trace.h lab/lab_err.c lab/lab_err.h lab/lab_rng.h | $(BUILD)/.deps-ok

@@ -528,7 +528,7 @@ Test(dsh_job, no_false_hang_with_every_core_busy, .timeout = 120)
  * tests/test_incidents.c checks for every incident). */
 Test(dsh_golden, is_the_protocol_model)
 {
-    const char *dir = "incidents/0006-distill-step-hang/golden";
+    const char *dir = "incidents/" LAB_INCIDENT_ID "/golden";
     lab_golden_manifest m;
     memset(&m, 0, sizeof m);
     cr_assert_eq(lab_golden_manifest_read(dir, &m), LAB_OK, "%s", lab_err_msg());

@@ -1,5 +1,6 @@
 /* hld: incident 0007, the test harness that deadlocked on its own logging: case setup, the parent
- * protocols around a real worker process (pipe + socket), the progress watch, the judge, goldens. */
+ * protocols around a real worker process (pipe + socket), the progress watch (hld.c), the judge, goldens
+ * (hld_incident.c). */
 #ifndef HLD_H
 #define HLD_H
 
@@ -42,6 +43,10 @@ typedef struct { double stall_s, deadline_s; } hld_watch;
 #define HLD_SIZE_SPAN 16.0
 /* Golden seed (digests of the reference message and logs, and the preview line). */
 #define HLD_GOLDEN_SEED 1u
+/* The goldens of HLD_GOLDEN_SEED (hld_setup loads them, hld_golden_bless writes them). */
+#define HLD_GOLDEN_DIGESTS "digests_seed1.npy"
+#define HLD_GOLDEN_PREVIEW "preview_seed1.npy"
+#define HLD_GOLDEN_CASE "case_seed1.npy"
 
 /* A case: everything a seed fixes, shared by the variants (inputs, expected bytes from the reference). */
 typedef struct {

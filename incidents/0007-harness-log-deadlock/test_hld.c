@@ -22,7 +22,7 @@
 #include "lab_golden.h"
 #include "lab_incident.h"
 
-#define GOLDEN_DIR "incidents/0007-harness-log-deadlock/golden"
+#define GOLDEN_DIR "incidents/" LAB_INCIDENT_ID "/golden"
 
 static const hld_watch default_watch = {HLD_STALL_S, HLD_DEADLINE_S};
 

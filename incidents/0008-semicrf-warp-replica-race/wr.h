@@ -19,7 +19,6 @@ extern "C" {
 #define WR_HD static inline
 #endif
 
-#define WR_ID "0008-semicrf-warp-replica-race"
 #define WR_C_PAD 64            /* next power of two of C = 39: the lanes of every per-class vector */
 #define WR_NEG_INF (-1e9f)     /* the kernels' finite minus infinity */
 #define WR_MAX_WARPS 8
@@ -127,7 +126,8 @@ lab_status wr_census_program(const lab_semicrf_problem *p, const wr_fwd *f, cons
  * marginals keep. log Z is judged by its relative error against the same tol, which admits |log Z| times more than
  * its absolute error would (wr_compare says why the absolute error is not judged yet). The count is per position
  * (README.md: "What the criterion checks"). Measured: the fixes reach 0.571 of tol at worst (seed 70) over CPU
- * seeds 1-256 (replay/margins.py), 0.666 (seed 643) over 1000 H100 seeds of each fix (reports/h100-1000-seedbatch). */
+ * seeds 1-256 (replay/margins.py), 0.666 (seed 643) over 1000 H100 seeds of each fix (h100-1000-seedbatch, reports/README.md; in git at
+ * 31ff1c2). */
 #define WR_TOL_ULPS(K) ((double)(K) + 4.0)
 double wr_tolerance(const lab_semicrf_ref *r, int B, int K);
 

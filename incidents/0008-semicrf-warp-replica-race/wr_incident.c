@@ -1,4 +1,4 @@
-/* wr_incident: incident 0008 on contract v2: the upstream semi-CRF backward's structure at 4 warps (a replicated load of a value one thread of another warp stored, no barrier between), the historical changes, the fixes, and the one judge. */
+/* wr_incident: incident 0008: the upstream semi-CRF backward's structure at 4 warps (a replicated load of a value one thread of another warp stored, no barrier between), the historical changes, the fixes, and the one judge. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -17,9 +17,10 @@
 #endif
 
 /* GPU launches per CUDA case: a bug is caught when a launch is wrong or the two differ; a fix must be right and give
- * the same bits in both. Two, not the four of the first replays: in reports/h100-1000-par every one of the 24000
- * launches of the 6000 bug cases (1000 seeds per bug variant, 4 launches each) was wrong on its own, so the third
- * and fourth launch never decided a case, and they cost half of 0008's GPU time in a 1000-seed replay. A bug case's
+ * the same bits in both. Two, not the four of the first replays: in the 1000-seed H100 replay h100-1000-par
+ * (reports/README.md; in git at 31ff1c2) every one of the 24000 launches of the 6000 bug cases (1000 seeds per bug
+ * variant, 4 launches each) was wrong on its own, so the third and fourth launch never decided a case, and they cost
+ * half of 0008's GPU time in a 1000-seed replay. A bug case's
  * second launch runs only when its first was right (the race did not fire): a wrong launch has already decided it,
  * and on an H100 that is every bug case (6000 of 6000 at 1000 seeds, both launches wrong, 2026-11-24), so the bugs
  * cost one launch each; a GPU where the race fires less often gets its second chance as before, shows it in
@@ -28,8 +29,9 @@
 /* The GPU/CPU cross-check of a fix: the same float32 arithmetic in the same order on both, differing by the GPU's
  * exp and log roundings only, so far closer than the reference's tol. It was 2 tol (what two results each within tol
  * of the reference may differ by), which only a CPU model off by more than tol could fail; measured at most 0.067 tol
- * over the 378 cross-checked fix cases of a 1000-seed H100 replay (reports/h100-1000-mps), so half of tol, 7x that,
- * is a bound a GPU that computes something else (or a CPU model that drifted from the kernel) fails. */
+ * over the 378 cross-checked fix cases of a 1000-seed H100 replay (h100-1000-mps, reports/README.md; in git at
+ * 31ff1c2), so half of tol, 7x that, is a bound a GPU that computes something else (or a CPU model that drifted from
+ * the kernel) fails. */
 #define WR_XCHECK_TOL 0.5
 
 /* What a variant runs (variant param indexes wr_variant_cfgs). */
@@ -145,7 +147,7 @@ static lab_status wr_group_cpu(const wr_group *cg, const wr_fwd **fwd, const wr_
 static lab_status wr_setup(const lab_case *c, void **out)
 {
     wr_group *g = calloc(1, sizeof *g);
-    if (!g) return lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for seed %llu", (unsigned long long)c->seed);
+    if (!g) return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for seed %llu", (unsigned long long)c->seed);
     pthread_mutex_init(&g->lock, NULL);
     lab_status st = lab_semicrf_case_problem(&g->p, c->seed);
     /* the CPU forward and kernel are made on first use (wr_group_cpu): on CUDA only the fixes' cross-check seeds use
@@ -236,7 +238,7 @@ static lab_status wr_golden_bless(const char *dir)
     if (st != LAB_OK) return st;
     lab_golden_manifest m;
     memset(&m, 0, sizeof m);
-    snprintf(m.incident, sizeof m.incident, "%s", WR_ID);
+    snprintf(m.incident, sizeof m.incident, "%s", LAB_INCIDENT_ID);
     for (uint64_t seed = 1; seed <= 2 && st == LAB_OK; ++seed) {
         lab_semicrf_problem p;
         lab_semicrf_ref r;
@@ -467,7 +469,7 @@ static lab_status wr_judge_cuda(const lab_case *c, const wr_out *outs, int runs,
             cref.g_cum = malloc(nc * sizeof(double)), cref.g_ps = malloc(np * sizeof(double)), cref.g_pe = malloc(np * sizeof(double));
             cref.logZ = malloc((size_t)g->p.B * sizeof(double));
             if (!cref.g_trans || !cref.g_dur || !cref.g_cum || !cref.g_ps || !cref.g_pe || !cref.logZ)
-                st = lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for the cross-check");
+                st = lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for the cross-check");
             else {
                 for (size_t i = 0; i < C * C; ++i) cref.g_trans[i] = cpu->g_trans[i];
                 for (size_t i = 0; i < (size_t)g->p.K * C; ++i) cref.g_dur[i] = cpu->g_dur[i];
@@ -514,7 +516,7 @@ static lab_status wr_launch(const lab_case *cases, const size_t *idx, size_t m, 
 {
     const lab_semicrf_problem **pp = calloc(m, sizeof *pp);
     wr_out *o = calloc(m * (size_t)runs, sizeof *o);
-    lab_status st = pp && o ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for a seed batch of %zu", m);
+    lab_status st = pp && o ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for a seed batch of %zu", m);
     for (size_t k = 0; k < m && st == LAB_OK; ++k) pp[k] = &((const wr_group *)cases[idx[k]].group)->p;
     if (st == LAB_OK) st = wr_cuda_run(pp, &((const wr_group *)cases[idx[0]].group)->f, (int)m, cfg, runs, o, ms);
     for (size_t k = 0; k < m && st == LAB_OK; ++k)
@@ -537,7 +539,7 @@ static lab_status wr_run_cuda_batch(const lab_case *cases, size_t n, lab_case_re
     size_t *idx = calloc(n, sizeof *idx);
     int *nr = calloc(n, sizeof *nr);
     double *ms = calloc(n, sizeof *ms), t[WR_CUDA_RUNS];
-    lab_status st = outs && idx && nr && ms ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for a seed batch of %zu", n);
+    lab_status st = outs && idx && nr && ms ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for a seed batch of %zu", n);
     size_t m = n;
     for (size_t i = 0; i < n; ++i) idx[i] = i;
     /* a seed batch's cross-check seeds: their CPU forward and kernel start now, in the background, for the fixes */
@@ -589,21 +591,6 @@ static lab_status wr_bench_or_study(FILE *out, int full)
 }
 static lab_status wr_bench(FILE *out) { return wr_bench_or_study(out, 0); }
 static lab_status wr_study(FILE *out) { return wr_bench_or_study(out, 1); }
-#define WR_RUN_CUDA wr_run_cuda
-#define WR_RUN_CUDA_BATCH wr_run_cuda_batch
-#else
-static lab_status wr_bench(FILE *out)
-{
-    (void)out;
-    return lab_err_set(LAB_ERR_UNSUPPORTED, WR_ID " bench: this build has no CUDA (nvcc missing or CUDA=0)");
-}
-static lab_status wr_study(FILE *out)
-{
-    (void)out;
-    return lab_err_set(LAB_ERR_UNSUPPORTED, WR_ID " study: this build has no CUDA (nvcc missing or CUDA=0)");
-}
-#define WR_RUN_CUDA NULL
-#define WR_RUN_CUDA_BATCH NULL
 #endif
 
 
@@ -650,7 +637,7 @@ static const lab_metric_spec wr_metric_specs[] = {
 };
 
 const lab_incident wr_incident = {
-    .id = WR_ID,
+    .id = LAB_INCIDENT_ID,
     .title = "semi-CRF backward at num_warps > 2: a [64] vector replicated over 128 threads, stored by one replica, "
              "loaded by all, no barrier",
     .summary = "The semi-Markov CRF's Triton backward (one program per sequence) stored recomputed alpha to a buffer and "
@@ -664,21 +651,24 @@ const lab_incident wr_incident = {
     .setup = wr_setup,
     .teardown = wr_teardown,
     .run_cpu = wr_run_cpu,
-    .run_cuda = WR_RUN_CUDA,
-    .plot_metric = "hazards",
-    .plot_log = 0,
+    .run_cuda = LAB_IF_CUDA(wr_run_cuda),
     .timeout_s = 120,
     .golden_bless = wr_golden_bless,
-    .drift_metric = "err_over_tol",
     .default_seeds = 16,
-    .bench = wr_bench,
-    .study = wr_study,
-    .metric_specs = wr_metric_specs,
-    .n_metric_specs = (int)(sizeof wr_metric_specs / sizeof wr_metric_specs[0]),
-    .run_cuda_batch = WR_RUN_CUDA_BATCH,
-    .batch_max = 256,
-    .batch_key = lab_semicrf_batch_key, /* the kernel's grid holds sequences of one T: its checkpoint interval is T's */
+    .bench = LAB_IF_CUDA(wr_bench),
+    .study = LAB_IF_CUDA(wr_study),
     .seed_cost = lab_semicrf_seed_cost,
-    .batch_memory_bugs = 1, /* bug-smem-buffers: contained by construction (wr_judge_cuda) */
+    .batch = {
+        .run_cuda = LAB_IF_CUDA(wr_run_cuda_batch),
+        .max = 256,
+        .key = lab_semicrf_batch_key, /* the kernel's grid holds sequences of one T: its checkpoint interval is T's */
+        .memory_bugs = 1, /* bug-smem-buffers: contained by construction (wr_judge_cuda) */
+    },
+    .plots = {
+        .metric = "hazards",
+        .drift_metric = "err_over_tol",
+        .specs = wr_metric_specs,
+        .n_specs = (int)(sizeof wr_metric_specs / sizeof wr_metric_specs[0]),
+    },
 };
 LAB_INCIDENT_REGISTER(wr_incident);

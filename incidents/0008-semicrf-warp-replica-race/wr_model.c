@@ -96,7 +96,7 @@ lab_status wr_forward_shapes(const lab_semicrf_problem *p, wr_fwd *f)
 {
     memset(f, 0, sizeof *f);
     int B = p->B, T = p->T, K = p->K, C = p->C;
-    if (C > WR_C_PAD || K < 1 || T < 1) return lab_err_set(LAB_ERR_ARG, WR_ID ": forward: C %d (max %d), K %d, T %d", C, WR_C_PAD, K, T);
+    if (C > WR_C_PAD || K < 1 || T < 1) return lab_err_set(LAB_ERR_ARG, LAB_INCIDENT_ID ": forward: C %d (max %d), K %d, T %d", C, WR_C_PAD, K, T);
     f->B = B, f->T = T, f->K = K, f->C = C;
     f->I = wr_ckpt_interval(T, K);
     f->NCK = wr_num_ckpts(T, K);
@@ -106,7 +106,7 @@ lab_status wr_forward_shapes(const lab_semicrf_problem *p, wr_fwd *f)
     f->ckpt = malloc(nck * sizeof *f->ckpt);
     if (!f->logZ || !f->ckpt) {
         wr_fwd_free(f);
-        return lab_err_set(LAB_ERR_NOMEM, WR_ID ": forward: out of memory");
+        return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": forward: out of memory");
     }
     for (int b = 0; b < B; ++b) f->logZ[b] = NAN;
     for (size_t i = 0; i < nck; ++i) f->ckpt[i] = NAN;
@@ -125,7 +125,7 @@ lab_status wr_forward(const lab_semicrf_problem *p, wr_fwd *f)
         free(alpha);
         free(v);
         wr_fwd_free(f);
-        return lab_err_set(LAB_ERR_NOMEM, WR_ID ": forward: out of memory");
+        return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": forward: out of memory");
     }
     for (size_t i = 0; i < nck; ++i) f->ckpt[i] = WR_NEG_INF;
     float *sfk = v + C + 1;
@@ -135,7 +135,7 @@ lab_status wr_forward(const lab_semicrf_problem *p, wr_fwd *f)
             free(alpha);
             free(v);
             wr_fwd_free(f);
-            return lab_err_set(LAB_ERR_ARG, WR_ID ": forward: len[%d] = %d outside 1..%d", b, L, T);
+            return lab_err_set(LAB_ERR_ARG, LAB_INCIDENT_ID ": forward: len[%d] = %d outside 1..%d", b, L, T);
         }
         for (size_t i = 0; i < (size_t)(T + 1) * WR_C_PAD; ++i) alpha[i] = WR_NEG_INF;
         for (int c = 0; c < C; ++c) alpha[c] = 0.0f;
@@ -176,7 +176,7 @@ lab_status wr_reference(const lab_semicrf_problem *p, lab_semicrf_ref *r)
     if (!r->logZ || !r->g_cum || !r->g_trans || !r->g_dur || !r->g_ps || !r->g_pe || !w) {
         free(w);
         lab_semicrf_ref_free(r);
-        return lab_err_set(LAB_ERR_NOMEM, WR_ID ": reference: out of memory");
+        return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": reference: out of memory");
     }
     /* alpha[t][d]: segment of class d ends at t; ain[t][d] = lse_s alpha[t][s] + trans[s][d] (alpha[0] = 0: the
      * first segment also takes a transition, from a uniform start); beta[t][s] continuation after class s ends at
@@ -188,7 +188,7 @@ lab_status wr_reference(const lab_semicrf_problem *p, lab_semicrf_ref *r)
         if (L < 1 || L > T) {
             free(w);
             lab_semicrf_ref_free(r);
-            return lab_err_set(LAB_ERR_ARG, WR_ID ": reference: len[%d] = %d outside 1..%d", b, L, T);
+            return lab_err_set(LAB_ERR_ARG, LAB_INCIDENT_ID ": reference: len[%d] = %d outside 1..%d", b, L, T);
         }
         for (int c = 0; c < C; ++c) alpha[c] = 0.0;
         for (int t = 0; t <= L; ++t) {
@@ -271,7 +271,7 @@ lab_status wr_out_alloc(wr_out *o, int B, int T, int K, int C)
     o->logZ = calloc((size_t)B, sizeof(float));
     if (!o->g_cum || !o->g_trans || !o->g_dur || !o->g_ps || !o->g_pe || !o->logZ) {
         wr_out_free(o);
-        return lab_err_set(LAB_ERR_NOMEM, WR_ID ": out of memory for the outputs");
+        return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for the outputs");
     }
     return LAB_OK;
 }
@@ -368,7 +368,7 @@ static inline void wr_cen_load_row(wr_census *cs, wr_shadow *sh, int r)
     }
 }
 
-/* The barrier pairs of the kernel's shared-memory exchanges (bar; write; bar; read), as wr_cuda.cu has them. */
+/* The barrier pairs of the kernel's shared-memory exchanges (bar; write; bar; read), as wr_kernels.cu has them. */
 static inline void wr_cen_exchange(wr_census *cs)
 {
     wr_cen_barrier(cs);
@@ -423,7 +423,7 @@ static lab_status wr_model_programs(const lab_semicrf_problem *p, const wr_fwd *
     int B = p->B, T = p->T, K = p->K, C = p->C;
     if (!(cfg->num_warps == 1 || cfg->num_warps == 2 || cfg->num_warps == 4 || cfg->num_warps == 8) ||
         cfg->index < WR_INDEX_RAW || cfg->index > WR_INDEX_PAD || C > WR_C_PAD || f->B != B || f->T != T || f->K != K)
-        return lab_err_set(LAB_ERR_ARG, WR_ID ": model: bad configuration (num_warps %d, index %d, C %d)", cfg->num_warps,
+        return lab_err_set(LAB_ERR_ARG, LAB_INCIDENT_ID ": model: bad configuration (num_warps %d, index %d, C %d)", cfg->num_warps,
                            cfg->index, C);
     const int I = f->I, NCK = f->NCK, SEG = f->SEG, f64 = cfg->f64;
     /* gradient buffer widths of the index variant: g_cum/g_ps/g_pe, transition workspace, duration workspace */
@@ -443,7 +443,7 @@ static lab_status wr_model_programs(const lab_semicrf_problem *p, const wr_fwd *
     else accf = census_only ? NULL : calloc(nacc, sizeof *accf);
     if (!abuf || !ring || !v || (census && !sh) || (!census_only && !acc && !accf)) {
         free(abuf), free(ring), free(v), free(sh), free(acc), free(accf);
-        return lab_err_set(LAB_ERR_NOMEM, WR_ID ": model: out of memory");
+        return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": model: out of memory");
     }
     wr_census cs0 = {.nw = cfg->num_warps, .remat = cfg->remat, .barrier = cfg->barrier, .o = o}, *cs = census ? &cs0 : NULL;
     if (cs) cs->sa = sh, cs->sb = sh + (size_t)SEG * WR_C_PAD;
@@ -658,7 +658,7 @@ lab_status wr_model(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg 
 
 lab_status wr_census_program(const lab_semicrf_problem *p, const wr_fwd *f, const wr_cfg *cfg, int b, wr_out *o)
 {
-    if (b < 0 || b >= p->B) return lab_err_set(LAB_ERR_ARG, WR_ID ": census: program %d of %d", b, p->B);
+    if (b < 0 || b >= p->B) return lab_err_set(LAB_ERR_ARG, LAB_INCIDENT_ID ": census: program %d of %d", b, p->B);
     return wr_model_programs(p, f, cfg, &b, 1, 1, 1, o);
 }
 

@@ -10,7 +10,7 @@
 #include "lab_rng.h"
 #include "lab_tensor.h"
 
-#define NNNN_ID "NNNN-slug"
+/* LAB_INCIDENT_ID, the id as a string ("NNNN-slug"), comes from the build (incident.mk): written once. */
 /* Streams of the case's Philox inputs: fixed numbers, so CPU and GPU draw the same tensors. */
 enum { NNNN_STREAM_X = 1 };
 /* Tolerances: named, with the derivation in README.md. */
@@ -39,7 +39,7 @@ static lab_status nnnn_setup(const lab_case *c, void **out)
     nnnn_group *g = calloc(1, sizeof *g);
     if (!g || !(g->x = malloc(NNNN_N * sizeof *g->x)) || !(g->ref = malloc(NNNN_N * sizeof *g->ref))) {
         nnnn_teardown(g);
-        return lab_err_set(LAB_ERR_NOMEM, NNNN_ID ": out of memory for seed %llu", (unsigned long long)c->seed);
+        return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory for seed %llu", (unsigned long long)c->seed);
     }
     lab_rng_fill_normal(g->x, NNNN_N, c->seed, NNNN_STREAM_X, 0);
     for (size_t i = 0; i < NNNN_N; ++i) g->ref[i] = (double)g->x[i]; /* the float64 reference goes here */
@@ -63,7 +63,7 @@ static lab_status nnnn_run_cpu(const lab_case *c, lab_case_result *r)
 {
     const nnnn_group *g = c->group;
     float *out = malloc(NNNN_N * sizeof *out);
-    if (!out) return lab_err_set(LAB_ERR_NOMEM, NNNN_ID ": out of memory");
+    if (!out) return lab_err_set(LAB_ERR_NOMEM, LAB_INCIDENT_ID ": out of memory");
     for (size_t i = 0; i < NNNN_N; ++i) /* the kernels under test go here */
         out[i] = c->variant->param == NNNN_KERNEL_FIX ? g->x[i] : g->x[i] * (1.0f + 1e-3f);
     nnnn_judge(out, g->ref, NNNN_N, r);
@@ -78,7 +78,7 @@ static lab_status nnnn_golden_bless(const char *dir)
     if (st != LAB_OK) return st;
     lab_golden_manifest m;
     memset(&m, 0, sizeof m);
-    snprintf(m.incident, sizeof m.incident, "%s", NNNN_ID);
+    snprintf(m.incident, sizeof m.incident, "%s", LAB_INCIDENT_ID);
     size_t shape[1] = {64};
     lab_tensor t = {0};
     if ((st = lab_tensor_create(&t, LAB_DT_F8, 1, shape)) != LAB_OK) return st;
@@ -102,8 +102,14 @@ static const lab_variant nnnn_variants[] = {
      .what = "the kernel as it was"},
 };
 
+/* What the criterion compares, for plots and `lab compare`: the first separates bug and fix. */
+static const lab_metric_spec nnnn_metric_specs[] = {
+    {"max_rel_err", NNNN_TOL, 1, NULL, "the fix stays under the tolerance, the bug above it"},
+    {"nonfinite", 0, 1, NULL, "non-finite outputs: none for the fix"},
+};
+
 const lab_incident nnnn_incident = {
-    .id = NNNN_ID,
+    .id = LAB_INCIDENT_ID,
     .title = "what broke",
     .summary = "Two or three sentences for `lab explain`.",
     .variants = nnnn_variants,
@@ -111,10 +117,15 @@ const lab_incident nnnn_incident = {
     .setup = nnnn_setup,
     .teardown = nnnn_teardown,
     .run_cpu = nnnn_run_cpu,
-    .run_cuda = NULL, /* a GPU incident adds its CUDA run in a .cu file */
-    .plot_metric = "max_rel_err",
-    .plot_log = 1,
+    /* A GPU incident adds its CUDA run in a .cu file and names it as data, NULL in a build without CUDA:
+     * .run_cuda = LAB_IF_CUDA(nnnn_run_cuda), and so .bench, .study and .batch.run_cuda. */
     .timeout_s = 60,
     .golden_bless = nnnn_golden_bless,
+    .plots = {
+        .metric = "max_rel_err",
+        .log = 1,
+        .specs = nnnn_metric_specs,
+        .n_specs = (int)(sizeof nnnn_metric_specs / sizeof nnnn_metric_specs[0]),
+    },
 };
 LAB_INCIDENT_REGISTER(nnnn_incident);

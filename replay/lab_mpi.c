@@ -177,6 +177,7 @@ typedef struct {
     uint64_t n_sent;
     double wall_s;
     int32_t status;
+    int32_t interrupted;           /* the signal that stopped it (its unfinished cases were not sent), or 0 */
     char error[240];
 } lab_mpi_done_msg;
 
@@ -444,7 +445,7 @@ static void lab_mpi_drain(lab_mpi_ctx *x)
             rk->status = LAB_RANK_DONE;
             m.d.error[sizeof m.d.error - 1] = 0;
             if (m.d.status != LAB_OK) snprintf(rk->why, sizeof rk->why, "its harness failed: %s", m.d.error);
-            else if (rk->n_got != rk->n_dealt)
+            else if (rk->n_got != rk->n_dealt && !m.d.interrupted)
                 snprintf(rk->why, sizeof rk->why, "finished having reported %zu of %zu cases", rk->n_got, rk->n_dealt);
         }
     }
@@ -1064,6 +1065,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         d.n_sent = x.n_reported;
         d.wall_s = my_wall;
         d.status = st;
+        d.interrupted = lab_isolate_interrupted();
         if (st != LAB_OK) snprintf(d.error, sizeof d.error, "%s", lab_err_msg());
         lab_mpi_tell(&x, &d, sizeof d, LAB_MPI_TAG_DONE);
         lab_mpi_ctx_free(&x);

@@ -422,6 +422,8 @@ static void mpi_interrupt_within_1s(const char *env)
     expect_roles_hold(b);
     cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(sb, "interrupted")), "summary.json marked interrupted");
     cr_expect_eq(cJSON_GetObjectItem(sb, "cases_planned")->valueint, 6000);
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(sb, "mpi"), "rank_failed")),
+              "%s: a rank stopped by the interrupt counted as failed", env);
     cJSON_Delete(b);
     cJSON_Delete(sb);
     free(out);

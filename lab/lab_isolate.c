@@ -91,6 +91,8 @@ lab_status lab_isolate_catch_signals(void)
 
 int lab_isolate_interrupted(void) { return (int)lab_isolate_sig; }
 
+void lab_isolate_interrupt(int sig) { lab_isolate_on_signal(sig); }
+
 /* What a child sends back through its pipe, once per finished job: one fixed-size record (the same
  * binary on both ends). A record with job == LAB_ISOLATE_END says the child stopped on purpose. */
 typedef struct {

@@ -69,6 +69,10 @@ lab_status lab_isolate_catch_signals(void);
 /* The signal that interrupted the runs (SIGINT, SIGTERM), or 0. */
 int lab_isolate_interrupted(void);
 
+/* Interrupts the runs as signal sig would (a caller that learns of an interrupt another way: lab_mpi). Async-signal
+ * safe; the first interrupt's signal is the one kept. */
+void lab_isolate_interrupt(int sig);
+
 /* The running job (of the run in progress in this process) that has run longest: 1 and *job, *elapsed_s
  * (seconds) set, or 0 when none runs. For progress lines from a done() callback. */
 int lab_isolate_slowest(size_t *job, double *elapsed_s);

@@ -50,6 +50,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict
 #include "lab_mps_replay.h"
 #include "lab_replay_fed.h"
 #include "lab_sched.h"
+#include "lab_window.h"
 
 #define LAB_MPI_STR2(x) #x
 #define LAB_MPI_STR(x) LAB_MPI_STR2(x)
@@ -89,9 +90,49 @@ static void lab_mpi_deadline_arm(int code)
 static void lab_mpi_finalize(int code)
 {
     fflush(NULL);
+    /* Interrupted: mpirun is ending the job (it signalled every rank and kills them a second later). MPI_Finalize would
+     * wait for that kill; everything is written, so the process leaves at once. */
+    if (lab_isolate_interrupted()) _exit(code);
     lab_mpi_deadline_arm(code);
     MPI_Finalize();
     alarm(0);
+}
+
+/* mpirun's end of a job (Open MPI 4.1, measured): on SIGINT or SIGTERM it sends every rank SIGCONT at once, SIGTERM
+ * odls_base_sigkill_timeout (1 s) later, SIGKILL another second later; the ranks sit in process groups of their own, so
+ * a Ctrl-C at a terminal reaches mpirun alone. So the SIGCONT is the ranks' first word of the end, a second before the
+ * SIGTERM: a rank that was not stopped (job control: mpirun stops ranks with SIGSTOP and resumes them with SIGCONT)
+ * takes it as the interrupt. "Not stopped": its run's loop turned less than LAB_MPI_CONT_GAP_MS before the SIGCONT
+ * (the loop turns every 20 ms at most; a stop leaves a gap as long as the stop). A rank busy elsewhere at that moment
+ * (writing the set) waits for the SIGTERM as before. */
+#define LAB_MPI_CONT_GAP_MS 250
+static _Atomic long long lab_mpi_turned_ms; /* the last turn of this rank's loop (monotonic ms; 0: none yet) */
+
+static long long lab_mpi_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void lab_mpi_turned(void) { lab_mpi_turned_ms = lab_mpi_now_ms(); }
+
+static void lab_mpi_on_cont(int sig)
+{
+    (void)sig;
+    long long t = lab_mpi_turned_ms;
+    if (t && lab_mpi_now_ms() - t < LAB_MPI_CONT_GAP_MS) lab_isolate_interrupt(SIGTERM); /* what mpirun sends next */
+}
+
+/* Takes mpirun's SIGCONT as the interrupt (above). */
+static void lab_mpi_catch_cont(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = lab_mpi_on_cont;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCONT, &sa, NULL);
 }
 
 /* A rank never outlives its launcher (mpirun, orted, srun's step daemon): killed with it. The parent is
@@ -117,7 +158,8 @@ enum { LAB_MPI_TAG_HELLO = 7101, LAB_MPI_TAG_CASE, LAB_MPI_TAG_DONE, LAB_MPI_TAG
 typedef struct {
     int32_t rank, local_rank, local_size, jobs;
     int64_t pid;
-    uint64_t n_total, n_groups;    /* cases and seed groups in the whole list as this rank built it */
+    uint64_t n_total, n_groups;    /* cases and seed groups in the whole list as this rank built it (windowed: the
+                                      cases planned and the cases a window) */
     char host[128];
     char device[224];
 } lab_mpi_hello;
@@ -125,6 +167,7 @@ typedef struct {
 /* One finished case (or its rerun after a device error): its index in the canonical list and its outcome. */
 typedef struct {
     uint64_t index;
+    uint32_t window;               /* the window it belongs to (windowed replays; 0 otherwise) */
     lab_job_outcome o;
     char first_run[sizeof ((lab_case_record *)0)->first_run];
 } lab_mpi_case_msg;
@@ -134,6 +177,7 @@ typedef struct {
     uint64_t n_sent;
     double wall_s;
     int32_t status;
+    int32_t interrupted;           /* the signal that stopped it (its unfinished cases were not sent), or 0 */
     char error[240];
 } lab_mpi_done_msg;
 
@@ -145,11 +189,15 @@ typedef struct {
 /* A rank's request for work: the incidents its lane in progress runs (lab_replay_feed_fn). */
 typedef struct {
     uint32_t seq;
+    uint32_t window;               /* the window it asks in (windowed replays; 0 otherwise) */
     uint32_t nparts;
     unsigned char accept[LAB_MPI_MAX_PARTS];
 } lab_mpi_ask_msg;
 
-/* Rank 0's answer: seed groups [first, end), or none left for those incidents (more = 0). */
+/* Rank 0's answer: seed groups [first, end) (more = 1), none left for those incidents in this window (more = 0), not
+ * yet: rank 0 has not reached the window asked in and the request stays open (more = 2, sent every LAB_MPI_ALIVE_S),
+ * or the run is over: start nothing more (more = -1). */
+enum { LAB_MPI_DEAL_OVER = -1, LAB_MPI_DEAL_NONE = 0, LAB_MPI_DEAL_SOME = 1, LAB_MPI_DEAL_HOLD = 2 };
 typedef struct {
     uint32_t seq;
     int32_t more;
@@ -251,6 +299,13 @@ typedef struct {
     unsigned char *reported;        /* this rank: per case, reported once already */
     lab_mpi_fault fault;
     double patience;                /* seconds a rank waits for rank 0's answer (and rank 0 for a silent rank) */
+    size_t check_total, check_groups; /* what every rank's hello must say (n_total, n_groups) */
+    /* a windowed replay (lab_window_run_by): every rank walks the same windows, rank 0 deals each window's groups */
+    int windowed;
+    uint32_t window;                /* the window in progress or last run (1 the first; 0 before) */
+    int in_window;                  /* rank 0: dealing window `window` now */
+    int over;                       /* rank 0: no window starts any more; another rank: rank 0 said so */
+    size_t groups_total;            /* seed groups over every window */
     /* a rank other than 0: its request in flight */
     int asking;
     uint32_t seq;
@@ -263,7 +318,12 @@ typedef struct {
     lab_deal *dealer;
     size_t chunks;
     double judged_at;
+    double t0;                      /* when the run started (after the ranks agreed) */
     const char *host;
+    lab_mpi_ask_msg *pending;       /* per rank: a request for a window rank 0 has not reached (has_pending) */
+    unsigned char *has_pending;
+    double held_at;                 /* when the open requests were last told to hold */
+    int rank_failed;                /* a case went unreported for a reason other than an interrupt */
 } lab_mpi_ctx;
 
 /* Rank 0: groups [c->first, c->end) go to rank r: its cases are r's from now on. */
@@ -276,10 +336,17 @@ static void lab_mpi_deal_to(lab_mpi_ctx *x, int r, const lab_deal_chunk *c)
     x->chunks++;
 }
 
+/* Rank 0: rank r is out of the dealing (the window's, if one is being dealt; a windowed replay's next windows leave
+ * out every rank no longer running). */
+static void lab_mpi_retire(lab_mpi_ctx *x, int r)
+{
+    if (x->dealer) lab_deal_retire(x->dealer, r);
+}
+
 /* Rank 0: a finished case from rank src (itself included); a rerun after a device error replaces the first report. */
 static void lab_mpi_take(lab_mpi_ctx *x, int src, size_t i, const lab_job_outcome *o, const char *first_run)
 {
-    if (i >= x->n_all || x->dealt_to[i] != src) return;
+    if (!x->dealt_to || i >= x->n_all || x->dealt_to[i] != src) return;
     if (!x->got[i]) x->ranks[src].n_got++;
     x->got[i] = 1;
     x->all[i].o = *o;
@@ -292,9 +359,15 @@ static void lab_mpi_answer(lab_mpi_ctx *x, int src, const lab_mpi_ask_msg *q)
     lab_mpi_deal_msg d;
     memset(&d, 0, sizeof d);
     d.seq = q->seq;
+    if (x->windowed && !x->over && q->window > x->window) { /* a window rank 0 has not reached: kept open */
+        x->pending[src] = *q;
+        x->has_pending[src] = 1;
+        return;
+    }
     lab_deal_chunk c;
-    if (x->ranks[src].status == LAB_RANK_RUNNING && q->nparts == x->groups.nparts &&
-        lab_deal_next(x->dealer, src, q->accept, &c)) {
+    if (x->over) d.more = LAB_MPI_DEAL_OVER;
+    else if ((!x->windowed || (q->window == x->window && x->in_window)) && x->ranks[src].status == LAB_RANK_RUNNING &&
+             q->nparts == x->groups.nparts && lab_deal_next(x->dealer, src, q->accept, &c)) {
         lab_mpi_deal_to(x, src, &c);
         d.more = 1;
         d.first = c.first;
@@ -337,7 +410,7 @@ static void lab_mpi_drain(lab_mpi_ctx *x)
         if ((size_t)count != want) {
             if (rk->status == LAB_RANK_RUNNING) {
                 rk->status = LAB_RANK_BAD;
-                lab_deal_retire(x->dealer, src);
+                lab_mpi_retire(x, src);
                 snprintf(rk->why, sizeof rk->why, "sent a %d-byte message with tag %d (want %zu): not the same lab build",
                          count, tag, want);
             }
@@ -352,24 +425,27 @@ static void lab_mpi_drain(lab_mpi_ctx *x)
         if (tag == LAB_MPI_TAG_HELLO) {
             rk->hello = m.h;
             rk->have_hello = 1;
-            lab_deal_weight(x->dealer, src, m.h.jobs);
-            if (m.h.n_total != x->n_all || m.h.n_groups != x->groups.ng) {
+            if (x->dealer) lab_deal_weight(x->dealer, src, m.h.jobs);
+            if (m.h.n_total != x->check_total || m.h.n_groups != x->check_groups) {
                 rk->status = LAB_RANK_BAD;
-                lab_deal_retire(x->dealer, src);
+                lab_mpi_retire(x, src);
                 snprintf(rk->why, sizeof rk->why,
-                         "built %llu cases in %llu seed groups, rank 0 built %zu in %zu: ranks must run the same lab "
-                         "build with the same arguments",
-                         (unsigned long long)m.h.n_total, (unsigned long long)m.h.n_groups, x->n_all, x->groups.ng);
+                         "built %llu cases in %llu %s, rank 0 built %zu in %zu: ranks must run the same lab "
+                         "build with the same arguments%s",
+                         (unsigned long long)m.h.n_total, (unsigned long long)m.h.n_groups,
+                         x->windowed ? "-case windows" : "seed groups", x->check_total, x->check_groups,
+                         x->windowed ? " and LAB_REPLAY_WINDOW" : "");
             }
         } else if (tag == LAB_MPI_TAG_CASE) {
             m.c.first_run[sizeof m.c.first_run - 1] = 0;
-            lab_mpi_take(x, src, (size_t)m.c.index, &m.c.o, m.c.first_run);
+            if (!x->windowed || (m.c.window == x->window && x->in_window))
+                lab_mpi_take(x, src, (size_t)m.c.index, &m.c.o, m.c.first_run);
         } else if (tag == LAB_MPI_TAG_DONE) {
             rk->wall_s = m.d.wall_s;
             rk->status = LAB_RANK_DONE;
             m.d.error[sizeof m.d.error - 1] = 0;
             if (m.d.status != LAB_OK) snprintf(rk->why, sizeof rk->why, "its harness failed: %s", m.d.error);
-            else if (rk->n_got != rk->n_dealt)
+            else if (rk->n_got != rk->n_dealt && !m.d.interrupted)
                 snprintf(rk->why, sizeof rk->why, "finished having reported %zu of %zu cases", rk->n_got, rk->n_dealt);
         }
     }
@@ -418,10 +494,33 @@ static int lab_mpi_judge(lab_mpi_ctx *x)
             running++;
             continue;
         }
-        lab_deal_retire(x->dealer, r);
+        lab_mpi_retire(x, r);
     }
     x->judged_at = now;
     return running;
+}
+
+/* Rank 0: tells the ranks whose request waits for a window it has not reached to hold on (every LAB_MPI_ALIVE_S), so
+ * that they wait for it however long it takes to end the window in progress. */
+static void lab_mpi_hold(lab_mpi_ctx *x)
+{
+    if (!x->has_pending || lab_mpi_now() - x->held_at < LAB_MPI_ALIVE_S) return;
+    x->held_at = lab_mpi_now();
+    for (int r = 1; r < x->size; ++r)
+        if (x->has_pending[r]) {
+            lab_mpi_deal_msg d = {x->pending[r].seq, LAB_MPI_DEAL_HOLD, 0, 0};
+            MPI_Send(&d, (int)sizeof d, MPI_BYTE, r, LAB_MPI_TAG_DEAL, MPI_COMM_WORLD);
+        }
+}
+
+/* Rank 0: answers the requests kept open for the window it has now reached (or every one, the run over). */
+static void lab_mpi_answer_pending(lab_mpi_ctx *x)
+{
+    for (int r = 1; x->has_pending && r < x->size; ++r)
+        if (x->has_pending[r] && (x->over || x->pending[r].window <= x->window)) {
+            x->has_pending[r] = 0;
+            lab_mpi_answer(x, r, &x->pending[r]);
+        }
 }
 
 /* Rank 0's turn while its own cases run (lab_isolate_on_tick): every message answered, the ranks judged once a
@@ -429,7 +528,9 @@ static int lab_mpi_judge(lab_mpi_ctx *x)
 static void lab_mpi_serve(void *vctx)
 {
     lab_mpi_ctx *x = vctx;
+    lab_mpi_turned();
     lab_mpi_drain(x);
+    lab_mpi_hold(x);
     if (lab_mpi_now() - x->judged_at >= 1.0) lab_mpi_judge(x);
 }
 
@@ -438,7 +539,9 @@ static void lab_mpi_gather(lab_mpi_ctx *x)
 {
     double until = 0;
     for (;;) {
+        lab_mpi_turned();
         lab_mpi_drain(x);
+        lab_mpi_answer_pending(x);
         if (!lab_mpi_judge(x)) return;
         if (lab_isolate_interrupted()) {
             /* mpirun signalled every rank: their word comes at once or not at all, and mpirun's kill follows */
@@ -486,6 +589,7 @@ static void lab_mpi_await_release(int rank)
 static void lab_mpi_alive(void *vctx)
 {
     lab_mpi_ctx *x = vctx;
+    lab_mpi_turned();
     if (lab_mpi_now() - x->said_at < LAB_MPI_ALIVE_S) return;
     lab_mpi_alive_msg a = {(uint32_t)x->n_reported};
     lab_mpi_tell(x, &a, sizeof a, LAB_MPI_TAG_ALIVE);
@@ -505,11 +609,12 @@ static int lab_mpi_feed(void *vctx, const unsigned char *accept, size_t *g0, siz
         *g1 = c.end;
         return 1;
     }
-    if (x->fail[0]) return -1;
+    if (x->fail[0] || x->over) return -1;
     if (!x->asking) {
         lab_mpi_ask_msg q;
         memset(&q, 0, sizeof q);
         q.seq = ++x->seq;
+        q.window = x->window;
         q.nparts = (uint32_t)x->groups.nparts;
         memcpy(q.accept, accept, x->groups.nparts);
         if (lab_mpi_tell(x, &q, sizeof q, LAB_MPI_TAG_ASK) != MPI_SUCCESS) {
@@ -531,8 +636,13 @@ static int lab_mpi_feed(void *vctx, const unsigned char *accept, size_t *g0, siz
         snprintf(x->fail, sizeof x->fail, "rank 0's answer to request %u could not be read", x->seq);
         return -1;
     }
+    if (d.more == LAB_MPI_DEAL_HOLD) { /* rank 0 is still in an earlier window: the request stays open */
+        x->asked_at = lab_mpi_now();
+        return 0;
+    }
     x->asking = 0;
-    if (!d.more) return -1;
+    if (d.more == LAB_MPI_DEAL_OVER) x->over = 1;
+    if (d.more != LAB_MPI_DEAL_SOME) return -1;
     if (d.first >= d.end || d.end > x->groups.ng) {
         snprintf(x->fail, sizeof x->fail, "rank 0 dealt seed groups [%llu, %llu) of %zu", (unsigned long long)d.first,
                  (unsigned long long)d.end, x->groups.ng);
@@ -548,6 +658,10 @@ static int lab_mpi_feed(void *vctx, const unsigned char *accept, size_t *g0, siz
 static void lab_mpi_case_done(void *vctx, size_t i, const lab_case_record *rec)
 {
     lab_mpi_ctx *x = vctx;
+    /* A case the interrupt stopped is no result: rank 0 marks every case it did not get so itself. Not sent: after an
+     * interrupt rank 0 stops receiving within LAB_MPI_INTERRUPT_WAIT_S, and a queue's worth of such messages would
+     * block this rank's sends until mpirun kills it, its last word unsaid. */
+    if (rec->o.not_run) return;
     if (x->rank == 0) {
         lab_mpi_take(x, 0, i, &rec->o, rec->first_run);
         lab_mpi_drain(x);
@@ -555,6 +669,7 @@ static void lab_mpi_case_done(void *vctx, size_t i, const lab_case_record *rec)
         lab_mpi_case_msg m;
         memset(&m, 0, sizeof m);
         m.index = i;
+        m.window = x->window;
         m.o = rec->o;
         snprintf(m.first_run, sizeof m.first_run, "%s", rec->first_run);
         lab_mpi_tell(x, &m, sizeof m, LAB_MPI_TAG_CASE);
@@ -572,29 +687,24 @@ static void lab_mpi_case_done(void *vctx, size_t i, const lab_case_record *rec)
     }
 }
 
-/* What the merged summary.json says of the ranks (lab_results_fields_fn). */
-typedef struct {
-    const lab_mpi_ctx *x;
-    int rank_failed;
-} lab_mpi_summary;
 
 #define LAB_MPI_SPLIT "dealt on demand: rank 0 hands out seed groups of one incident, a chunk half of the asking " \
                       "rank's share of the cost left (guided self-scheduling)"
 
-/* Adds "mpi" and "ranks" to the tree of the summary rank 0 writes from the merged records, before it is written
+/* What the merged summary.json says of the ranks (lab_results_fields_fn over the run's lab_mpi_ctx). Adds "mpi" and "ranks" to the tree of the summary rank 0 writes from the merged records, before it is written
  * ("ok" is the verdict's: a failed rank already made it false). */
 static lab_status lab_mpi_summary_fields(void *vctx, struct cJSON *root)
 {
-    const lab_mpi_summary *ms = vctx;
-    const lab_mpi_ctx *x = ms->x;
+    const lab_mpi_ctx *x = vctx;
     cJSON *mpi = cJSON_AddObjectToObject(root, "mpi");
     cJSON *arr = cJSON_AddArrayToObject(root, "ranks");
     if (!mpi || !arr) return lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory for the summary's ranks");
     cJSON_AddNumberToObject(mpi, "ranks", x->size);
     cJSON_AddStringToObject(mpi, "split", LAB_MPI_SPLIT);
-    cJSON_AddNumberToObject(mpi, "seed_groups", (double)x->groups.ng);
+    cJSON_AddNumberToObject(mpi, "seed_groups", (double)x->groups_total);
     cJSON_AddNumberToObject(mpi, "chunks", (double)x->chunks);
-    cJSON_AddBoolToObject(mpi, "rank_failed", ms->rank_failed);
+    cJSON_AddNumberToObject(mpi, "window", x->windowed ? (double)x->check_groups : 0); /* cases a window; 0: none */
+    cJSON_AddBoolToObject(mpi, "rank_failed", x->rank_failed);
     for (int r = 0; r < x->size; ++r) {
         const lab_mpi_peer *rk = &x->ranks[r];
         cJSON *o = cJSON_CreateObject();
@@ -639,7 +749,10 @@ static void lab_mpi_ctx_free(lab_mpi_ctx *x)
     free(x->got);
     free(x->dealt_to);
     lab_deal_free(x->dealer);
+    free(x->pending);
+    free(x->has_pending);
     x->all = NULL, x->reported = NULL, x->ranks = NULL, x->got = NULL, x->dealt_to = NULL, x->dealer = NULL;
+    x->pending = NULL, x->has_pending = NULL;
 }
 
 /* Rank 0's table of the ranks, after the merged report. */
@@ -652,8 +765,10 @@ static void lab_mpi_print_ranks(const lab_mpi_ctx *x, FILE *report, int rank_fai
             seen |= x->ranks[q].have_hello && x->ranks[r].have_hello && !strcmp(x->ranks[q].hello.host, x->ranks[r].hello.host);
         hosts += x->ranks[r].have_hello && !seen;
     }
-    fprintf(report, "mpi: %d ranks on %d host%s, %zu seed groups dealt on demand in %zu chunks\n", x->size, hosts,
-            hosts == 1 ? "" : "s", x->groups.ng, x->chunks);
+    fprintf(report, "mpi: %d ranks on %d host%s, %zu seed groups dealt on demand in %zu chunks", x->size, hosts,
+            hosts == 1 ? "" : "s", x->groups_total, x->chunks);
+    if (x->windowed) fprintf(report, ", in %u windows of at most %zu cases", x->window, x->check_groups);
+    fprintf(report, "\n");
     fprintf(report, "%-5s %-20s %-8s %-5s %-4s %6s %6s %8s %8s  %-8s %s\n", "rank", "host", "pid", "local", "jobs", "chunks",
             "cases", "reported", "wall_s", "status", "device");
     for (int r = 0; r < x->size; ++r) {
@@ -670,6 +785,151 @@ static void lab_mpi_print_ranks(const lab_mpi_ctx *x, FILE *report, int rank_fai
     fflush(stderr);
 }
 
+/* Rank 0: the dealing of x->all's seed groups (x->groups): who got which case, and the dealer, every rank's weight as
+ * its hello said, the ranks no longer running left out. LAB_ERR_NOMEM or lab_deal_create's error. */
+static lab_status lab_mpi_dealer_make(lab_mpi_ctx *x)
+{
+    size_t n = x->n_all, ng = x->groups.ng;
+    x->got = calloc(n ? n : 1, 1);
+    x->dealt_to = malloc((n ? n : 1) * sizeof *x->dealt_to);
+    lab_deal_group *dg = malloc((ng ? ng : 1) * sizeof *dg);
+    lab_status st = x->got && x->dealt_to && dg ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory");
+    for (size_t k = 0; st == LAB_OK && k < ng; ++k) dg[k] = (lab_deal_group){x->groups.part[k], x->groups.cost[k]};
+    if (st == LAB_OK) st = lab_deal_create(dg, ng, x->size, &x->dealer);
+    free(dg);
+    for (size_t i = 0; st == LAB_OK && i < n; ++i) x->dealt_to[i] = -1;
+    for (int r = 0; st == LAB_OK && r < x->size; ++r) {
+        if (x->ranks[r].have_hello) lab_deal_weight(x->dealer, r, x->ranks[r].hello.jobs);
+        if (x->ranks[r].status != LAB_RANK_RUNNING) lab_deal_retire(x->dealer, r);
+    }
+    return st;
+}
+
+/* Rank 0, done gathering x->all's cases: each one no one reported gets its outcome (interrupted: not run, left out of
+ * the set and named by the resume command; else CRASH, HANG or ERROR naming the rank it was dealt to, and the run
+ * counts a failed rank). */
+static void lab_mpi_settle(lab_mpi_ctx *x, int interrupted)
+{
+    for (size_t i = 0; i < x->n_all; ++i) {
+        if (x->got[i]) continue;
+        int r = x->dealt_to[i];
+        lab_job_outcome *o = &x->all[i].o;
+        memset(o, 0, sizeof *o);
+        if (interrupted) {
+            o->outcome = LAB_OUT_ERROR;
+            o->not_run = 1;
+            snprintf(o->error, sizeof o->error, "interrupted");
+            continue;
+        }
+        x->rank_failed = 1;
+        if (r < 0) {
+            o->outcome = LAB_OUT_ERROR;
+            snprintf(o->error, sizeof o->error, "not dealt to any MPI rank: no rank was left to take it");
+            continue;
+        }
+        lab_mpi_peer *rk = &x->ranks[r];
+        o->outcome = rk->status == LAB_RANK_CRASHED ? LAB_OUT_CRASH : rk->status == LAB_RANK_HUNG ? LAB_OUT_HANG
+                                                                                                  : LAB_OUT_ERROR;
+        snprintf(o->error, sizeof o->error, "not reported by MPI rank %d: %s", r, rk->why[0] ? rk->why : "no reason known");
+    }
+}
+
+/* Rank 0, every rank heard from or judged: whether a rank failed (x->rank_failed too; a rank still running after an
+ * interrupt was stopped by it, not failed) and whether one died or hung (*lost: the job must end with MPI_Abort). */
+static int lab_mpi_failed(lab_mpi_ctx *x, int interrupted, int *lost)
+{
+    *lost = 0;
+    for (int r = 0; r < x->size; ++r) {
+        lab_mpi_peer *rk = &x->ranks[r];
+        if (interrupted && rk->status == LAB_RANK_RUNNING) continue; /* stopped by the interrupt */
+        x->rank_failed |= rk->status != LAB_RANK_DONE || rk->why[0];
+        *lost |= rk->status == LAB_RANK_HUNG || rk->status == LAB_RANK_CRASHED;
+    }
+    return x->rank_failed;
+}
+
+/* Rank 0, its own cases of the window run: serves and judges until every case of the window dealt to another rank is
+ * reported (or its rank judged) and nothing is left to deal (or no rank is left to take it); interrupted, it waits
+ * LAB_MPI_INTERRUPT_WAIT_S for the others' word. */
+static void lab_mpi_gather_window(lab_mpi_ctx *x)
+{
+    double until = 0;
+    for (;;) {
+        lab_mpi_turned();
+        lab_mpi_drain(x);
+        lab_mpi_hold(x);
+        int running = lab_mpi_judge(x), open = 0;
+        for (size_t i = 0; i < x->n_all && !open; ++i) {
+            int r = x->dealt_to[i];
+            open = r > 0 && !x->got[i] && x->ranks[r].status == LAB_RANK_RUNNING;
+        }
+        if (!open && (running == 0 || lab_deal_left(x->dealer) == 0)) return;
+        if (lab_isolate_interrupted()) {
+            if (until == 0) until = lab_mpi_now() + LAB_MPI_INTERRUPT_WAIT_S;
+            else if (lab_mpi_now() > until) return;
+        }
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* A windowed replay's window on any rank (lab_window_runner.run): its seed groups dealt by rank 0 on demand as a whole
+ * run's are; rank 0 returns once every case of the window is reported (or its rank judged: lab_mpi_settle), so the
+ * window's records are complete; a rank other than 0 once rank 0 has nothing more of the window for it. */
+static lab_status lab_mpi_window_run(void *vctx, lab_case_record *recs, size_t n)
+{
+    lab_mpi_ctx *x = vctx;
+    x->all = recs;
+    x->n_all = n;
+    x->window++;
+    lab_status st = lab_replay_groups_make(recs, n, &x->groups);
+    if (st == LAB_OK && !(x->reported = calloc(n ? n : 1, 1))) st = lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory");
+    if (st == LAB_OK && x->rank == 0) st = lab_mpi_dealer_make(x);
+    if (st == LAB_OK) {
+        x->groups_total += x->groups.ng;
+        if (x->rank == 0) {
+            x->in_window = 1;
+            lab_mpi_answer_pending(x);
+        }
+        st = lab_replay_execute_fed(x->opts, recs, n, &x->groups, lab_mpi_feed, x, lab_mpi_case_done, x);
+        if (st == LAB_OK && x->fail[0]) st = lab_err_set(LAB_ERR_IO, "%s", x->fail);
+        if (x->rank == 0) {
+            if (st != LAB_OK) { /* what is left of the window goes to the others; no window starts after it */
+                x->ranks[0].status = LAB_RANK_BAD;
+                snprintf(x->ranks[0].why, sizeof x->ranks[0].why, "its harness failed: %s", lab_err_msg());
+                lab_deal_retire(x->dealer, 0);
+            }
+            lab_mpi_gather_window(x);
+            lab_mpi_settle(x, lab_isolate_interrupted());
+            x->in_window = 0;
+        }
+    }
+    lab_replay_groups_free(&x->groups);
+    free(x->reported), free(x->got), free(x->dealt_to);
+    lab_deal_free(x->dealer);
+    x->reported = NULL, x->got = NULL, x->dealt_to = NULL, x->dealer = NULL, x->all = NULL, x->n_all = 0;
+    return st;
+}
+
+/* Rank 0, after the last window (lab_window_runner.finish): the run is over for every rank; gathers their last words
+ * and says whether one failed. */
+static int lab_mpi_window_finish(void *vctx)
+{
+    lab_mpi_ctx *x = vctx;
+    x->over = 1;
+    if (x->ranks[0].status == LAB_RANK_RUNNING) x->ranks[0].status = LAB_RANK_DONE;
+    x->ranks[0].wall_s = lab_mpi_now() - x->t0;
+    lab_mpi_gather(x);
+    int lost;
+    return lab_mpi_failed(x, lab_isolate_interrupted(), &lost);
+}
+
+/* A rank other than 0 (lab_window_runner.stop): rank 0 said the run is over. */
+static int lab_mpi_window_over(void *vctx)
+{
+    return ((lab_mpi_ctx *)vctx)->over;
+}
+
 lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verdict *verdict,
                           lab_case_record **recs_out, size_t *n_recs)
 {
@@ -680,6 +940,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     MPI_Initialized(&inited);
     if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS) return lab_err_set(LAB_ERR_IO, "--mpi: MPI_Init failed");
     lab_mpi_die_with_launcher();
+    lab_mpi_catch_cont();
     /* Errors come back as codes: a failed peer must not take rank 0 down with it. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int rank = 0, size = 1, local_rank = 0, local_size = 1;
@@ -720,33 +981,46 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     x.rank = rank;
     x.size = size;
     x.host = me.host;
+    /* More cases than a plain replay holds at once: windowed as lab_window_run windows them, every rank walking the
+     * same windows, rank 0 dealing each window's seed groups and gathering its cases before the next. */
+    size_t planned = lab_replay_count(&opts);
+    x.windowed = planned > lab_replay_window_at();
     lab_status st = lab_mpi_fault_parse(&x.fault, size);
     if (st == LAB_OK && opts.backend == LAB_BACKEND_CUDA && host_gpus > 0 && share.ngpu == 0)
         st = lab_err_set(LAB_ERR_ARG, "--mpi: rank %d (local rank %d of %d on host %s) has no GPU: its host has %d GPU%s "
                          "(%s) for %d ranks; start at most %d rank%s there (one rank drives all of a host's GPUs)",
                          rank, local_rank, local_size, me.host, host_gpus, host_gpus == 1 ? "" : "s", share.source,
                          local_size, host_gpus, host_gpus == 1 ? "" : "s");
-    if (st == LAB_OK) st = lab_replay_cases(&opts, &x.all, &x.n_all);
-    if (st == LAB_OK) st = lab_replay_groups_make(x.all, x.n_all, &x.groups);
-    if (st == LAB_OK && x.groups.nparts > LAB_MPI_MAX_PARTS)
-        st = lab_err_set(LAB_ERR_ARG, "--mpi: %zu incidents, at most %d", x.groups.nparts, LAB_MPI_MAX_PARTS);
-    if (st == LAB_OK && !(x.reported = calloc(x.n_all ? x.n_all : 1, 1))) st = lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory");
-    me.n_total = x.n_all;
-    me.n_groups = x.groups.ng;
+    if (x.windowed) {
+        x.check_total = planned;
+        x.check_groups = lab_replay_window(&opts);
+    } else {
+        if (st == LAB_OK) st = lab_replay_cases(&opts, &x.all, &x.n_all);
+        if (st == LAB_OK) st = lab_replay_groups_make(x.all, x.n_all, &x.groups);
+        if (st == LAB_OK && x.groups.nparts > LAB_MPI_MAX_PARTS)
+            st = lab_err_set(LAB_ERR_ARG, "--mpi: %zu incidents, at most %d", x.groups.nparts, LAB_MPI_MAX_PARTS);
+        if (st == LAB_OK && !(x.reported = calloc(x.n_all ? x.n_all : 1, 1)))
+            st = lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory");
+        x.check_total = x.n_all;
+        x.check_groups = x.groups_total = x.groups.ng;
+    }
+    me.n_total = x.check_total;
+    me.n_groups = x.check_groups;
     double longest = 0.0;
     for (size_t i = 0; i < opts.n_incidents; ++i) longest = fmax(longest, lab_replay_watchdog(&opts, opts.incidents[i]));
     x.patience = longest + LAB_MPI_GRACE_S;
 
     if (rank == 0 && st == LAB_OK) {
         x.ranks = calloc((size_t)size, sizeof *x.ranks);
-        x.got = calloc(x.n_all ? x.n_all : 1, 1);
-        x.dealt_to = malloc((x.n_all ? x.n_all : 1) * sizeof *x.dealt_to);
-        lab_deal_group *dg = malloc((x.groups.ng ? x.groups.ng : 1) * sizeof *dg);
-        if (!x.ranks || !x.got || !x.dealt_to || !dg) st = lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory");
-        for (size_t k = 0; st == LAB_OK && k < x.groups.ng; ++k) dg[k] = (lab_deal_group){x.groups.part[k], x.groups.cost[k]};
-        if (st == LAB_OK) st = lab_deal_create(dg, x.groups.ng, size, &x.dealer);
-        free(dg);
-        for (size_t i = 0; st == LAB_OK && i < x.n_all; ++i) x.dealt_to[i] = -1;
+        x.pending = calloc((size_t)size, sizeof *x.pending);
+        x.has_pending = calloc((size_t)size, 1);
+        if (!x.ranks || !x.pending || !x.has_pending) st = lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory");
+        for (int r = 0; st == LAB_OK && r < size; ++r) x.ranks[r].status = LAB_RANK_RUNNING;
+        if (st == LAB_OK) {
+            x.ranks[0].hello = me;
+            x.ranks[0].have_hello = 1;
+        }
+        if (st == LAB_OK && !x.windowed) st = lab_mpi_dealer_make(&x);
     }
     if (rank == 0 && st == LAB_OK && opts.out_dir) st = lab_fs_mkdirs(opts.out_dir);
     /* Agree on the start while every rank is surely alive: if one cannot start, none does. */
@@ -761,24 +1035,27 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         return st;
     }
 
-    double t0 = lab_mpi_now();
+    double t0 = x.t0 = lab_mpi_now();
     if (rank == 0) {
-        for (int r = 0; r < size; ++r) {
-            x.ranks[r].status = LAB_RANK_RUNNING;
-            x.ranks[r].last_heard = t0;
-        }
-        x.ranks[0].hello = me;
-        x.ranks[0].have_hello = 1;
+        for (int r = 0; r < size; ++r) x.ranks[r].last_heard = t0;
         x.judged_at = t0;
-        lab_deal_weight(x.dealer, 0, me.jobs);
         lab_isolate_on_tick(lab_mpi_serve, &x); /* answers the others while its own cases run */
     } else {
         lab_mpi_tell(&x, &me, sizeof me, LAB_MPI_TAG_HELLO);
         lab_isolate_on_tick(lab_mpi_alive, &x); /* says it is alive while its cases run */
     }
 
-    st = lab_replay_execute_fed(&opts, x.all, x.n_all, &x.groups, lab_mpi_feed, &x, lab_mpi_case_done, &x);
-    if (st == LAB_OK && x.fail[0]) st = lab_err_set(LAB_ERR_IO, "%s", x.fail);
+    if (x.windowed) {
+        /* Rank 0 writes the set from the windows as a plain windowed replay does, the ranks' table in its summary. */
+        opts.summary_fields = lab_mpi_summary_fields;
+        opts.summary_ctx = &x;
+        lab_window_runner wr = {lab_mpi_window_run, rank == 0 ? lab_mpi_window_finish : NULL,
+                                rank == 0 ? NULL : lab_mpi_window_over, &x, rank != 0};
+        st = lab_window_run_by(&opts, report, verdict, planned, &wr);
+    } else {
+        st = lab_replay_execute_fed(&opts, x.all, x.n_all, &x.groups, lab_mpi_feed, &x, lab_mpi_case_done, &x);
+        if (st == LAB_OK && x.fail[0]) st = lab_err_set(LAB_ERR_IO, "%s", x.fail);
+    }
     lab_isolate_on_tick(NULL, NULL);
     double my_wall = lab_mpi_now() - t0;
 
@@ -788,6 +1065,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         d.n_sent = x.n_reported;
         d.wall_s = my_wall;
         d.status = st;
+        d.interrupted = lab_isolate_interrupted();
         if (st != LAB_OK) snprintf(d.error, sizeof d.error, "%s", lab_err_msg());
         lab_mpi_tell(&x, &d, sizeof d, LAB_MPI_TAG_DONE);
         lab_mpi_ctx_free(&x);
@@ -797,58 +1075,38 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         return st;
     }
 
-    /* Rank 0: its own harness status, then everyone else's results. */
-    x.ranks[0].status = st == LAB_OK ? LAB_RANK_DONE : LAB_RANK_BAD;
-    x.ranks[0].wall_s = my_wall;
-    if (st != LAB_OK) {
-        snprintf(x.ranks[0].why, sizeof x.ranks[0].why, "its harness failed: %s", lab_err_msg());
-        lab_deal_retire(x.dealer, 0); /* what is left goes to the others */
-    }
-    lab_mpi_gather(&x);
-    if (x.fault.kind == LAB_MPI_FAULT_LATE) { /* tests: a report that takes long to write, every other rank done */
-        struct timespec ts = {3, 0};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
-    }
-    double wall = lab_mpi_now() - t0;
-
-    /* Cases no one reported: the failed rank is named in each (after an interrupt: not run). */
-    int rank_failed = 0, lost = 0, interrupted = lab_isolate_interrupted();
-    for (int r = 0; r < size; ++r) {
-        lab_mpi_peer *rk = &x.ranks[r];
-        if (interrupted && rk->status == LAB_RANK_RUNNING) continue; /* stopped by the interrupt */
-        rank_failed |= rk->status != LAB_RANK_DONE || rk->why[0];
-        lost |= rk->status == LAB_RANK_HUNG || rk->status == LAB_RANK_CRASHED;
-    }
-    for (size_t i = 0; i < x.n_all; ++i) {
-        if (x.got[i]) continue;
-        int r = x.dealt_to[i];
-        lab_job_outcome *o = &x.all[i].o;
-        memset(o, 0, sizeof *o);
-        if (interrupted) { /* not a result: left out of the result set, named by the resume command */
-            o->outcome = LAB_OUT_ERROR;
-            o->not_run = 1;
-            snprintf(o->error, sizeof o->error, "interrupted");
-            continue;
+    int interrupted = lab_isolate_interrupted(), lost = 0, code;
+    lab_status st2 = st;
+    if (x.windowed) {
+        /* the set is written (or could not be: st) */
+        lab_mpi_failed(&x, interrupted, &lost);
+        lab_mpi_print_ranks(&x, report, x.rank_failed);
+        code = st == LAB_OK ? verdict->exit_status : LAB_EXIT_FAILED;
+    } else {
+        /* Rank 0: its own harness status, then everyone else's results. */
+        x.ranks[0].status = st == LAB_OK ? LAB_RANK_DONE : LAB_RANK_BAD;
+        x.ranks[0].wall_s = my_wall;
+        if (st != LAB_OK) {
+            snprintf(x.ranks[0].why, sizeof x.ranks[0].why, "its harness failed: %s", lab_err_msg());
+            lab_deal_retire(x.dealer, 0); /* what is left goes to the others */
         }
-        rank_failed = 1;
-        if (r < 0) {
-            o->outcome = LAB_OUT_ERROR;
-            snprintf(o->error, sizeof o->error, "not dealt to any MPI rank: no rank was left to take it");
-            continue;
+        lab_mpi_gather(&x);
+        if (x.fault.kind == LAB_MPI_FAULT_LATE) { /* tests: a report that takes long to write, every other rank done */
+            struct timespec ts = {3, 0};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
         }
-        lab_mpi_peer *rk = &x.ranks[r];
-        o->outcome = rk->status == LAB_RANK_CRASHED ? LAB_OUT_CRASH : rk->status == LAB_RANK_HUNG ? LAB_OUT_HANG
-                                                                                                  : LAB_OUT_ERROR;
-        snprintf(o->error, sizeof o->error, "not reported by MPI rank %d: %s", r, rk->why[0] ? rk->why : "no reason known");
+        double wall = lab_mpi_now() - t0;
+        interrupted = lab_isolate_interrupted();
+        lab_mpi_failed(&x, interrupted, &lost);
+        lab_mpi_settle(&x, interrupted); /* cases no one reported: the failed rank is named in each */
+        /* A failed rank is part of the one verdict (NOT OK even where its lost cases are a bug's CRASH/HANG). */
+        lab_verdict_run run = {.ranks_failed = x.rank_failed};
+        opts.summary_fields = lab_mpi_summary_fields;
+        opts.summary_ctx = &x;
+        st2 = lab_replay_report(&opts, report, x.all, x.n_all, wall, &run, verdict);
+        lab_mpi_print_ranks(&x, report, x.rank_failed);
+        code = st2 != LAB_OK ? LAB_EXIT_FAILED : verdict->exit_status;
     }
-
-    /* A failed rank is part of the one verdict (NOT OK even where its lost cases are a bug's CRASH/HANG). */
-    lab_verdict_run run = {.ranks_failed = rank_failed};
-    lab_mpi_summary ms = {&x, rank_failed};
-    opts.summary_fields = lab_mpi_summary_fields;
-    opts.summary_ctx = &ms;
-    lab_status st2 = lab_replay_report(&opts, report, x.all, x.n_all, wall, &run, verdict);
-    lab_mpi_print_ranks(&x, report, rank_failed);
     /* Every file is written: the ranks that are still there may end (lab_mpi_await_release). */
     for (int r = 1; r < size; ++r)
         if (x.ranks[r].status == LAB_RANK_DONE || x.ranks[r].status == LAB_RANK_BAD ||
@@ -858,9 +1116,9 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         }
 
     lab_case_record *all = x.all;
+    size_t n_all = x.n_all;
     x.all = NULL;
     lab_mpi_ctx_free(&x);
-    int code = st2 != LAB_OK ? LAB_EXIT_FAILED : verdict->exit_status;
     if (lost) {
         /* A stalled rank never reaches MPI_Finalize, and Open MPI's finalize may wait for a dead one for
          * ever: end the job, the files are written. MPI_Abort itself is bounded too. */
@@ -872,7 +1130,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     }
     lab_mpi_finalize(code);
     *recs_out = all;
-    *n_recs = x.n_all;
+    *n_recs = n_all;
     return st2;
 }
 

@@ -22,9 +22,11 @@
  * enters MPI_Finalize on its own (seconds; rank 0 runs at most its last chunk and the report meanwhile). */
 #define LAB_MPI_RELEASE_WAIT_S 900
 
-/* An interrupt (SIGINT or SIGTERM; mpirun passes one to every rank and kills them about a second later): every rank
- * stops starting cases and reports what finished; rank 0 waits this long (seconds) for the others' word, then writes
- * the result set of the finished cases with the resume command, as a plain replay does. */
+/* An interrupt (SIGINT or SIGTERM to mpirun, which sends every rank SIGCONT at once, SIGTERM a second later and SIGKILL
+ * a second after that; a rank that was not stopped takes the SIGCONT as the interrupt, lab_mpi.c): every rank stops
+ * starting cases and reports what finished; rank 0 waits this long (seconds) at most for the others' word, then writes
+ * the result set of the finished cases with the resume command, as a plain replay does; every rank then exits without
+ * MPI_Finalize (which would wait for mpirun's kill). */
 #define LAB_MPI_INTERRUPT_WAIT_S 0.3
 
 /* LAB_OK when this build of the lab has MPI (built with MPI=1; sanitizer builds leave it out), else
@@ -86,5 +88,11 @@ int lab_mpi_rank(void);
  * LAB_MPI_TEST_END_GRACE_S, tests only, a shorter end grace than LAB_MPI_END_GRACE_S). */
 lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, lab_case_record **recs,
                           size_t *n_recs);
+/* A replay of more cases than lab_replay_window_at() runs windowed on every rank (lab_window_run_by): the same windows
+ * in the same order, rank 0 dealing each window's seed groups as above and gathering every case of the window (or
+ * settling it as above) before the next; a rank asking for a window rank 0 has not reached is told to hold on (every
+ * LAB_MPI_GRACE_S / 2 seconds) and answered when it gets there. No rank holds more than a window's records; rank 0
+ * writes the set as lab_window_run does (journal included), *recs NULL and *n_recs 0; summary.json's "mpi" says
+ * "window" (cases a window; 0 when not windowed). */
 
 #endif

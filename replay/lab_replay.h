@@ -106,6 +106,8 @@ void lab_replay_result_free(lab_replay_result *res);
  * caller frees, outcomes zeroed) and *n. LAB_ERR_NOMEM on allocation failure. Deterministic: the same
  * opts give the same list in every process. */
 lab_status lab_replay_cases(const lab_replay_opts *opts, lab_case_record **recs, size_t *n);
+/* The cases a replay plans (lab_replay_cases's n), without making them: O(incidents). */
+size_t lab_replay_count(const lab_replay_opts *opts);
 
 /* Told in the parent of each case as it finishes; index is the record's position in recs. */
 typedef void (*lab_replay_done_fn)(void *ctx, size_t index, const lab_case_record *rec);

@@ -87,8 +87,6 @@ lab_status lab_replay_rerun(lab_replay_ctx *ctx, lab_job_outcome *out);
 
 /* The monotonic clock, in seconds. */
 double lab_replay_now(void);
-/* The cases a replay plans (lab_replay_cases's n), without making them. */
-size_t lab_replay_count(const lab_replay_opts *opts);
 /* Seeds replayed for one incident; selected variants of one incident. */
 size_t lab_replay_n_seeds(const lab_replay_opts *opts, const lab_incident *inc);
 size_t lab_replay_n_variants(const lab_replay_opts *opts, const lab_incident *inc);

@@ -58,6 +58,7 @@ typedef struct {
     size_t n_done, lowest;
     char stage[PATH_MAX];
     int staged;
+    FILE *journal;                  /* the staging folder's journal.jsonl (lab_window.h): survives a kill */
 } lab_replay_win;
 
 static FILE *lab_replay_spool(const lab_replay_win *w, size_t k, const char *what)
@@ -125,6 +126,34 @@ static void lab_replay_win_free(lab_replay_win *w)
         free(w->fail[k]);
     }
     free(w->jl), free(w->tp), free(w->ju), free(w->fail), free(w->nfail), free(w->t);
+    if (w->journal) fclose(w->journal);
+}
+
+/* The journal's names in the staging folder: the finished windows' cases, and the command that replays the rest. */
+#define LAB_WINDOW_JOURNAL "journal.jsonl"
+#define LAB_WINDOW_JOURNAL_RESUME "journal.resume"
+
+/* After a window: its finished cases recs[0..n) go to the journal, synced to disk, and journal.resume (replaced in one
+ * rename) says how to replay what is not in it: from seed index `lowest` on. A journal that cannot be written is an
+ * error (LAB_ERR_IO naming it): the run's promise to keep what finished would be broken silently otherwise. */
+static lab_status lab_replay_win_journal(lab_replay_win *w, const lab_case_record *recs, size_t n, size_t lowest)
+{
+    char path[PATH_MAX + 64], tmp[PATH_MAX + 64], resume[2048];
+    int good = 1;
+    for (size_t j = 0; good && j < n; ++j)
+        if (!recs[j].o.not_run) good = lab_results_jsonl_line(w->journal, &recs[j], w->opts->lab_bin);
+    good = good && fflush(w->journal) == 0 && fdatasync(fileno(w->journal)) == 0;
+    snprintf(path, sizeof path, "%s/" LAB_WINDOW_JOURNAL, w->stage);
+    if (!good) return lab_err_set(LAB_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    if (lowest < w->opts->n_seeds) lab_replay_resume_at(w->opts, lowest, resume, sizeof resume);
+    else snprintf(resume, sizeof resume, "(none: every case finished)");
+    snprintf(path, sizeof path, "%s/" LAB_WINDOW_JOURNAL_RESUME, w->stage);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    good = f && fprintf(f, "%s\n", resume) >= 0;
+    if (f) good &= fflush(f) == 0 && fdatasync(fileno(f)) == 0, good &= fclose(f) == 0;
+    if (!good || rename(tmp, path) != 0) return lab_err_set(LAB_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    return LAB_OK;
 }
 
 /* Appends spool f (from its start) to out; with tap set, numbers its marked TAP points from *number on. */
@@ -253,6 +282,20 @@ static lab_status lab_replay_execute_window(const lab_replay_opts *opts, lab_cas
 
 lab_status lab_window_run(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, size_t planned)
 {
+    return lab_window_run_by(opts, report, verdict, planned, NULL);
+}
+
+lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, size_t planned,
+                             const lab_window_runner *runner)
+{
+    int drive = runner && runner->drive_only;
+    lab_replay_opts quiet_opts;
+    if (drive) { /* runs the windows, writes nothing */
+        quiet_opts = *opts;
+        quiet_opts.out_dir = NULL;
+        quiet_opts.progress = 0;
+        opts = &quiet_opts;
+    }
     lab_replay_win w;
     memset(&w, 0, sizeof w);
     w.opts = opts;
@@ -262,13 +305,22 @@ lab_status lab_window_run(const lab_replay_opts *opts, FILE *report, lab_verdict
     /* The set is written into its staging folder as the cases finish, then swapped in as a whole (lab_resultset_swap). */
     if (opts->out_dir && (st = lab_resultset_stage(opts->out_dir, w.stage, sizeof w.stage)) != LAB_OK) return st;
     w.staged = opts->out_dir != NULL;
+    if (w.staged) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/" LAB_WINDOW_JOURNAL, w.stage);
+        if (!(w.journal = fopen(path, "w"))) {
+            st = lab_err_set(LAB_ERR_IO, "%s: %s", path, strerror(errno));
+            lab_resultset_rmrf(w.stage);
+            return st;
+        }
+    }
     size_t window = lab_replay_window(opts), bad = 0, started = 0;
     double t0 = lab_replay_now();
     lab_stall_point(LAB_STALL_PLANNING);
     lab_status run_st = LAB_OK;
     lab_case_record *recs = NULL;
     size_t recs_cap = 0;
-    if (opts->progress)
+    if (opts->progress && !runner)
         fprintf(stderr, "replay: %zu cases, run %zu at a time (a window: only its cases are held in memory)\n", planned,
                 window);
     for (size_t i = 0; i < opts->n_incidents && run_st == LAB_OK && st == LAB_OK; ++i) {
@@ -277,7 +329,7 @@ lab_status lab_window_run(const lab_replay_opts *opts, FILE *report, lab_verdict
         if (!nv || !ns) continue;
         size_t per = window / nv ? window / nv : 1; /* seeds a window: every selected variant of each */
         for (size_t s0 = 0; s0 < ns && run_st == LAB_OK && st == LAB_OK; s0 += per) {
-            if (lab_isolate_interrupted()) {
+            if (lab_isolate_interrupted() || (runner && runner->stop && runner->stop(runner->ctx))) {
                 if (s0 < w.lowest) w.lowest = s0; /* this window and every later one did not start */
                 break;
             }
@@ -302,9 +354,10 @@ lab_status lab_window_run(const lab_replay_opts *opts, FILE *report, lab_verdict
                     m++;
                 }
             }
-            run_st = lab_replay_execute_window(opts, recs, m, started, planned, &bad, t0, started > 0);
+            run_st = runner ? runner->run(runner->ctx, recs, m)
+                            : lab_replay_execute_window(opts, recs, m, started, planned, &bad, t0, started > 0);
             started += m;
-            for (size_t j = 0; j < m && st == LAB_OK; ++j) {
+            for (size_t j = 0; j < m && st == LAB_OK && !drive; ++j) {
                 if (recs[j].o.not_run) {
                     size_t s = s0 + j % (s1 - s0);
                     if (s < w.lowest) w.lowest = s;
@@ -312,10 +365,21 @@ lab_status lab_window_run(const lab_replay_opts *opts, FILE *report, lab_verdict
                 }
                 st = lab_replay_win_keep(&w, &recs[j]);
             }
+            if (w.journal && st == LAB_OK && !drive) {
+                /* what a later kill would lose: this window's unfinished cases, the rest of this incident and every
+                 * later incident (the resume command starts at one seed index for all of them) */
+                size_t rest = i + 1 < opts->n_incidents ? 0 : s1 < ns ? s1 : opts->n_seeds;
+                st = lab_replay_win_journal(&w, recs, m, w.lowest < rest ? w.lowest : rest);
+            }
         }
         if (lab_isolate_interrupted() && i + 1 < opts->n_incidents) w.lowest = 0; /* later incidents never ran */
     }
     free(recs);
+    int ranks_failed = runner && runner->finish ? runner->finish(runner->ctx) : 0;
+    if (drive) {
+        lab_replay_win_free(&w);
+        return run_st;
+    }
     if (run_st != LAB_OK) fprintf(report, "replay: %s (the cases not started are not in the set)\n", lab_err_msg());
     double wall = lab_replay_now() - t0;
 
@@ -324,7 +388,8 @@ lab_status lab_window_run(const lab_replay_opts *opts, FILE *report, lab_verdict
         lab_stall_point(LAB_STALL_COLLECTING);
         int sig = lab_isolate_interrupted();
         lab_verdict_tally_judge(w.t, w.nt);
-        lab_verdict_run run = {.harness_failed = run_st != LAB_OK, .interrupted = sig, .cases_planned = planned};
+        lab_verdict_run run = {.harness_failed = run_st != LAB_OK, .ranks_failed = ranks_failed, .interrupted = sig,
+                               .cases_planned = planned};
         lab_verdict v = lab_verdict_decide_tallies(w.t, w.nt, &run);
         lab_replay_table(report, w.t, w.nt);
         size_t shown = 0, not_ok = 0;
@@ -344,6 +409,12 @@ lab_status lab_window_run(const lab_replay_opts *opts, FILE *report, lab_verdict
                     sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n, planned, resume);
         }
         if (opts->out_dir) {
+            /* the set is written in full now: the journal is not part of it */
+            char jpath[PATH_MAX + 32];
+            snprintf(jpath, sizeof jpath, "%s/" LAB_WINDOW_JOURNAL, w.stage);
+            unlink(jpath);
+            snprintf(jpath, sizeof jpath, "%s/" LAB_WINDOW_JOURNAL_RESUME, w.stage);
+            unlink(jpath);
             lab_stall_point(LAB_STALL_WRITING);
             char path[PATH_MAX + 32];
             for (int pass = 0; pass < 2 && st == LAB_OK; ++pass) {

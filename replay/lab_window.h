@@ -15,7 +15,12 @@
  * unwindowed one (results.jsonl, summary.json, junit.xml, results.tap, the verdict); its plots are drawn from a
  * sample when it holds more than LAB_REPLAY_PLOT_MAX cases (the report says so). Such a run returns *recs NULL and
  * *n_recs 0 (the records are in results.jsonl). $LAB_REPLAY_WINDOW (cases) sets both the threshold and the window
- * (tests). Across windows the scheduler's plan is made per window: a window's pool drains before the next starts. */
+ * (tests). Across windows the scheduler's plan is made per window: a window's pool drains before the next starts.
+ * What a kill -9 cannot take: after each window its finished cases are appended to journal.jsonl in the staging folder
+ * (results.jsonl's lines, fdatasync'ed) and journal.resume (replaced by rename) holds the command that replays the rest
+ * (lab_replay_resume_at from the first unfinished seed index; every seed when a later incident has not started). Both
+ * are removed before the set is swapped in, so a finished or interrupted run leaves neither; a journal that cannot be
+ * written stops the run (LAB_ERR_IO naming it). */
 #define LAB_REPLAY_WINDOW_AT 65536   /* windowed above this many cases */
 #define LAB_REPLAY_WINDOW_CPU 4096   /* cases a window on the CPU (a small parent forks its workers fast) */
 #define LAB_REPLAY_WINDOW_CUDA 65536 /* on CUDA: a pool's workers start their contexts once a window */
@@ -25,5 +30,27 @@ size_t lab_replay_window(const lab_replay_opts *opts);
 /* lab_replay_run for a replay of `planned` (lab_replay_cases's n) cases, windowed as above: the report, the result set
  * and *verdict as lab_replay_run makes them. Returns as lab_replay_run. */
 lab_status lab_window_run(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, size_t planned);
+
+/* How a windowed run's windows are run when not by this process alone (an `--mpi` replay, lab_mpi): every process
+ * walks the same windows in the same order, each made of the same records. */
+typedef struct {
+    /* Runs one window's records recs[0..n) (every process gets the same), filling their outcomes (o.not_run for a
+     * case that did not finish); a status other than LAB_OK stops the run after this window, as a failed harness. */
+    lab_status (*run)(void *ctx, lab_case_record *recs, size_t n);
+    /* Called after the last window run (or the first that stopped the run), before the verdict: returns nonzero when
+     * the run must count as NOT OK beyond its cases (an MPI rank failed). NULL: never. */
+    int (*finish)(void *ctx);
+    /* Nonzero: no further window starts (another process ended the run). NULL: never. */
+    int (*stop)(void *ctx);
+    void *ctx;
+    int drive_only; /* 1: run the windows and nothing else: no report, no file, *verdict untouched (a rank other than
+                       the one that writes the set) */
+} lab_window_runner;
+
+/* lab_window_run with every window run by runner->run instead of this process's own execution (no progress line:
+ * opts->progress is ignored for the windows). Returns as lab_window_run; with drive_only, runner->run's first failure
+ * (LAB_OK when none). */
+lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, size_t planned,
+                             const lab_window_runner *runner);
 
 #endif

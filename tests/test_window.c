@@ -169,3 +169,85 @@ Test(window, sigint_keeps_every_finished_case, .init = mk, .fini = rm, .timeout 
     cJSON_Delete(o);
     free(sum), free(tap), free(res), free(log);
 }
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The lines of text sorted (a set of cases compared whatever order it was written in); text is consumed. */
+static char *sorted_lines(char *text)
+{
+    size_t n = 0, cap = 16;
+    char **v = malloc(cap * sizeof *v), *save = NULL, *out = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (n == cap) v = realloc(v, (cap *= 2) * sizeof *v);
+        v[n++] = line;
+    }
+    qsort(v, n, sizeof *v, cmp_str);
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    for (size_t i = 0; i < n; ++i) fprintf(f, "%s\n", v[i]);
+    fclose(f);
+    free(v);
+    return out;
+}
+
+/* kill -9 of the runner in the middle of a windowed replay: the --out set it was to replace stays as it was; the
+ * staging folder beside it keeps journal.jsonl, every case of every finished window (results.jsonl's lines, synced
+ * after each window), and journal.resume, the command that replays the rest; journal and resumed set together are the
+ * whole uninterrupted replay, case by case. */
+Test(window, kill_9_keeps_the_finished_windows_on_disk, .init = mk, .fini = rm, .timeout = 240)
+{
+    cr_assert_eq(run("--incident 0004 --seeds 3 --quiet", "out", 0, NULL), 0);
+    char *old = lab_test_slurp(dir, "out/results.jsonl");
+    pid_t p = start("--incident 0004 --seeds 200 --quiet", "out", 20);
+    char cmd[512], *stage = NULL, *o;
+    int lines = 0;
+    for (int t = 0; t < 600 && lines < 40; ++t) { /* two windows journaled */
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        free(stage);
+        snprintf(cmd, sizeof cmd, "cd '%s' && ls -d out.new-* 2>/dev/null | head -n 1 | tr -d '\\n'", dir);
+        lab_test_sh(cmd, &stage);
+        if (!stage[0]) continue;
+        snprintf(cmd, sizeof cmd, "cat '%s/%s/journal.jsonl' 2>/dev/null | wc -l", dir, stage);
+        lab_test_sh(cmd, &o);
+        lines = atoi(o);
+        free(o);
+    }
+    cr_assert_eq(kill(p, SIGKILL), 0);
+    int ws;
+    cr_assert_eq(waitpid(p, &ws, 0), p);
+    cr_assert(stage && stage[0], "no staging folder beside out");
+    char *now = lab_test_slurp(dir, "out/results.jsonl");
+    cr_expect_str_eq(now, old, "the old set changed");
+    free(now), free(old);
+
+    char jname[256], rname[256];
+    snprintf(jname, sizeof jname, "%s/journal.jsonl", stage);
+    snprintf(rname, sizeof rname, "%s/journal.resume", stage);
+    char *journal = canon(jname), *resume = lab_test_slurp(dir, rname);
+    int kept = lab_test_lines(journal);
+    cr_assert(kept >= 40 && kept % 20 == 0 && kept < 400, "%d cases journaled: not whole windows of 20", kept);
+    char want[128];
+    snprintf(want, sizeof want, " --first-seed %d --seeds %d --backend cpu --out %s/out-resumed\n", kept / 2 + 1,
+             200 - kept / 2, dir);
+    cr_assert(strstr(resume, want) != NULL, "journal.resume: %s (want ...%s)", resume, want);
+
+    /* the documented recovery: the resume command as written, then journal + resumed set = the whole replay */
+    char *rc;
+    snprintf(cmd, sizeof cmd, "unset LAB_REPLAY_WINDOW; %.*s --no-plots --quiet", (int)strlen(resume) - 1, resume);
+    cr_expect_eq(lab_test_sh(cmd, &rc), 0, "%s:\n%s", cmd, rc);
+    free(rc);
+    cr_assert_eq(run("--incident 0004 --seeds 200 --quiet", "full", 0, NULL), 0);
+    char *rest = canon("out-resumed/results.jsonl"), *full = canon("full/results.jsonl");
+    size_t lj = strlen(journal), lr = strlen(rest);
+    char *both = malloc(lj + lr + 1);
+    memcpy(both, journal, lj);
+    memcpy(both + lj, rest, lr + 1);
+    char *a = sorted_lines(both), *b = sorted_lines(full);
+    cr_expect_eq(lab_test_lines(a), 400);
+    cr_expect_str_eq(a, b, "journal + resumed set differ from the whole replay");
+    free(a), free(b), free(both), free(rest), free(journal), free(resume), free(stage);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/out-resumed'", dir);
+    lab_test_sh(cmd, &o);
+    free(o);
+}

@@ -1,7 +1,9 @@
+#define _GNU_SOURCE
 /* lab_resread: the one reader of results.jsonl (the writer is lab_results): case records back in memory. */
 #include "lab_resread.h"
 
 #include <cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include "lab_fs.h"
 #include "lab_isolate.h"
 #include "lab_results.h"
+#include "lab_stall.h"
 
 static void lab_resread_str(const cJSON *o, const char *key, char *dst, size_t len)
 {
@@ -66,46 +69,157 @@ static const char *lab_resread_fill(const cJSON *o, lab_resread_rec *r)
     return NULL;
 }
 
+/* Calls line(ctx, text, len, lineno) for each line of path (without its newline), looking at the interrupt flag
+ * before the first and every 1024 lines. */
+typedef lab_status (*lab_resread_line_fn)(void *ctx, char *text, size_t len, size_t lineno);
+static lab_status lab_resread_lines(const char *path, lab_resread_line_fn fn, void *ctx)
+{
+    lab_stall_point(LAB_STALL_READING);
+    FILE *f = fopen(path, "r");
+    if (!f) return lab_err_set(LAB_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0, lineno = 0;
+    ssize_t len;
+    lab_status st = LAB_OK;
+    errno = 0;
+    while (st == LAB_OK) {
+        if (lineno % 1024 == 0 && lab_isolate_interrupted()) {
+            st = lab_err_set(LAB_ERR_IO, "%s: interrupted while reading", path);
+            break;
+        }
+        if ((len = getline(&line, &cap, f)) < 0) break;
+        lineno++;
+        if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+        st = fn(ctx, line, (size_t)len, lineno);
+    }
+    if (st == LAB_OK && ferror(f)) st = lab_err_set(LAB_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    free(line);
+    fclose(f);
+    return st;
+}
+
+typedef struct {
+    const char *path;
+    lab_resread_fn fn;
+    void *ctx;
+    lab_resread_rec rec;
+} lab_resread_each_ctx;
+
+static lab_status lab_resread_each_line(void *ctx, char *text, size_t len, size_t lineno)
+{
+    lab_resread_each_ctx *c = ctx;
+    if (len == 0) return LAB_OK;
+    cJSON *o = cJSON_ParseWithLength(text, len);
+    const char *bad = o ? lab_resread_fill(o, &c->rec) : "not valid JSON";
+    cJSON_Delete(o);
+    if (bad) return lab_err_set(LAB_ERR_FORMAT, "%s:%zu: %s", c->path, lineno, bad);
+    return c->fn(c->ctx, &c->rec);
+}
+
+lab_status lab_resread_each(const char *path, lab_resread_fn fn, void *ctx)
+{
+    lab_resread_each_ctx *c = malloc(sizeof *c); /* a record is a few KB: not on the stack */
+    if (!c) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
+    *c = (lab_resread_each_ctx){path, fn, ctx, {{0}}};
+    lab_status st = lab_resread_lines(path, lab_resread_each_line, c);
+    free(c);
+    return st;
+}
+
+static lab_status lab_resread_count_line(void *ctx, char *text, size_t len, size_t lineno)
+{
+    (void)text, (void)lineno;
+    *(size_t *)ctx += len > 0;
+    return LAB_OK;
+}
+
+lab_status lab_resread_count(const char *path, size_t *n)
+{
+    *n = 0;
+    return lab_resread_lines(path, lab_resread_count_line, n);
+}
+
+size_t lab_resread_sample_at(void)
+{
+    const char *e = getenv("LAB_SAMPLE_AT");
+    char *end;
+    unsigned long long v = e && *e ? strtoull(e, &end, 10) : 0;
+    return v > 0 && *end == '\0' ? (size_t)v : LAB_RESREAD_SAMPLE_AT;
+}
+
+/* Appends records to a set; with step > 1 only every step-th of each (incident, variant) in file order. */
+typedef struct {
+    const char *path;
+    lab_resread_rec *recs;
+    size_t n, cap, step;
+    struct lab_resread_key {
+        char incident[64], variant[64];
+        size_t seen;
+    } *keys;
+    size_t nk, kcap;
+} lab_resread_acc;
+
+static lab_status lab_resread_append(void *ctx, const lab_resread_rec *r)
+{
+    lab_resread_acc *a = ctx;
+    if (a->step > 1) {
+        size_t k = 0;
+        while (k < a->nk && (strcmp(a->keys[k].incident, r->incident) || strcmp(a->keys[k].variant, r->variant))) ++k;
+        if (k == a->nk) {
+            if (a->nk == a->kcap) {
+                size_t nc = a->kcap ? 2 * a->kcap : 16;
+                void *nk = realloc(a->keys, nc * sizeof *a->keys);
+                if (!nk) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", a->path);
+                a->keys = nk, a->kcap = nc;
+            }
+            snprintf(a->keys[k].incident, sizeof a->keys[k].incident, "%s", r->incident);
+            snprintf(a->keys[k].variant, sizeof a->keys[k].variant, "%s", r->variant);
+            a->keys[k].seen = 0;
+            a->nk++;
+        }
+        if (a->keys[k].seen++ % a->step != 0) return LAB_OK;
+    }
+    if (a->n == a->cap) {
+        size_t nc = a->cap ? 2 * a->cap : 256;
+        lab_resread_rec *nr = realloc(a->recs, nc * sizeof *nr);
+        if (!nr) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", a->path);
+        a->recs = nr;
+        a->cap = nc;
+    }
+    a->recs[a->n++] = *r;
+    return LAB_OK;
+}
+
+static lab_status lab_resread_gather(const char *path, size_t step, lab_resread_set *out)
+{
+    lab_resread_acc a = {path, NULL, 0, 0, step, NULL, 0, 0};
+    lab_status st = lab_resread_each(path, lab_resread_append, &a);
+    free(a.keys);
+    if (st != LAB_OK) {
+        free(a.recs);
+        return st;
+    }
+    out->recs = a.recs;
+    out->n = a.n;
+    return LAB_OK;
+}
+
 lab_status lab_resread_load(const char *path, lab_resread_set *out)
 {
     out->recs = NULL;
     out->n = 0;
-    char *text;
-    size_t len;
-    lab_status st = lab_fs_read_all(path, &text, &len);
+    return lab_resread_gather(path, 1, out);
+}
+
+lab_status lab_resread_load_sample(const char *path, size_t most, lab_resread_set *out, size_t *total, size_t *step)
+{
+    out->recs = NULL;
+    out->n = 0;
+    *step = 1;
+    lab_status st = lab_resread_count(path, total);
     if (st != LAB_OK) return st;
-    size_t cap = 0, n = 0, line = 0;
-    lab_resread_rec *recs = NULL;
-    for (char *s = text, *e; *s; s = e + (*e != '\0')) {
-        e = strchr(s, '\n');
-        if (!e) e = s + strlen(s);
-        line++;
-        if (e == s) continue;
-        if (n == cap) {
-            size_t nc = cap ? 2 * cap : 256;
-            lab_resread_rec *nr = realloc(recs, nc * sizeof *nr);
-            if (!nr) {
-                free(recs);
-                free(text);
-                return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
-            }
-            recs = nr;
-            cap = nc;
-        }
-        cJSON *o = cJSON_ParseWithLength(s, (size_t)(e - s));
-        const char *bad = o ? lab_resread_fill(o, &recs[n]) : "not valid JSON";
-        cJSON_Delete(o);
-        if (bad) {
-            free(recs);
-            free(text);
-            return lab_err_set(LAB_ERR_FORMAT, "%s:%zu: %s", path, line, bad);
-        }
-        n++;
-    }
-    free(text);
-    out->recs = recs;
-    out->n = n;
-    return LAB_OK;
+    if (most > 0 && *total > most) *step = (*total + most - 1) / most;
+    return lab_resread_gather(path, *step, out);
 }
 
 /* v as results.jsonl gives it back: cJSON writes a number with 15 significant digits wherever those read back within

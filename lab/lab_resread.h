@@ -1,4 +1,5 @@
-/* lab_resread: the one reader of results.jsonl (the writer is lab_results): case records back in memory. */
+/* lab_resread: the one reader of results.jsonl (the writer is lab_results): case records back in memory, all at once
+ * (lab_resread_load) or one at a time (lab_resread_each: what a set of any size is read through). */
 #ifndef LAB_RESREAD_H
 #define LAB_RESREAD_H
 
@@ -50,6 +51,30 @@ typedef struct {
  * otherwise LAB_ERR_FORMAT naming path:line and what is missing. LAB_ERR_IO naming the path when it cannot
  * be read, LAB_ERR_NOMEM when out of memory. *out is empty on error. */
 lab_status lab_resread_load(const char *path, lab_resread_set *out);
+
+/* Streams the case records of the results.jsonl at path: fn(ctx, r) for each in file order, one record in memory at
+ * a time (r is valid during the call only), checked as lab_resread_load checks them. Stops at the first status of fn
+ * other than LAB_OK (returned), at a malformed line (LAB_ERR_FORMAT naming path:line), or at an interrupt
+ * (lab_isolate_interrupted, looked at every 1024 lines and before the first: LAB_ERR_IO "interrupted while reading").
+ * LAB_ERR_IO naming the path when it cannot be read. Memory: one line and one record. */
+typedef lab_status (*lab_resread_fn)(void *ctx, const lab_resread_rec *r);
+lab_status lab_resread_each(const char *path, lab_resread_fn fn, void *ctx);
+
+/* The non-empty lines of the results.jsonl at path (the case records it holds, unparsed) into *n; LAB_ERR_IO naming the
+ * path, or on an interrupt as lab_resread_each. */
+lab_status lab_resread_count(const char *path, size_t *n);
+
+/* Readers of more case records (or seeds) than this draw their figures and per-seed tables from a stated sample:
+ * LAB_RESREAD_SAMPLE_AT (65536, the windowed replay's LAB_REPLAY_PLOT_MAX), or $LAB_SAMPLE_AT (a positive count) in
+ * tests. */
+#define LAB_RESREAD_SAMPLE_AT 65536
+size_t lab_resread_sample_at(void);
+
+/* The case records of a results.jsonl that `lab plots` draws: every record when it holds at most `most` (every one
+ * then, as lab_resread_load), else every step-th record of each (incident, variant) in file order, step =
+ * ceil(total / most): the sample a windowed replay draws its plots from (lab_window), at most about `most` records in
+ * memory. *total receives the records in the file, *step the step (1: all). Errors as lab_resread_each. */
+lab_status lab_resread_load_sample(const char *path, size_t most, lab_resread_set *out, size_t *total, size_t *step);
 
 /* The records of a replay still in memory as lab_resread_load would read them back from the results.jsonl that
  * lab_results_write_jsonl writes of them (cmd: how their replay commands are spelled), without the file: the

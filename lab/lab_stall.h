@@ -13,6 +13,8 @@ extern "C" {
 #define LAB_STALL_WRITING    "writing"     /* lab replay: results, summary, JUnit, TAP into the staged set */
 #define LAB_STALL_PLOTTING   "plotting"    /* lab replay, lab plots, lab compare --out: the figures */
 #define LAB_STALL_HTML       "html"        /* lab report: report.json and index.html */
+#define LAB_STALL_READING    "reading"     /* lab report --from, lab plots, lab compare, lab trend: reading the result
+                                              set (results.jsonl, streamed by lab_resread) or the reports */
 
 /* When LAB_STALL equals phase: says so on stderr ("lab: stalled in PHASE (LAB_STALL)") and waits, in 10 ms steps,
  * until an interrupt caught by lab_isolate_catch_signals arrives (a process that has not installed the handlers

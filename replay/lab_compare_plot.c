@@ -113,11 +113,13 @@ static size_t lab_cp_column(const cJSON *inc, const char *var, const lab_metric_
     *v = malloc((n > 0 ? (size_t)n : 1) * sizeof **v);
     if (!*v) return 0;
     size_t k = 0;
-    for (int i = 0; i < n; ++i) {
+    /* both columns walked side by side: cJSON_GetArrayItem(col, i) walks from the start each time (n^2) */
+    const cJSON *xi = col->child, *ti = tol && cJSON_IsArray(tol) ? tol->child : NULL;
+    for (; xi; xi = xi->next, ti = ti ? ti->next : NULL) {
         double x, t;
-        if (!lab_cp_value(cJSON_GetArrayItem(col, i), &x)) continue;
+        if (!lab_cp_value(xi, &x)) continue;
         if (tol) {
-            if (!lab_cp_value(cJSON_GetArrayItem(tol, i), &t) || !(t > 0)) continue;
+            if (!lab_cp_value(ti, &t) || !(t > 0)) continue;
             x /= t;
         }
         (*v)[k++] = x;
@@ -296,6 +298,15 @@ static int lab_cp_rep_cmp(const void *a, const void *b)
 static int lab_cp_margin(const cJSON *inc, const cJSON *var, const lab_metric_spec *m, double *out)
 {
     if (m->tolerance_metric) {
+        /* a report whose per-seed columns are a sample (lab_report: per_seed.sample) states the worst over every seed */
+        const cJSON *ps = cJSON_GetObjectItemCaseSensitive(inc, "per_seed");
+        const cJSON *pv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ps, "variants"), lab_cp_str(var, "name"));
+        if (cJSON_GetObjectItemCaseSensitive(ps, "sample")) {
+            double w;
+            if (!lab_cp_value(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pv, "worst"), m->name), &w)) return 0;
+            *out = isnan(w) ? INFINITY : w;
+            return 1;
+        }
         double *v;
         int scaled;
         size_t n = lab_cp_column(inc, lab_cp_str(var, "name"), m, &v, &scaled);
@@ -324,6 +335,10 @@ lab_status lab_compare_plot_trend(const char *const *dirs, int n, const char *ou
     if (!reps) return lab_err_set(LAB_ERR_NOMEM, "trend: out of memory");
     lab_status st = LAB_OK;
     for (int i = 0; i < n && st == LAB_OK; ++i) {
+        if (lab_isolate_interrupted()) {
+            st = lab_err_set(LAB_ERR_IO, "trend: interrupted while reading the reports");
+            break;
+        }
         reps[i].dir = dirs[i];
         st = lab_cp_load(dirs[i], &reps[i].r);
         if (st == LAB_OK) snprintf(reps[i].created, sizeof reps[i].created, "%s", lab_cp_str(reps[i].r, "created"));
@@ -455,8 +470,12 @@ int lab_compare_plot_trend_cmd(int argc, char **argv, const char *root)
         free(dirs);
         return 2;
     }
+    /* SIGINT/SIGTERM: exit 130/143 between reports (caught even where the shell left them ignored) */
+    if (lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab trend: %s\n", lab_err_msg());
+    lab_stall_point(LAB_STALL_READING);
     lab_status st = lab_compare_plot_trend(dirs, n, out, root, stdout);
     free(dirs);
+    if (lab_isolate_interrupted()) return 128 + lab_isolate_interrupted();
     if (st == LAB_OK) return 0;
     fprintf(stderr, "lab trend: %s\n", lab_err_msg());
     return st == LAB_ERR_IO && strstr(lab_err_msg(), "report.json") ? 2 : st == LAB_ERR_FORMAT || st == LAB_ERR_ARG ? 2 : 3;

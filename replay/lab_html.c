@@ -274,7 +274,15 @@ static void lab_html_incident(lab_html_buf *b, const char *dir, const cJSON *inc
         LAB_HTML_LIT(b, "<h3>Separating metric per seed: <code>");
         lab_html_esc(b, pm);
         LAB_HTML_LIT(b, "</code></h3>\n");
-        if (ns > LAB_HTML_SEED_ROWS)
+        const cJSON *sample = cJSON_GetObjectItemCaseSensitive(ps, "sample"); /* more seeds than lab_resread_sample_at() */
+        if (sample)
+        {
+            const cJSON *every = cJSON_GetObjectItemCaseSensitive(sample, "every"), *of = cJSON_GetObjectItemCaseSensitive(sample, "of");
+            lab_html_printf(b, "<p>A sample: every %.0f-th of %.0f seeds, %d in report.json (results.jsonl has them all); the "
+                                 "first %d here.</p>\n", cJSON_IsNumber(every) ? every->valuedouble : 0.0,
+                            cJSON_IsNumber(of) ? of->valuedouble : 0.0, ns, ns < LAB_HTML_SEED_ROWS ? ns : LAB_HTML_SEED_ROWS);
+        }
+        else if (ns > LAB_HTML_SEED_ROWS)
             lab_html_printf(b, "<p>The first %d of %d seeds; report.json has them all.</p>\n", LAB_HTML_SEED_ROWS, ns);
         LAB_HTML_LIT(b, "<div class=\"scroll\"><table class=\"seeds\" id=\"seeds-");
         lab_html_esc(b, id);

@@ -480,7 +480,15 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
         char command[4096];
         lab_cli_line(lab_bin, "report", argc, argv, command, sizeof command);
         lab_report_opts ro = {0, command, 1};
+        /* the set is streamed (lab_report): SIGINT/SIGTERM end the reading within 1 s, no report written */
+        if (lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab report: %s\n", lab_err_msg());
         if (lab_report_write(argv[1], &ro) != LAB_OK) {
+            if (lab_isolate_interrupted()) {
+                int sig = lab_isolate_interrupted();
+                printf("INTERRUPTED by %s: no report.json or index.html written in %s\n",
+                       sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", argv[1]);
+                return LAB_EXIT_SIGNAL + sig;
+            }
             fprintf(stderr, "lab report: %s\n", lab_err_msg());
             return LAB_EXIT_USAGE;
         }
@@ -559,15 +567,19 @@ static int lab_cmd_compare(int argc, char **argv)
     if (nd != 2) return lab_usage_error("compare needs two report folders: lab compare A B");
     if (plot_dir && lab_compare_plot_out_check(plot_dir) != LAB_OK) return lab_usage_error("compare: %s", lab_err_msg());
     lab_compare_result res;
+    /* SIGINT/SIGTERM: exit 130/143 within 1 s, between reading and drawing and between figures (caught even where the
+     * shell left them ignored) */
+    if (lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab compare: %s\n", lab_err_msg());
+    lab_stall_point(LAB_STALL_READING);
+    if (lab_isolate_interrupted()) return 128 + lab_isolate_interrupted();
     lab_status st = lab_compare_reports(dirs[0], dirs[1], &co, stdout, &res);
+    if (lab_isolate_interrupted()) return 128 + lab_isolate_interrupted();
     if (st != LAB_OK) {
         /* A folder that is not a valid report is bad input given on the command line. */
         fprintf(stderr, "lab compare: %s\n", lab_err_msg());
         return LAB_EXIT_USAGE;
     }
     int npng = 0;
-    /* SIGINT/SIGTERM end the drawing between figures (caught even where the shell left them ignored) */
-    if (plot_dir && lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab compare: %s\n", lab_err_msg());
     if (plot_dir && lab_compare_plot_run(dirs[0], dirs[1], plot_dir, co.factor, lab_root(), stdout, &npng) != LAB_OK) {
         if (lab_isolate_interrupted()) return 128 + lab_isolate_interrupted();
         fprintf(stderr, "lab compare: figures: %s\n", lab_err_msg());

@@ -232,9 +232,14 @@ lab_status lab_plot_results(const char *out_dir, const char *root, FILE *report,
     *n_png = 0;
     snprintf(path, sizeof path, "%s/results.jsonl", out_dir);
     lab_resread_set rs;
-    lab_status st = lab_resread_load(path, &rs);
+    size_t total = 0, step = 1;
+    /* more cases than lab_resread_sample_at(): a sample, the one a windowed replay draws (lab_window), said below */
+    lab_status st = lab_resread_load_sample(path, lab_resread_sample_at(), &rs, &total, &step);
     if (st != LAB_OK) return st;
     st = lab_plot_set(&rs, out_dir, root, report, n_png);
+    if (step > 1 && report && (st == LAB_OK || st == LAB_ERR_UNSUPPORTED) && !lab_isolate_interrupted())
+        fprintf(report, "plots: drawn from a sample: every %zu-th case of each variant, %zu of %zu cases (the plots are "
+                        "decimated; results.jsonl holds every case)\n", step, rs.n, total);
     lab_resread_free(&rs);
     return st;
 }

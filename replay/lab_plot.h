@@ -19,7 +19,9 @@
  * then runs each incident's figures() in its own process under a watchdog; a figure that fails is printed
  * to `report` and does not fail the call. *n_png receives the PNG files in the plots folder. LAB_ERR_IO /
  * LAB_ERR_FORMAT name the results file and line; LAB_ERR_UNSUPPORTED if gnuplot is missing (the .dat and
- * .par files are still written). */
+ * .par files are still written). A file of more than lab_resread_sample_at() cases (65536) is read as a sample:
+ * every step-th case of each variant (lab_resread_load_sample, the sample a windowed replay draws from), said on
+ * `report`; the file is streamed, so memory stays within the sample's. */
 lab_status lab_plot_results(const char *out_dir, const char *root, FILE *report, int *n_png);
 
 /* As lab_plot_results, from the records in rs (a replay's, still in memory: lab_resread_from_records) instead of

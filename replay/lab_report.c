@@ -97,107 +97,87 @@ static int lab_report_dbl_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int lab_report_u64_cmp(const void *a, const void *b)
+/* ------------------------------------------------------------------------------------------------ */
+/* What report.json needs of the case records, gathered one record at a time (the records themselves are not kept):
+ * per incident and variant its metric statistics (the finite values of each metric, 8 bytes a value, for the exact
+ * median), per case one compact per-seed entry (seed, variant, outcome, the per-seed columns' values) and the first
+ * LAB_REPORT_MAX_FAILURES cases that missed their role. So a set of any size costs O(n log n) time and a small
+ * constant of memory per case, where the records in memory cost a few KB each. */
+
+#define LAB_REPORT_MAX_NAMES 64
+#define LAB_REPORT_MAX_COLS (2 + 2 * 16)
+
+typedef struct {
+    char name[LAB_METRIC_NAME];
+    size_t n, nonfinite, cap;
+    double *v; /* the finite values */
+} lab_rep_stat;
+
+typedef struct {
+    const char *name; /* summary.json's */
+    size_t nrec;
+    double lo, hi;
+    int nn;
+    lab_rep_stat *st; /* LAB_REPORT_MAX_NAMES, in first-seen order */
+} lab_rep_var;
+
+/* A per-seed entry: its header, then kinds[nm] (0 absent, 1 finite, 2 non-finite), then values[nm] (8-aligned). */
+typedef struct {
+    uint64_t seed;
+    uint64_t seq;   /* its place among the incident's records: the first record of a (variant, seed) wins */
+    uint32_t vidx;  /* the variant's index in summary.json, nv for a variant it does not list */
+    uint32_t outcome;
+} lab_rep_ent;
+
+typedef struct {
+    const char *id;
+    const lab_incident *known;
+    const char *pm, *dm;
+    const cJSON *vars;
+    size_t nv;
+    lab_rep_var *v;
+    const char *metrics[LAB_REPORT_MAX_COLS];
+    int nm;
+    size_t stride, koff, voff;
+    unsigned char *ent;
+    size_t n_ent, cap_ent;
+    cJSON *fail;
+    size_t n_fail;
+} lab_rep_inc;
+
+typedef struct {
+    lab_rep_inc *inc;
+    size_t ni;
+} lab_rep_build;
+
+static const lab_rep_ent *lab_rep_at(const lab_rep_inc *c, size_t i)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    return (const lab_rep_ent *)(c->ent + i * c->stride);
 }
 
-/* Adds "seed_first", "seed_last" and "metrics": {name: {n, nonfinite, min, median, max}} to variant v
- * from the incident's records recs[0..n) that belong to variant var. */
-static lab_status lab_report_variant_stats(cJSON *v, const lab_resread_rec *const *recs, size_t n_recs, const char *var)
+static void lab_rep_free(lab_rep_build *b)
 {
-    const char *names[64];
-    int nn = 0;
-    size_t nrec = 0;
-    double lo = INFINITY, hi = -INFINITY;
-    for (size_t i = 0; i < n_recs; ++i) {
-        if (strcmp(recs[i]->variant, var)) continue;
-        nrec++;
-        double seed = (double)recs[i]->seed;
-        lo = seed < lo ? seed : lo;
-        hi = seed > hi ? seed : hi;
-        for (int j = 0; j < recs[i]->n_metrics; ++j) {
-            const char *name = recs[i]->metrics[j].name;
-            int k = 0;
-            while (k < nn && strcmp(names[k], name)) ++k;
-            if (k == nn && nn < 64) names[nn++] = name;
+    for (size_t i = 0; i < b->ni; ++i) {
+        lab_rep_inc *c = &b->inc[i];
+        for (size_t v = 0; v < c->nv; ++v) {
+            for (int k = 0; k < c->v[v].nn; ++k) free(c->v[v].st[k].v);
+            free(c->v[v].st);
         }
+        free(c->v);
+        free(c->ent);
+        cJSON_Delete(c->fail);
     }
-    if (nrec) {
-        cJSON_AddNumberToObject(v, "seed_first", lo);
-        cJSON_AddNumberToObject(v, "seed_last", hi);
-    }
-    cJSON *ms = cJSON_AddObjectToObject(v, "metrics");
-    double *vals = malloc((nrec ? nrec : 1) * sizeof *vals);
-    if (!vals || !ms) {
-        free(vals);
-        return lab_err_set(LAB_ERR_NOMEM, "report: out of memory");
-    }
-    for (int k = 0; k < nn; ++k) {
-        size_t n = 0, nonfinite = 0;
-        for (size_t i = 0; i < n_recs; ++i) {
-            double x;
-            if (strcmp(recs[i]->variant, var)) continue;
-            int kind = lab_resread_metric(recs[i], names[k], &x);
-            if (kind == 1) vals[n++] = x;
-            else if (kind == 2) nonfinite++;
-        }
-        cJSON *s = cJSON_AddObjectToObject(ms, names[k]);
-        cJSON_AddNumberToObject(s, "n", (double)n);
-        cJSON_AddNumberToObject(s, "nonfinite", (double)nonfinite);
-        if (n == 0) continue;
-        qsort(vals, n, sizeof *vals, lab_report_dbl_cmp);
-        double med = n % 2 ? vals[n / 2] : 0.5 * (vals[n / 2 - 1] + vals[n / 2]);
-        cJSON_AddNumberToObject(s, "min", vals[0]);
-        cJSON_AddNumberToObject(s, "median", med);
-        cJSON_AddNumberToObject(s, "max", vals[n - 1]);
-    }
-    free(vals);
-    return LAB_OK;
+    free(b->inc);
+    b->inc = NULL;
+    b->ni = 0;
 }
 
-/* Adds "per_seed": {"seeds": [...], "variants": {name: {"outcome": [...], <plot_metric>: [...],
- * <drift_metric>: [...], <each metric of inc's plots.specs and its per-case bound>: [...]}}} to the incident
- * object from its records recs[0..n); seeds sorted, values aligned with them (null where a variant has no case
- * at a seed). inc may be NULL (an incident this build lacks). */
-static lab_status lab_report_per_seed(cJSON *inc_json, const lab_resread_rec *const *recs, size_t n, const cJSON *vars,
-                                      const lab_incident *inc, const char *plot_metric, const char *drift_metric)
+/* The per-seed columns of an incident: the separating and drift metrics, then every metric of its specs and their
+ * per-case bounds, each once. */
+static int lab_rep_columns(const lab_incident *inc, const char *plot_metric, const char *drift_metric, const char **metrics)
 {
-    size_t nv = (size_t)cJSON_GetArraySize(vars);
-    uint64_t *seeds = malloc((n ? n : 1) * sizeof *seeds);
-    const lab_resread_rec **grid = NULL;
-    if (!seeds) return lab_err_set(LAB_ERR_NOMEM, "report: out of memory");
-    for (size_t i = 0; i < n; ++i) seeds[i] = recs[i]->seed;
-    qsort(seeds, n, sizeof *seeds, lab_report_u64_cmp);
-    size_t u = 0;
-    for (size_t i = 0; i < n; ++i)
-        if (u == 0 || seeds[u - 1] != seeds[i]) seeds[u++] = seeds[i];
-    /* grid[v * u + s]: the record of variant v at seed s. */
-    grid = calloc(nv * u > 0 ? nv * u : 1, sizeof *grid);
-    if (!grid) {
-        free(seeds);
-        return lab_err_set(LAB_ERR_NOMEM, "report: out of memory");
-    }
-    for (size_t i = 0; i < n; ++i) {
-        const char *vname = recs[i]->variant;
-        size_t v = 0;
-        while (v < nv && strcmp(lab_report_str(cJSON_GetArrayItem(vars, (int)v), "name"), vname)) ++v;
-        if (v == nv) continue; /* a variant summary.json does not list */
-        uint64_t seed = recs[i]->seed;
-        const uint64_t *at = bsearch(&seed, seeds, u, sizeof *seeds, lab_report_u64_cmp);
-        if (at && !grid[v * u + (size_t)(at - seeds)]) grid[v * u + (size_t)(at - seeds)] = recs[i];
-    }
-
-    cJSON *ps = cJSON_AddObjectToObject(inc_json, "per_seed");
-    cJSON *sj = cJSON_AddArrayToObject(ps, "seeds");
-    for (size_t i = 0; i < u; ++i) cJSON_AddItemToArray(sj, cJSON_CreateNumber((double)seeds[i]));
-    cJSON *vj = cJSON_AddObjectToObject(ps, "variants");
-    /* The separating and drift metrics, then every metric of the incident's specs and their per-case bounds. */
-    const char *metrics[2 + 2 * 16];
-    int nm = 0;
-    const char *cand[2 + 2 * 16];
-    int nc = 0;
+    const char *cand[LAB_REPORT_MAX_COLS];
+    int nc = 0, nm = 0;
     cand[nc++] = plot_metric;
     cand[nc++] = drift_metric;
     for (int k = 0; inc && k < inc->plots.n_specs && k < 16; ++k) {
@@ -209,46 +189,267 @@ static lab_status lab_report_per_seed(cJSON *inc_json, const lab_resread_rec *co
         for (int j = 0; j < nm && !dup; ++j) dup = !strcmp(metrics[j], cand[k]);
         if (!dup) metrics[nm++] = cand[k];
     }
-    for (size_t v = 0; v < nv; ++v) {
-        cJSON *one = cJSON_AddObjectToObject(vj, lab_report_str(cJSON_GetArrayItem(vars, (int)v), "name"));
-        cJSON *cols[1 + 2 + 2 * 16];
-        cols[0] = cJSON_AddArrayToObject(one, "outcome");
-        for (int k = 0; k < nm; ++k) cols[k + 1] = cJSON_AddArrayToObject(one, metrics[k]);
-        for (size_t i = 0; i < u; ++i) {
-            const lab_resread_rec *hit = grid[v * u + i];
-            const char *oc = hit ? lab_outcome_name((lab_outcome)hit->outcome) : NULL;
-            cJSON_AddItemToArray(cols[0], oc ? cJSON_CreateString(oc) : cJSON_CreateNull());
-            for (int k = 0; k < nm; ++k) {
-                double x = NAN;
-                int kind = hit ? lab_resread_metric(hit, metrics[k], &x) : 0;
-                cJSON_AddItemToArray(cols[k + 1], lab_report_value_json(kind, x));
-            }
+    return nm;
+}
+
+static lab_status lab_rep_begin(lab_rep_build *b, const cJSON *summary)
+{
+    const cJSON *sincs = cJSON_GetObjectItemCaseSensitive(summary, "incidents"), *sinc;
+    b->ni = 0;
+    b->inc = calloc((size_t)cJSON_GetArraySize(sincs) + 1, sizeof *b->inc);
+    if (!b->inc) return lab_err_set(LAB_ERR_NOMEM, "report: out of memory");
+    cJSON_ArrayForEach(sinc, sincs) {
+        lab_rep_inc *c = &b->inc[b->ni++];
+        c->id = lab_report_str(sinc, "id");
+        c->known = lab_incident_find(c->id);
+        c->pm = c->known && c->known->plots.metric ? c->known->plots.metric : NULL;
+        c->dm = c->known && c->known->plots.drift_metric ? c->known->plots.drift_metric : NULL;
+        c->vars = cJSON_GetObjectItemCaseSensitive(sinc, "variants");
+        c->nv = (size_t)cJSON_GetArraySize(c->vars);
+        c->nm = lab_rep_columns(c->known, c->pm, c->dm, c->metrics);
+        c->koff = sizeof(lab_rep_ent);
+        c->voff = (c->koff + (size_t)c->nm + 7) / 8 * 8;
+        c->stride = c->voff + (size_t)c->nm * sizeof(double);
+        c->fail = cJSON_CreateArray();
+        c->v = calloc(c->nv + 1, sizeof *c->v);
+        if (!c->fail || !c->v) return lab_err_set(LAB_ERR_NOMEM, "report: out of memory");
+        const cJSON *v;
+        size_t k = 0;
+        cJSON_ArrayForEach(v, c->vars) {
+            c->v[k].name = lab_report_str(v, "name");
+            c->v[k].lo = INFINITY, c->v[k].hi = -INFINITY;
+            k++;
         }
     }
-    free(grid);
-    free(seeds);
     return LAB_OK;
 }
 
-/* Adds "failures": the first LAB_REPORT_MAX_FAILURES cases of the incident that missed their role. */
-static void lab_report_failures(cJSON *inc_json, const lab_resread_rec *const *recs, size_t n)
+static lab_status lab_rep_push(double **v, size_t *n, size_t *cap, double x)
 {
-    cJSON *f = cJSON_AddArrayToObject(inc_json, "failures");
-    size_t total = 0;
-    for (size_t i = 0; i < n; ++i) {
-        const lab_resread_rec *rec = recs[i];
-        if (rec->ok != 0) continue;
-        if (total++ >= LAB_REPORT_MAX_FAILURES) continue;
-        cJSON *c = cJSON_CreateObject();
-        cJSON_AddStringToObject(c, "variant", rec->variant);
-        cJSON_AddNumberToObject(c, "seed", (double)rec->seed);
-        cJSON_AddStringToObject(c, "outcome", lab_outcome_name((lab_outcome)rec->outcome));
-        cJSON_AddStringToObject(c, "detail", rec->detail);
-        cJSON_AddStringToObject(c, "error", rec->error);
-        cJSON_AddStringToObject(c, "replay", rec->replay);
-        cJSON_AddItemToArray(f, c);
+    if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 64;
+        double *nv = realloc(*v, nc * sizeof *nv);
+        if (!nv) return lab_err_set(LAB_ERR_NOMEM, "report: out of memory");
+        *v = nv, *cap = nc;
     }
-    cJSON_AddNumberToObject(inc_json, "failures_total", (double)total);
+    (*v)[(*n)++] = x;
+    return LAB_OK;
+}
+
+/* One record into its variant's statistics. */
+static lab_status lab_rep_stats_add(lab_rep_var *var, const lab_resread_rec *r)
+{
+    if (!var->st && !(var->st = calloc(LAB_REPORT_MAX_NAMES, sizeof *var->st)))
+        return lab_err_set(LAB_ERR_NOMEM, "report: out of memory");
+    var->nrec++;
+    double seed = (double)r->seed;
+    var->lo = seed < var->lo ? seed : var->lo;
+    var->hi = seed > var->hi ? seed : var->hi;
+    for (int j = 0; j < r->n_metrics; ++j) {
+        const char *name = r->metrics[j].name;
+        int first = 1; /* a name recorded twice counts once, its first value (lab_resread_metric) */
+        for (int i = 0; i < j && first; ++i) first = strcmp(r->metrics[i].name, name) != 0;
+        if (!first) continue;
+        int k = 0;
+        while (k < var->nn && strcmp(var->st[k].name, name)) ++k;
+        if (k == var->nn) {
+            if (var->nn == LAB_REPORT_MAX_NAMES) continue;
+            snprintf(var->st[k].name, sizeof var->st[k].name, "%s", name);
+            var->nn++;
+        }
+        lab_rep_stat *s = &var->st[k];
+        double x = r->metrics[j].value;
+        if (!isfinite(x)) s->nonfinite++;
+        else if (lab_rep_push(&s->v, &s->n, &s->cap, x) != LAB_OK) return LAB_ERR_NOMEM;
+    }
+    return LAB_OK;
+}
+
+/* The first LAB_REPORT_MAX_FAILURES cases of an incident that missed their role. */
+static void lab_rep_failure_add(lab_rep_inc *c, const lab_resread_rec *rec)
+{
+    if (rec->ok != 0) return;
+    if (c->n_fail++ >= LAB_REPORT_MAX_FAILURES) return;
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddStringToObject(f, "variant", rec->variant);
+    cJSON_AddNumberToObject(f, "seed", (double)rec->seed);
+    cJSON_AddStringToObject(f, "outcome", lab_outcome_name((lab_outcome)rec->outcome));
+    cJSON_AddStringToObject(f, "detail", rec->detail);
+    cJSON_AddStringToObject(f, "error", rec->error);
+    cJSON_AddStringToObject(f, "replay", rec->replay);
+    cJSON_AddItemToArray(c->fail, f);
+}
+
+static lab_status lab_rep_add_to(lab_rep_inc *c, const lab_resread_rec *r)
+{
+    size_t v = 0;
+    while (v < c->nv && strcmp(c->v[v].name, r->variant)) ++v;
+    if (v < c->nv && lab_rep_stats_add(&c->v[v], r) != LAB_OK) return LAB_ERR_NOMEM;
+    if (c->n_ent == c->cap_ent) {
+        size_t nc = c->cap_ent ? 2 * c->cap_ent : 256;
+        unsigned char *ne = realloc(c->ent, nc * c->stride);
+        if (!ne) return lab_err_set(LAB_ERR_NOMEM, "report: out of memory");
+        c->ent = ne, c->cap_ent = nc;
+    }
+    unsigned char *e = c->ent + c->n_ent * c->stride;
+    memset(e, 0, c->stride);
+    lab_rep_ent *h = (lab_rep_ent *)e;
+    h->seed = r->seed;
+    h->seq = c->n_ent++;
+    h->vidx = (uint32_t)v;
+    h->outcome = (uint32_t)r->outcome;
+    double *vals = (double *)(e + c->voff);
+    for (int k = 0; k < c->nm && v < c->nv; ++k) e[c->koff + (size_t)k] = (unsigned char)lab_resread_metric(r, c->metrics[k], &vals[k]);
+    lab_rep_failure_add(c, r);
+    return LAB_OK;
+}
+
+static lab_status lab_rep_add(void *ctx, const lab_resread_rec *r)
+{
+    lab_rep_build *b = ctx;
+    for (size_t i = 0; i < b->ni; ++i)
+        if (!strcmp(b->inc[i].id, r->incident) && lab_rep_add_to(&b->inc[i], r) != LAB_OK) return LAB_ERR_NOMEM;
+    return LAB_OK;
+}
+
+/* Adds "seed_first", "seed_last" and "metrics": {name: {n, nonfinite, min, median, max}} to variant object v. */
+static void lab_rep_variant_stats(cJSON *v, lab_rep_var *var)
+{
+    if (var->nrec) {
+        cJSON_AddNumberToObject(v, "seed_first", var->lo);
+        cJSON_AddNumberToObject(v, "seed_last", var->hi);
+    }
+    cJSON *ms = cJSON_AddObjectToObject(v, "metrics");
+    for (int k = 0; k < var->nn; ++k) {
+        lab_rep_stat *st = &var->st[k];
+        size_t n = st->n;
+        cJSON *s = cJSON_AddObjectToObject(ms, st->name);
+        cJSON_AddNumberToObject(s, "n", (double)n);
+        cJSON_AddNumberToObject(s, "nonfinite", (double)st->nonfinite);
+        if (n == 0) continue;
+        double *vals = st->v;
+        qsort(vals, n, sizeof *vals, lab_report_dbl_cmp);
+        double med = n % 2 ? vals[n / 2] : 0.5 * (vals[n / 2 - 1] + vals[n / 2]);
+        cJSON_AddNumberToObject(s, "min", vals[0]);
+        cJSON_AddNumberToObject(s, "median", med);
+        cJSON_AddNumberToObject(s, "max", vals[n - 1]);
+        free(st->v);
+        st->v = NULL, st->cap = 0;
+    }
+}
+
+static int lab_rep_ent_cmp(const void *a, const void *b)
+{
+    const lab_rep_ent *x = a, *y = b;
+    if (x->seed != y->seed) return x->seed < y->seed ? -1 : 1;
+    if (x->vidx != y->vidx) return x->vidx < y->vidx ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* The entry of variant v in the seed group [g, end), or NULL (the first in file order: they are sorted so). */
+static const lab_rep_ent *lab_rep_group_find(const lab_rep_inc *c, size_t g, size_t end, size_t v)
+{
+    for (size_t i = g; i < end; ++i) {
+        const lab_rep_ent *e = lab_rep_at(c, i);
+        if (e->vidx == v) return e;
+        if (e->vidx > v) break;
+    }
+    return NULL;
+}
+
+/* Where the seed group that starts at g ends. */
+static size_t lab_rep_group_end(const lab_rep_inc *c, size_t g)
+{
+    size_t e = g + 1;
+    while (e < c->n_ent && lab_rep_at(c, e)->seed == lab_rep_at(c, g)->seed) ++e;
+    return e;
+}
+
+/* A per-seed value as report.json holds it (6 significant digits), as a reader gets it back: 0 when absent. */
+static int lab_rep_as_read(const lab_rep_inc *c, const lab_rep_ent *e, int k, double *x)
+{
+    int kind = e->vidx < c->nv ? ((const unsigned char *)e)[c->koff + (size_t)k] : 0;
+    if (kind == 0) return 0;
+    *x = ((const double *)((const unsigned char *)e + c->voff))[k];
+    if (kind == 1) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%.6g", *x);
+        *x = strtod(buf, NULL);
+    }
+    return 1;
+}
+
+/* Adds "per_seed": {"seeds": [...], "variants": {name: {"outcome": [...], <each per-seed column>: [...]}}} to the
+ * incident object; seeds sorted, values aligned with them (null where a variant has no case at a seed). More seeds
+ * than lab_resread_sample_at(): every k-th seed (k the smallest that keeps them within it), stated as "sample":
+ * {"every": k, "of": seeds in all}, and per variant "worst": for each spec with a per-case bound, the largest
+ * value / bound over every seed (a non-finite value: "inf"), what `lab trend` takes from the full columns. */
+static lab_status lab_rep_per_seed(cJSON *inc_json, lab_rep_inc *c)
+{
+    if (c->n_ent > 1) qsort(c->ent, c->n_ent, c->stride, lab_rep_ent_cmp);
+    size_t u = 0;
+    for (size_t g = 0; g < c->n_ent; g = lab_rep_group_end(c, g)) u++;
+    size_t most = lab_resread_sample_at(), every = u > most ? (u + most - 1) / most : 1;
+    size_t *pick = malloc(((u + every - 1) / every + 1) * sizeof *pick), np = 0, gi = 0;
+    if (!pick) return lab_err_set(LAB_ERR_NOMEM, "report: out of memory");
+    for (size_t g = 0; g < c->n_ent; g = lab_rep_group_end(c, g), ++gi)
+        if (gi % every == 0) pick[np++] = g;
+
+    cJSON *ps = cJSON_AddObjectToObject(inc_json, "per_seed");
+    if (every > 1) {
+        cJSON *sm = cJSON_AddObjectToObject(ps, "sample");
+        cJSON_AddNumberToObject(sm, "every", (double)every);
+        cJSON_AddNumberToObject(sm, "of", (double)u);
+    }
+    cJSON *sj = cJSON_AddArrayToObject(ps, "seeds");
+    for (size_t i = 0; i < np; ++i) cJSON_AddItemToArray(sj, cJSON_CreateNumber((double)lab_rep_at(c, pick[i])->seed));
+    cJSON *vj = cJSON_AddObjectToObject(ps, "variants");
+    for (size_t v = 0; v < c->nv; ++v) {
+        cJSON *one = cJSON_AddObjectToObject(vj, c->v[v].name);
+        cJSON *cols[1 + LAB_REPORT_MAX_COLS];
+        cols[0] = cJSON_AddArrayToObject(one, "outcome");
+        for (int k = 0; k < c->nm; ++k) cols[k + 1] = cJSON_AddArrayToObject(one, c->metrics[k]);
+        for (size_t i = 0; i < np; ++i) {
+            const lab_rep_ent *hit = lab_rep_group_find(c, pick[i], lab_rep_group_end(c, pick[i]), v);
+            const char *oc = hit ? lab_outcome_name((lab_outcome)hit->outcome) : NULL;
+            cJSON_AddItemToArray(cols[0], oc ? cJSON_CreateString(oc) : cJSON_CreateNull());
+            for (int k = 0; k < c->nm; ++k) {
+                int kind = hit ? ((const unsigned char *)hit)[c->koff + (size_t)k] : 0;
+                double x = kind ? ((const double *)((const unsigned char *)hit + c->voff))[k] : NAN;
+                cJSON_AddItemToArray(cols[k + 1], lab_report_value_json(kind, x));
+            }
+        }
+        if (every == 1 || !c->known) continue;
+        cJSON *worst = NULL;
+        for (int s = 0; s < c->known->plots.n_specs && s < 16; ++s) {
+            const lab_metric_spec *m = &c->known->plots.specs[s];
+            if (!m->tolerance_metric) continue;
+            int km = -1, kt = -1;
+            for (int k = 0; k < c->nm; ++k) {
+                if (!strcmp(c->metrics[k], m->name)) km = k;
+                if (!strcmp(c->metrics[k], m->tolerance_metric)) kt = k;
+            }
+            if (km < 0 || kt < 0) continue;
+            double w = -INFINITY;
+            size_t n = 0;
+            for (size_t g = 0; g < c->n_ent; g = lab_rep_group_end(c, g)) {
+                const lab_rep_ent *hit = lab_rep_group_find(c, g, lab_rep_group_end(c, g), v);
+                double x, t;
+                if (!hit || !lab_rep_as_read(c, hit, km, &x) || !lab_rep_as_read(c, hit, kt, &t) || !(t > 0)) continue;
+                x /= t;
+                w = isnan(x) ? INFINITY : fmax(w, x);
+                n++;
+            }
+            if (n == 0) continue;
+            if (!worst) worst = cJSON_AddObjectToObject(one, "worst");
+            cJSON_AddItemToObject(worst, m->name, isfinite(w) ? cJSON_CreateNumber(w) : lab_report_value_json(2, w));
+        }
+    }
+    free(pick);
+    free(c->ent);
+    c->ent = NULL;
+    c->n_ent = c->cap_ent = 0;
+    return LAB_OK;
 }
 
 static int lab_report_str_cmp(const void *a, const void *b)
@@ -302,6 +503,8 @@ static void lab_report_plots(cJSON *inc_json, const char *dir, const char *id, c
     for (size_t i = 0; i < nn; ++i) free(names[i]);
 }
 
+static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, const cJSON *summary, lab_rep_build *b);
+
 lab_status lab_report_write(const char *dir, const lab_report_opts *opts)
 {
     char sum_path[4096], res_path[4096];
@@ -315,25 +518,38 @@ lab_status lab_report_write(const char *dir, const lab_report_opts *opts)
             return lab_err_set(LAB_ERR_IO, "%s: older than this replay (the replay did not write it)", fresh[i]);
     }
     cJSON *summary = NULL;
-    lab_resread_set rs = {0};
+    lab_rep_build b = {0};
     lab_status st = lab_json_read_file(sum_path, &summary);
     if (st == LAB_OK) st = lab_report_check_summary(sum_path, summary);
-    if (st == LAB_OK) st = lab_resread_load(res_path, &rs);
-    if (st == LAB_OK) st = lab_report_write_set(dir, opts, summary, &rs);
+    if (st == LAB_OK) st = lab_rep_begin(&b, summary);
+    /* the records streamed: only what the report needs of each stays (lab_rep_build) */
+    if (st == LAB_OK) st = lab_resread_each(res_path, lab_rep_add, &b);
+    if (st == LAB_OK) st = lab_report_emit(dir, opts, summary, &b);
+    lab_rep_free(&b);
     cJSON_Delete(summary);
-    lab_resread_free(&rs);
     return st;
 }
 
 lab_status lab_report_write_set(const char *dir, const lab_report_opts *opts, const cJSON *summary,
                                 const lab_resread_set *set)
 {
-    char sum_path[4096], rep_path[4096];
+    char sum_path[4096];
     snprintf(sum_path, sizeof sum_path, "%s/summary.json", dir);
-    snprintf(rep_path, sizeof rep_path, "%s/report.json", dir);
     lab_status st = lab_report_check_summary(sum_path, summary);
     if (st != LAB_OK) return st;
-    const lab_resread_set rs = *set;
+    lab_rep_build b = {0};
+    st = lab_rep_begin(&b, summary);
+    for (size_t i = 0; i < set->n && st == LAB_OK; ++i) st = lab_rep_add(&b, &set->recs[i]);
+    if (st == LAB_OK) st = lab_report_emit(dir, opts, summary, &b);
+    lab_rep_free(&b);
+    return st;
+}
+
+static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, const cJSON *summary, lab_rep_build *b)
+{
+    char rep_path[4096];
+    snprintf(rep_path, sizeof rep_path, "%s/report.json", dir);
+    lab_status st = LAB_OK;
 
     cJSON *root = cJSON_CreateObject();
     char iso[32];
@@ -361,20 +577,18 @@ lab_status lab_report_write_set(const char *dir, const lab_report_opts *opts, co
     }
 
     /* Per incident: summary.json's tallies, plus what the replay's records say. */
-    const lab_resread_rec **mine = malloc((rs.n > 0 ? rs.n : 1) * sizeof *mine);
-    if (!mine) st = lab_err_set(LAB_ERR_NOMEM, "report: out of memory");
     cJSON *incs = cJSON_AddArrayToObject(root, "incidents");
-    const cJSON *sinc, *sincs = cJSON_GetObjectItemCaseSensitive(summary, "incidents");
-    cJSON_ArrayForEach(sinc, sincs) {
-        if (st != LAB_OK) break;
-        const char *id = lab_report_str(sinc, "id");
+    const cJSON *sincs = cJSON_GetObjectItemCaseSensitive(summary, "incidents");
+    for (size_t i = 0; i < b->ni && st == LAB_OK; ++i) {
+        lab_rep_inc *c = &b->inc[i];
+        const cJSON *sinc = cJSON_GetArrayItem(sincs, (int)i);
+        const char *id = c->id;
+        const lab_incident *known = c->known;
+        const char *pm = c->pm, *dm = c->dm;
         cJSON *inc = cJSON_CreateObject();
         cJSON_AddItemToArray(incs, inc);
         cJSON_AddStringToObject(inc, "id", id);
         cJSON_AddStringToObject(inc, "title", lab_report_str(sinc, "title"));
-        const lab_incident *known = lab_incident_find(id);
-        const char *pm = known && known->plots.metric ? known->plots.metric : NULL;
-        const char *dm = known && known->plots.drift_metric ? known->plots.drift_metric : NULL;
         if (pm) cJSON_AddStringToObject(inc, "plot_metric", pm);
         if (pm) cJSON_AddBoolToObject(inc, "plot_log", known->plots.log);
         if (dm) cJSON_AddStringToObject(inc, "drift_metric", dm);
@@ -392,22 +606,18 @@ lab_status lab_report_write_set(const char *dir, const lab_report_opts *opts, co
                 cJSON_AddItemToArray(specs, o);
             }
         }
-        cJSON *vars = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(sinc, "variants"), 1);
+        cJSON *vars = cJSON_Duplicate(c->vars, 1);
         cJSON_AddItemToObject(inc, "variants", vars);
-        /* This incident's records, in results order. */
-        size_t n_mine = 0;
-        for (size_t i = 0; i < rs.n; ++i)
-            if (!strcmp(rs.recs[i].incident, id)) mine[n_mine++] = &rs.recs[i];
         cJSON *v;
-        cJSON_ArrayForEach(v, vars) {
-            if (st != LAB_OK) break;
-            st = lab_report_variant_stats(v, mine, n_mine, lab_report_str(v, "name"));
-        }
-        if (st == LAB_OK) st = lab_report_per_seed(inc, mine, n_mine, vars, known, pm, dm);
-        lab_report_failures(inc, mine, n_mine);
+        size_t k = 0;
+        cJSON_ArrayForEach(v, vars) lab_rep_variant_stats(v, &c->v[k++]);
+        st = lab_rep_per_seed(inc, c);
+        cJSON_AddItemToObject(inc, "failures", c->fail);
+        c->fail = NULL;
+        cJSON_AddNumberToObject(inc, "failures_total", (double)c->n_fail);
         lab_report_plots(inc, dir, id, sincs, opts->since);
     }
-    free(mine);
+    if (st == LAB_OK && lab_isolate_interrupted()) st = lab_err_set(LAB_ERR_IO, "interrupted before report.json was written");
     if (st == LAB_OK) st = lab_json_write_file(rep_path, root, LAB_JSON_PRETTY);
     if (st == LAB_OK) st = lab_html_write(dir, root);
     cJSON_Delete(root);

@@ -305,3 +305,43 @@ Test(interrupt, report_plots_and_compare_end_within_1_s, .init = mk, .fini = rm,
     cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "compare: status 0x%x", ws);
     cr_expect_lt(secs, 1.0, "compare: %.2f s", secs);
 }
+
+/* lab report --from, lab plots, lab compare (without --out) and lab trend interrupted while reading (the result set
+ * streamed through lab_resread, the reports): exit 130 within 1 s; report --from writes no report. [issue 35] */
+Test(interrupt, reading_a_set_or_reports_ends_within_1_s, .init = mk, .fini = rm, .timeout = 120)
+{
+    char args[1024], *out;
+    double secs;
+    snprintf(args, sizeof args, "mkdir -p '%s/rep' && cp tests/data/stream/results.jsonl tests/data/stream/summary.json '%s/rep/'",
+             dir, dir);
+    cr_assert_eq(lab_test_sh(args, &out), 0, "%s", out);
+    free(out);
+    snprintf(args, sizeof args, "report --from '%s/rep'", dir);
+    int ws = interrupt_in_phase("reading", args, &secs);
+    char *log = lab_test_slurp(dir, "log");
+    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "report --from: status 0x%x:\n%s", ws, log);
+    cr_expect_lt(secs, 1.0, "report --from: %.2f s", secs);
+    EXPECT_IN(log, "INTERRUPTED by SIGINT");
+    free(log);
+    char path[256];
+    snprintf(path, sizeof path, "%s/rep/report.json", dir);
+    cr_expect(!lab_fs_exists(path), "a report was written after the interrupt");
+
+    snprintf(args, sizeof args, "plots --out '%s/rep'", dir);
+    ws = interrupt_in_phase("reading", args, &secs);
+    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "plots: status 0x%x", ws);
+    cr_expect_lt(secs, 1.0, "plots: %.2f s", secs);
+
+    snprintf(args, sizeof args, "report --from '%s/rep'", dir);
+    cr_assert_eq(lab_test_lab("", args, &out), 0, "%s", out);
+    free(out);
+    snprintf(args, sizeof args, "compare '%s/rep' '%s/rep'", dir, dir);
+    ws = interrupt_in_phase("reading", args, &secs);
+    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "compare: status 0x%x", ws);
+    cr_expect_lt(secs, 1.0, "compare: %.2f s", secs);
+
+    snprintf(args, sizeof args, "trend --out '%s/trend' '%s/rep'", dir, dir);
+    ws = interrupt_in_phase("reading", args, &secs);
+    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "trend: status 0x%x", ws);
+    cr_expect_lt(secs, 1.0, "trend: %.2f s", secs);
+}

@@ -16,8 +16,10 @@ else
 BUILD   := build
 endif
 
-# -ffp-contract=off: no silent FMA contraction, so float results are the ones the source says.
+# -ffp-contract=off: no silent FMA contraction, so float results are the ones the source says. The -Werror= ones are
+# the warnings that are always a wrong call (a pointer of another type, a function with no declaration).
 CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Wno-missing-field-initializers -ffp-contract=off -fno-strict-aliasing \
+               -Werror=incompatible-pointer-types -Werror=implicit-function-declaration -Werror=int-conversion \
                -Ilab
 # The layering as compile errors: lab/ sees only lab/ (CFLAGS_BASE); kernels/ and incidents/ see lab/ and
 # kernels/; replay/ and the tests see everything. A lab/ file that includes a kernel, or an incident that

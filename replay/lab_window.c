@@ -140,8 +140,9 @@ static lab_status lab_replay_win_journal(lab_replay_win *w, const lab_case_recor
 {
     char path[PATH_MAX + 64], tmp[PATH_MAX + 64], resume[2048];
     int good = 1;
+    lab_results_cmd spell = lab_replay_cmd(w->opts);
     for (size_t j = 0; good && j < n; ++j)
-        if (!recs[j].o.not_run) good = lab_results_jsonl_line(w->journal, &recs[j], w->opts->lab_bin);
+        if (!recs[j].o.not_run) good = lab_results_jsonl_line(w->journal, &recs[j], &spell);
     good = good && fflush(w->journal) == 0 && fdatasync(fileno(w->journal)) == 0;
     snprintf(path, sizeof path, "%s/" LAB_WINDOW_JOURNAL, w->stage);
     if (!good) return lab_err_set(LAB_ERR_IO, "%s: cannot write: %s", path, strerror(errno));

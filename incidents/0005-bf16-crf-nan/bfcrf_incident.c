@@ -293,25 +293,23 @@ static lab_status bfcrf_fig_nan_vs_lr(const lab_figure_ctx *fx)
     char dat[4096], png[4096];
     snprintf(dat, sizeof dat, "%s/%s-nan-step-vs-lr.dat", fx->plots_dir, LAB_INCIDENT_ID);
     snprintf(png, sizeof png, "%s/%s-nan-step-vs-lr.png", fx->plots_dir, LAB_INCIDENT_ID);
-    const char *series[] = {"bf16_first_nan_step", "fp32_first_nan_step"};
-    FILE *f = lab_gnuplot_dat_open(dat, "lr", series, 2);
+    /* A run without a NaN is drawn at the step it ended (censored: no NaN by then), so a replay of the fix alone
+     * draws its runs too, and the figure shows how far each got. */
+    const char *series[] = {"bf16_first_nan_step", "fp32_first_nan_step", "no_nan_by_step"};
+    FILE *f = lab_gnuplot_dat_open(dat, "lr", series, 3);
     if (!f) return LAB_ERR_IO;
-    size_t points = 0;
     for (size_t i = 0; i < fx->n_cases; ++i) {
         const lab_figure_case *k = &fx->cases[i];
         double lr = lab_result_get(&k->r, "lr"), step = lab_result_get(&k->r, "first_nan_step");
+        double ran = lab_result_get(&k->r, "steps_run");
         if (isnan(lr)) continue;
         double y = step > 0 ? step : NAN; /* 0: no NaN within the run */
         int bug = k->variant && k->variant->role == LAB_ROLE_BUG;
-        points += !isnan(y);
-        fprintf(f, "%g %g %g\n", lr, bug ? y : NAN, bug ? NAN : y);
+        fprintf(f, "%g %g %g %g\n", lr, bug ? y : NAN, bug ? NAN : y, isnan(y) ? ran : NAN);
     }
     lab_status st = lab_gnuplot_dat_close(f, dat);
     if (st != LAB_OK) return st;
-    if (points == 0) /* a replay of the fix alone: its training runs never go non-finite, so there is no point */
-        return lab_err_set(LAB_ERR_UNSUPPORTED, LAB_INCIDENT_ID "-nan-step-vs-lr.png not drawn: no case of this replay went "
-                           "non-finite (%zu cases; the fp32 fix never does, bug-bf16-crf does)", fx->n_cases);
-    lab_gnuplot_spec spec = {dat, png, "0005: training step of the first NaN against the learning rate (fp32: no NaN in any run, so no point)",
+    lab_gnuplot_spec spec = {dat, png, "0005: training step of the first NaN against the learning rate (runs with none: the step they ended)",
                              "peak learning rate", "step of first non-finite value", 0, 0, 0};
     return lab_gnuplot_xy(fx->root, &spec);
 }

@@ -530,6 +530,12 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
     lab_status st = res.summary && res.recs ? lab_report_write_set(out, &ro, res.summary, &res.set)
                                             : lab_report_write(out, &ro);
     lab_replay_result_free(&res);
+    if (st != LAB_OK && lab_isolate_interrupted()) { /* while reading a windowed replay's set, or before writing */
+        int sig = lab_isolate_interrupted();
+        printf("INTERRUPTED by %s before the report was written: the replay's result set in %s is kept, no "
+               "report.json or index.html\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", out);
+        return LAB_EXIT_SIGNAL + sig;
+    }
     if (st != LAB_OK) {
         fprintf(stderr, "lab report: %s\n", lab_err_msg());
         return LAB_EXIT_FAILED;

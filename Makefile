@@ -9,7 +9,9 @@ include mk/incident.mk
 LAB_SRCS          := $(wildcard lab/*.c)
 KERNEL_C_SRCS     := $(wildcard kernels/*.c)
 KERNEL_CU_SRCS    := $(wildcard kernels/*.cu)
-REPLAY_SRCS       := $(filter-out replay/lab_main.c replay/lab_mpi.c,$(wildcard replay/*.c))
+# The MPI modules (replay/lab_mpi.c and replay/lab_mpi_*.c) and lab_main.c go into build/lab only (mk/targets.mk).
+LAB_MPI_SRCS      := $(wildcard replay/lab_mpi.c replay/lab_mpi_*.c)
+REPLAY_SRCS       := $(filter-out replay/lab_main.c $(LAB_MPI_SRCS),$(wildcard replay/*.c))
 LAB_TEST_SRCS     := $(wildcard tests/test_*.c)
 LAB_INCIDENT_IDS  :=
 LAB_INC_C_SRCS    :=
@@ -20,6 +22,7 @@ C_SRCS  := $(LAB_SRCS) $(KERNEL_C_SRCS) $(LAB_INC_C_SRCS) $(REPLAY_SRCS)
 CU_SRCS := $(if $(filter 1,$(CUDA)),$(KERNEL_CU_SRCS) $(LAB_INC_CU_SRCS))
 OBJS    := $(C_SRCS:%.c=$(BUILD)/obj/%.o) $(CU_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
 TEST_OBJS := $(LAB_TEST_SRCS:%.c=$(BUILD)/obj/%.o)
+LAB_MPI_OBJS := $(LAB_MPI_SRCS:%.c=$(BUILD)/obj/%.o)
 
 LAB_BIN   := $(BUILD)/lab
 TEST_BIN  := $(BUILD)/lab-tests
@@ -29,4 +32,4 @@ include mk/targets.mk
 include mk/fuzz.mk
 include mk/buildinfo.mk
 
--include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/obj/replay/lab_main.d $(BUILD)/obj/replay/lab_mpi.d
+-include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/obj/replay/lab_main.d $(LAB_MPI_OBJS:.o=.d)

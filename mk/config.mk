@@ -53,7 +53,7 @@ CUDA_LIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstd
 NVCCFLAGS   ?= -O3 -arch=$(CUDA_ARCH) -Ilab -Ikernels -I. -Xcompiler -fno-strict-aliasing
 endif
 
-# MPI (Open MPI, for `lab replay --mpi`): only build/lab links it, through replay/lab_mpi.c; the lab
+# MPI (Open MPI, for `lab replay --mpi`): only build/lab links it, through replay/lab_mpi*.c; the lab
 # library and the tests do not. Sanitizer builds leave it out (MPI=1 turns it on there too).
 ifeq ($(strip $(SANITIZE)),)
 MPI ?= 1

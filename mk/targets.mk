@@ -23,17 +23,17 @@ $(BUILD)/obj/%.cu.o: %.cu | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(CUDA_DEFS) $(LAB_INCIDENT_DEF) -MMD -MP -c $< -o $@
 
-# lab_mpi.o is built with MPI (or as a stub when MPI=0) and linked into build/lab only; the stamp rebuilds
-# it when MPI changes.
-$(BUILD)/obj/replay/lab_mpi.o: CFLAGS += $(MPI_CFLAGS)
+# The MPI modules (lab_mpi.o, lab_mpi_*.o) are built with MPI (when MPI=0 lab_mpi.o is a stub and the others are
+# empty) and linked into build/lab only; the stamp rebuilds them when MPI changes.
+$(LAB_MPI_OBJS): CFLAGS += $(MPI_CFLAGS)
 # the RNG fills' batch loops vectorize at -O3 (lab/lab_rng.c says why and what that leaves bit for bit)
 $(BUILD)/obj/lab/lab_rng.o: CFLAGS += -O3
 # ... and so do its clones built one by one for tests/test_rng.c (tests/rng_clone.h)
 $(BUILD)/obj/tests/test_rng_clone_%.o: CFLAGS += -O3
-$(BUILD)/obj/replay/lab_mpi.o: $(BUILD)/.mpi-$(MPI)
+$(LAB_MPI_OBJS): $(BUILD)/.mpi-$(MPI)
 $(BUILD)/.mpi-$(MPI):
 	@mkdir -p $(@D) && rm -f $(BUILD)/.mpi-* && touch $@
-$(LAB_BIN): $(OBJS) $(BUILD)/obj/replay/lab_main.o $(BUILD)/obj/replay/lab_mpi.o
+$(LAB_BIN): $(OBJS) $(BUILD)/obj/replay/lab_main.o $(LAB_MPI_OBJS)
 	$(CC) $(LDFLAGS_SAN) -o $@ $^ $(PKG_LIBS) $(CUDA_LIBS) $(MPI_LIBS) $(LDLIBS)
 
 $(TEST_BIN): $(OBJS) $(TEST_OBJS)

@@ -79,32 +79,59 @@ typedef struct {
     ptrdiff_t have;           /* NUMBER: offset of its "given" flag, or -1 */
     uint64_t lo, hi;          /* NUMBER: the range; SET: the value (lo) */
     const char *need;         /* TEXT: what the message says it needs */
+    const char *arg;          /* the value as the usage names it ("N", "DIR"), or NULL for none */
+    const char *help;         /* what the usage says of it; "{range}" stands for a NUMBER's range, lo..hi */
 } lab_cli_option;
 
 #define LAB_CLI_BOTH ((1u << LAB_CLI_REPLAY) | (1u << LAB_CLI_REPORT))
 #define LAB_CLI_F(f) offsetof(lab_cli_replay, req.f)
 
 static const lab_cli_option lab_cli_options[] = {
-    {"--help", "-h", LAB_CLI_SET, LAB_CLI_BOTH, offsetof(lab_cli_replay, help), -1, 1, 0, NULL},
-    {"--incident", NULL, LAB_CLI_INCIDENT, LAB_CLI_BOTH, 0, -1, 0, 0, "an incident id"},
-    {"--variant", NULL, LAB_CLI_TEXT, LAB_CLI_BOTH, LAB_CLI_F(variant), -1, 0, 0, "a variant name"},
-    {"--seeds", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(n_seeds), LAB_CLI_F(have_seeds), 1, LAB_CLI_SEEDS_MAX, NULL},
-    {"--seed", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(seed), LAB_CLI_F(have_seed), 1, LAB_CLI_SEED_MAX, NULL},
-    {"--first-seed", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(first_seed), LAB_CLI_F(have_first), 1, LAB_CLI_SEED_MAX, NULL},
-    {"--backend", NULL, LAB_CLI_BACKEND, LAB_CLI_BOTH, LAB_CLI_F(backend), -1, 0, 0, NULL},
-    {"-j", "--jobs", LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(jobs), -1, 1, LAB_CLI_JOBS_MAX, NULL},
-    {"--batch-seeds", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(batch_seeds), -1, 1, LAB_CLI_BATCH_MAX, NULL},
-    {"--timeout", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(timeout_s), -1, 1, LAB_CLI_TIMEOUT_MAX, NULL},
-    {"--out", NULL, LAB_CLI_TEXT, LAB_CLI_BOTH, LAB_CLI_F(out), -1, 0, 0, "a directory"},
-    {"--sanitize", NULL, LAB_CLI_TEXT, LAB_CLI_BOTH, LAB_CLI_F(sanitize), -1, 0, 0, "memcheck, initcheck or racecheck"},
-    {"--tap", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(tap), -1, 1, 0, NULL},
-    {"--no-plots", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(plots), -1, 0, 0, NULL},
-    {"--quiet", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(quiet), -1, 1, 0, NULL},
-    {"--mpi", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(mpi), -1, 1, 0, NULL},
-    {"--gpu-optional", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(gpu_optional), -1, 1, 0, NULL},
-    {"--no-mps", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(no_mps), -1, 1, 0, NULL},
-    {"--bench", NULL, LAB_CLI_SET, 1u << LAB_CLI_REPORT, offsetof(lab_cli_replay, bench), -1, 1, 0, NULL},
-    {"--no-bench", NULL, LAB_CLI_SET, 1u << LAB_CLI_REPORT, offsetof(lab_cli_replay, bench), -1, 0, 0, NULL},
+    {"--incident", NULL, LAB_CLI_INCIDENT, LAB_CLI_BOTH, 0, -1, 0, 0, "an incident id",
+     "ID", "an incident to replay, its id or a unique prefix (0004); again for more; default: every incident"},
+    {"--variant", NULL, LAB_CLI_TEXT, LAB_CLI_BOTH, LAB_CLI_F(variant), -1, 0, 0, "a variant name",
+     "NAME", "only the variants of this name; default: all"},
+    {"--seeds", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(n_seeds), LAB_CLI_F(have_seeds), 1, LAB_CLI_SEEDS_MAX, NULL,
+     "N", "{range}: the seeds of each variant (default 256, or an incident's own)"},
+    {"--seed", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(seed), LAB_CLI_F(have_seed), 1, LAB_CLI_SEED_MAX, NULL,
+     "S", "{range} (2^53): one seed alone (not with --seeds or --first-seed)"},
+    {"--first-seed", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(first_seed), LAB_CLI_F(have_first), 1, LAB_CLI_SEED_MAX,
+     NULL, "S0", "{range} (2^53): the first seed (default 1); the last seed, first + seeds - 1, at most 2^53"},
+    {"--backend", NULL, LAB_CLI_BACKEND, LAB_CLI_BOTH, LAB_CLI_F(backend), -1, 0, 0, NULL,
+     "cpu|cuda|auto", "where the cases run (default cpu); cuda without a usable device is exit 3, auto falls back "
+     "to cpu"},
+    {"--gpu-optional", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(gpu_optional), -1, 1, 0, NULL,
+     NULL, "--backend cuda without a usable device: every case SKIP instead of exit 3"},
+    {"--no-mps", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(no_mps), -1, 1, 0, NULL,
+     NULL, "no private MPS daemon on cuda: the workers' contexts time-sliced (by default they share the GPU through "
+     "one when nvidia-cuda-mps-control is on PATH)"},
+    {"-j", "--jobs", LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(jobs), -1, 1, LAB_CLI_JOBS_MAX, NULL,
+     "JOBS", "{range}: worker processes (default: all cores)"},
+    {"--batch-seeds", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(batch_seeds), -1, 1, LAB_CLI_BATCH_MAX, NULL,
+     "N", "{range}: most seeds a CUDA launch batches (default: each incident's own; 1: one case per launch)"},
+    {"--timeout", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(timeout_s), -1, 1, LAB_CLI_TIMEOUT_MAX, NULL,
+     "SEC", "{range} s: the watchdog's cap per case (default: the incidents' own)"},
+    {"--out", NULL, LAB_CLI_TEXT, LAB_CLI_BOTH, LAB_CLI_F(out), -1, 0, 0, "a directory",
+     "DIR", "the result set's folder (default build/replay; report: build/report): missing, empty or an earlier "
+     "result set of the lab; a file or a folder of other things is refused, exit 2"},
+    {"--tap", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(tap), -1, 1, 0, NULL,
+     NULL, "also results.tap (TAP)"},
+    {"--no-plots", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(plots), -1, 0, 0, NULL,
+     NULL, "draw no plots"},
+    {"--quiet", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(quiet), -1, 1, 0, NULL,
+     NULL, "no progress (otherwise on stderr, a line at most every 10 s outside a terminal)"},
+    {"--sanitize", NULL, LAB_CLI_TEXT, LAB_CLI_BOTH, LAB_CLI_F(sanitize), -1, 0, 0, "memcheck, initcheck or racecheck",
+     "memcheck|initcheck|racecheck", "every CUDA case under compute-sanitizer, its findings joining the outcome "
+     "(needs --backend cuda)"},
+    {"--mpi", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(mpi), -1, 1, 0, NULL,
+     NULL, "under mpirun, one rank a host drives its GPUs, rank 0 deals seed groups on demand and writes the merged "
+     "report (docs/scale-out.md)"},
+    {"--bench", NULL, LAB_CLI_SET, 1u << LAB_CLI_REPORT, offsetof(lab_cli_replay, bench), -1, 1, 0, NULL,
+     NULL, "the benchmarks go into the report (by default on --backend cuda)"},
+    {"--no-bench", NULL, LAB_CLI_SET, 1u << LAB_CLI_REPORT, offsetof(lab_cli_replay, bench), -1, 0, 0, NULL,
+     NULL, "no benchmarks, whatever the backend"},
+    {"--help", "-h", LAB_CLI_SET, LAB_CLI_BOTH, offsetof(lab_cli_replay, help), -1, 1, 0, NULL,
+     NULL, "this text"},
 };
 
 static const char *const lab_cli_names[] = {"replay", "report"};
@@ -238,6 +265,66 @@ lab_status lab_cli_seed_bytes(const lab_request *r, size_t *n, size_t *bytes)
     if (ns > SIZE_MAX) return lab_err_set(LAB_ERR_ARG, "--seeds %llu does not fit in memory sizes", (unsigned long long)ns);
     *n = (size_t)ns;
     return lab_cli_mul_size(*n, sizeof(uint64_t), "--seeds", bytes);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* The options' usage, from the table */
+
+#define LAB_CLI_USAGE_COL 37   /* the column the help texts start at (lab_main's usage lines use it too) */
+#define LAB_CLI_USAGE_WIDTH 116
+
+/* Writes the words of s to f from column *col on, a new line indented to LAB_CLI_USAGE_COL where the next word would
+ * pass LAB_CLI_USAGE_WIDTH; *col is where it ends. */
+static void lab_cli_wrap(FILE *f, const char *s, int *col)
+{
+    while (*s) {
+        while (*s == ' ') ++s;
+        int n = (int)strcspn(s, " ");
+        if (!n) break;
+        if (*col > LAB_CLI_USAGE_COL && *col + 1 + n > LAB_CLI_USAGE_WIDTH)
+            *col = fprintf(f, "\n%*s", LAB_CLI_USAGE_COL, "") - 1;
+        else if (*col > LAB_CLI_USAGE_COL) *col += fprintf(f, " ");
+        *col += fprintf(f, "%.*s", n, s);
+        s += n;
+    }
+}
+
+void lab_cli_usage(FILE *f, lab_cli_cmd cmd, int only_own)
+{
+    lab_cli_cmd other = cmd == LAB_CLI_REPORT ? LAB_CLI_REPLAY : LAB_CLI_REPORT;
+    for (size_t k = 0; k < sizeof lab_cli_options / sizeof *lab_cli_options; ++k) {
+        const lab_cli_option *op = &lab_cli_options[k];
+        if (!(op->cmds & (1u << cmd)) || (only_own && (op->cmds & (1u << other)))) continue;
+        int col = fprintf(f, "    %s%s%s%s%s", op->name, op->alias ? ", " : "", op->alias ? op->alias : "",
+                          op->arg ? " " : "", op->arg ? op->arg : "");
+        if (col >= LAB_CLI_USAGE_COL) col = fprintf(f, "\n") - 1;
+        col += fprintf(f, "%*s", LAB_CLI_USAGE_COL - col, "");
+        /* "{range}" is the number's range: lo..hi from the table, as the parser checks it */
+        const char *r = op->kind == LAB_CLI_NUMBER ? strstr(op->help, "{range}") : NULL;
+        char text[512];
+        if (r)
+            snprintf(text, sizeof text, "%.*s%llu..%llu%s", (int)(r - op->help), op->help, (unsigned long long)op->lo,
+                     (unsigned long long)op->hi, r + strlen("{range}"));
+        else
+            snprintf(text, sizeof text, "%s", op->help);
+        lab_cli_wrap(f, text, &col);
+        fprintf(f, "\n");
+    }
+}
+
+size_t lab_cli_spellings(lab_cli_cmd cmd, const char **names, size_t max)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < sizeof lab_cli_options / sizeof *lab_cli_options; ++k) {
+        const lab_cli_option *op = &lab_cli_options[k];
+        if (!(op->cmds & (1u << cmd))) continue;
+        if (n < max) names[n] = op->name;
+        n++;
+        if (!op->alias) continue;
+        if (n < max) names[n] = op->alias;
+        n++;
+    }
+    return n;
 }
 
 /* ------------------------------------------------------------------------------------------------ */

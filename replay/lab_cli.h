@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "lab_err.h"
 #include "lab_request.h"
@@ -14,10 +15,10 @@
 extern "C" {
 #endif
 
-/* Contract. Nothing here runs a case, reads a file or allocates beyond the split "--name=value" arguments kept for
- * the process's life: the parser is pure, so the fuzz target (fuzz/fuzz_args.c) links it with lab_err alone. Every
- * number from a user is range-checked before it sizes anything, and an error names the flag (LAB_ERR_ARG, which the
- * commands turn into exit status 2, lab_verdict_exit). */
+/* Contract. Nothing here runs a case, reads a file, writes anywhere but the stream it is given (lab_cli_usage) or
+ * allocates beyond the split "--name=value" arguments kept for the process's life: the parser is pure, so the fuzz
+ * target (fuzz/fuzz_args.c) links it with lab_err alone. Every number from a user is range-checked before it sizes
+ * anything, and an error names the flag (LAB_ERR_ARG, which the commands turn into exit status 2, lab_verdict_exit). */
 
 /* The ranges `lab help` states. Seeds are 1..2^53, so that every seed is exact as a JSON number. */
 #define LAB_CLI_SEED_MAX ((uint64_t)1 << 53)  /* 9007199254740992 */
@@ -62,6 +63,15 @@ typedef struct {
  * more than LAB_REQUEST_IDS_MAX --incident flags, a backend other than cpu|cuda|auto, or --sanitize without
  * --backend cuda. LAB_ERR_NOMEM when the split arguments cannot be kept. */
 lab_status lab_cli_replay_parse(lab_cli_cmd cmd, int argc, char **argv, lab_cli_replay *o);
+
+/* Writes the options of command cmd to f, one a line in the option table's order: its spellings and its value's name,
+ * then from the usage's text column on its help, wrapped (a number's range as the parser checks it, from the table).
+ * only_own: only the options the other command does not take (`lab help` lists report's after replay's). */
+void lab_cli_usage(FILE *f, lab_cli_cmd cmd, int only_own);
+
+/* The spellings of command cmd's options (each option's name, then its other spelling if it has one), in the table's
+ * order, into names[0..max); returns how many there are (more than max: the rest left out). */
+size_t lab_cli_spellings(lab_cli_cmd cmd, const char **names, size_t max);
 
 /* The seeds a request runs: 1 for --seed, else n_seeds; their array size in bytes through lab_cli_mul_size
  * (LAB_ERR_ARG on overflow). */

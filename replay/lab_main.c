@@ -29,32 +29,22 @@
 #include "lab_report.h"
 #include "lab_results.h"
 
-/* Per command: its usage lines; `lab help` prints them all, `lab COMMAND --help` its own. */
+/* Per command: its usage lines; `lab help` prints them all, `lab COMMAND --help` its own. replay and report take the
+ * option table's options (lab_cli): their lines come from the table (lab_cli_usage), between the command's text and
+ * its tail, so that the usage names every option the parser takes and no other. */
+#define LAB_USAGE_OPTIONS(cmd) ((cmd) + 1)
 static const struct {
     const char *name, *text;
+    int options;      /* LAB_USAGE_OPTIONS(cmd): the options of lab_cli_cmd cmd follow the text; 0: none */
+    const char *tail; /* after the options, or NULL */
 } lab_usage_cmds[] = {
     {"list", "  list                               incidents, their variants and roles\n"},
     {"replay",
-     "  replay [--incident ID]... [--variant NAME] [--seeds N | --seed S] [--first-seed S0]\n"
-     "         [--backend cpu|cuda|auto] [--gpu-optional] [--no-mps] [-j JOBS] [--timeout SEC] [--out DIR] [--tap]\n"
-     "         [--no-plots] [--quiet] [--sanitize memcheck|initcheck|racecheck] [--mpi] [--batch-seeds N]\n"
-     "                                     run cases isolated on all cores; exit 1 if a fix fails or a bug\n"
-     "                                     is not detected (XPASS); --sanitize runs every CUDA case under\n"
-     "                                     compute-sanitizer, and its findings join the outcome. --mpi: under\n"
-     "                                     mpirun, one rank a host drives its GPUs, rank 0 deals seed groups on\n"
-     "                                     demand and writes the merged report (docs/scale-out.md).\n"
-     "                                     --backend cuda without a usable device is exit 3\n"
-     "                                     (--gpu-optional: every case SKIP instead); auto falls back to cpu.\n"
-     "                                     On cuda the workers share the GPU through a private MPS daemon when\n"
-     "                                     nvidia-cuda-mps-control is on PATH (--no-mps: contexts time-sliced).\n"
-     "                                     Ranges: --seeds 1..1048576 (default 256, or an incident's own),\n"
-     "                                     --seed and --first-seed 1..9007199254740992 (2^53) with first seed +\n"
-     "                                     seeds - 1 at most 2^53, -j 1..1024 (default: all cores), --timeout\n"
-     "                                     1..86400 s. --batch-seeds 1..256: most seeds a CUDA launch batches\n"
-     "                                     (default: each incident's own; 1: one case per launch). Progress goes to stderr (a line at most every 10 s\n"
-     "                                     outside a terminal); --quiet silences it. SIGINT/SIGTERM stop the\n"
-     "                                     run: the finished cases are written, marked interrupted, exit\n"
-     "                                     130/143, and the command that resumes is printed.\n"},
+     "  replay [OPTION]...                 run cases isolated on all cores; exit 1 if a fix fails or a bug is not\n"
+     "                                     detected (XPASS). SIGINT/SIGTERM stop the run: the finished cases are\n"
+     "                                     written, marked interrupted, exit 130/143, and the command that resumes\n"
+     "                                     is printed. Options:\n",
+     LAB_USAGE_OPTIONS(LAB_CLI_REPLAY), NULL},
     {"explain",
      "  explain ID [--seeds N] [--backend cpu|cuda]\n"
      "                                     the story in short, then bug and fix side by side, live (--seeds 1..4096)\n"},
@@ -70,13 +60,10 @@ static const struct {
      "                                     spreads) as JSON on stdout; --study: the incidents' longer studies\n"
      "                                     instead (0008: every num_warps configuration, 16 runs each, minutes)\n"},
     {"report",
-     "  report [--out DIR] [replay flags] [--bench|--no-bench]\n"
-     "                                     replay (same flags as replay), then write a self-contained report\n"
-     "                                     folder (default build/report): report.json, index.html (plots inline),\n"
-     "                                     the device and build, results files; exit status as replay. The\n"
-     "                                     benchmarks go into it with --bench, and by default on --backend cuda.\n"
-     "                                     DIR as replay's --out: missing, empty or an earlier result set of the\n"
-     "                                     lab; a file or a folder of other things is refused, exit 2\n"
+     "  report [OPTION]...                 replay as `lab replay` does, then write a self-contained report folder\n"
+     "                                     (default build/report): report.json, index.html (plots inline), the\n"
+     "                                     device and build, results files; exit status as replay. Options:\n",
+     LAB_USAGE_OPTIONS(LAB_CLI_REPORT),
      "  report --replot DIR                render a report's plots here (made where gnuplot was missing)\n"
      "  report --from DIR                  the report of a replay already in DIR (`lab replay --out DIR`), on the\n"
      "                                     machine and build that ran it: report.json and index.html there; exit 2\n"
@@ -108,12 +95,22 @@ static const char *lab_usage_tail =
     "that is not usable); 130/143 a replay interrupted by SIGINT/SIGTERM (finished cases kept).\n"
     "The repository root is the current directory, or LAB_ROOT.\n";
 
-/* Prints the usage of one command (name NULL: all of them) and the exit codes. */
+/* Prints the usage of one command (name NULL: all of them, report's options after replay's as the ones it adds) and
+ * the exit codes. */
 static void lab_usage_print(FILE *f, const char *name)
 {
     fprintf(f, "usage: lab COMMAND [options]\n");
-    for (size_t i = 0; i < sizeof lab_usage_cmds / sizeof *lab_usage_cmds; ++i)
-        if (!name || !strcmp(name, lab_usage_cmds[i].name)) fputs(lab_usage_cmds[i].text, f);
+    for (size_t i = 0; i < sizeof lab_usage_cmds / sizeof *lab_usage_cmds; ++i) {
+        if (name && strcmp(name, lab_usage_cmds[i].name)) continue;
+        fputs(lab_usage_cmds[i].text, f);
+        if (lab_usage_cmds[i].options) {
+            lab_cli_cmd cmd = (lab_cli_cmd)(lab_usage_cmds[i].options - 1);
+            int own = !name && cmd == LAB_CLI_REPORT;
+            if (own) fprintf(f, "    replay's (above), and:\n");
+            lab_cli_usage(f, cmd, own);
+        }
+        if (lab_usage_cmds[i].tail) fputs(lab_usage_cmds[i].tail, f);
+    }
     fputs(lab_usage_tail, f);
 }
 

@@ -6,28 +6,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "lab_mpi_limits.h"
 #include "lab_replay.h"
-
-/* Grace added to the longest case watchdog of the run before a rank's silence counts as a hang (and before a rank stops
- * waiting for rank 0's answer): covers fork, reporting and MPI latency, never a case's own run time (the watchdog
- * bounds that). */
-#define LAB_MPI_GRACE_S 10.0
-
-/* How long MPI_Finalize (or MPI_Abort, when a rank died or hung) may take once the merged files are
- * written: past it the process exits on its own with the status it would have returned. Open MPI's
- * finalize can wait for ever on a dead peer; an integer literal (seconds), it is also printed. */
-#define LAB_MPI_END_GRACE_S 20
-
-/* How long a rank whose cases are all reported waits for rank 0 to write the merged files and release it before it
- * enters MPI_Finalize on its own (seconds; rank 0 runs at most its last chunk and the report meanwhile). */
-#define LAB_MPI_RELEASE_WAIT_S 900
-
-/* An interrupt (SIGINT or SIGTERM to mpirun, which sends every rank SIGCONT at once, SIGTERM a second later and SIGKILL
- * a second after that; a rank that was not stopped takes the SIGCONT as the interrupt, lab_mpi.c): every rank stops
- * starting cases and reports what finished; rank 0 waits this long (seconds) at most for the others' word, then writes
- * the result set of the finished cases with the resume command, as a plain replay does; every rank then exits without
- * MPI_Finalize (which would wait for mpirun's kill). */
-#define LAB_MPI_INTERRUPT_WAIT_S 0.3
 
 /* LAB_OK when this build of the lab has MPI (built with MPI=1; sanitizer builds leave it out), else
  * LAB_ERR_UNSUPPORTED with a message that says how to get it. */
@@ -36,10 +16,6 @@ lab_status lab_mpi_check(void);
 /* This process's rank in the last lab_mpi_replay (0 before one, and in a build without MPI). A command
  * that follows a replay with more work on its files (a report) does that work on rank 0 only. */
 int lab_mpi_rank(void);
-
-/* LAB_MPI_TEST_FAULT=slow:R (tests only) makes rank R sleep this long after each case it reports: a stand-in for a
- * slow host, to show that dealing on demand gives it less work. */
-#define LAB_MPI_TEST_SLOW_MS 250
 
 /* Runs a replay under mpirun, one call per rank (it calls MPI_Init and MPI_Finalize itself, so call it once per process
  * and use no MPI elsewhere). One rank a host is the intended shape: it drives every GPU of its host through the same

@@ -184,10 +184,11 @@ Test(cli, every_command_has_help_with_exit_0)
     EXPECT_IN(out, "Exit status: 0 ok");
     EXPECT_IN(out, "1 the verdict is NOT OK; 2 bad usage;");
     EXPECT_IN(out, "3 the lab could not do the job");
-    EXPECT_IN(out, "--seeds 1..1048576");
-    EXPECT_IN(out, "1..9007199254740992 (2^53)");
-    EXPECT_IN(out, "-j 1..1024");
-    EXPECT_IN(out, "--timeout\n                                     1..86400 s");
+    /* the ranges the parser checks, stated beside their options (from the option table: lab_cli_usage) */
+    EXPECT_IN(out, "    --seeds N                        1..1048576:");
+    EXPECT_IN(out, "    --seed S                         1..9007199254740992 (2^53):");
+    EXPECT_IN(out, "    -j, --jobs JOBS                  1..1024:");
+    EXPECT_IN(out, "    --timeout SEC                    1..86400 s:");
     free(out);
     /* compare says it flags a fix that got slower (its bench records), and bench names its --study */
     cr_expect_eq(run("LAB_ROOT=/nonexistent", "compare --help", &out), 0);
@@ -197,6 +198,64 @@ Test(cli, every_command_has_help_with_exit_0)
     cr_expect_eq(run("LAB_ROOT=/nonexistent", "bench --help", &out), 0);
     EXPECT_IN(out, "--study");
     free(out);
+}
+
+/* The flags a usage text names: each word that starts with '-' and a letter or a second '-', at the start of a line or
+ * after a space, bracket, parenthesis, bar, comma or backquote, up to the first character that is not a letter, digit
+ * or '-'. Into names[0..max) (pointers into text, which is cut at each flag's end); returns how many. */
+static size_t usage_flags(char *text, char **names, size_t max)
+{
+    size_t n = 0;
+    for (char *p = text; *p; ++p) {
+        int starts = *p == '-' && (p == text || strchr(" \n[(|,`", p[-1])) && (p[1] == '-' || (p[1] >= 'a' && p[1] <= 'z'));
+        if (!starts) continue;
+        char *e = p + 1;
+        while ((*e >= 'a' && *e <= 'z') || (*e >= '0' && *e <= '9') || *e == '-') ++e;
+        char end = *e;
+        *e = 0;
+        if (n < max) names[n++] = p;
+        if (!end) break;
+        p = e;
+    }
+    return n;
+}
+
+/* Whether s is one of names[0..n). */
+static int among(const char *s, const char *const *names, size_t n)
+{
+    for (size_t k = 0; k < n; ++k)
+        if (!strcmp(s, names[k])) return 1;
+    return 0;
+}
+
+/* `lab replay --help` and `lab report --help` name every spelling of every option of the table (lab_cli_spellings)
+ * and no flag the table does not have: the option lines come from the table (lab_cli_usage), and the text around them
+ * may name only flags that exist. report's other forms (--replot DIR, --from DIR: lab_cmd_report takes them before the
+ * table) are the one exception. */
+Test(cli, help_names_every_option_of_the_table_and_no_other)
+{
+    const struct {
+        const char *name;
+        lab_cli_cmd cmd;
+        const char *forms[2];
+    } cmds[] = {{"replay", LAB_CLI_REPLAY, {NULL, NULL}}, {"report", LAB_CLI_REPORT, {"--replot", "--from"}}};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; ++i) {
+        char args[64], *out, *flags[512];
+        const char *spelled[64];
+        snprintf(args, sizeof args, "%s --help", cmds[i].name);
+        cr_assert_eq(run("LAB_ROOT=/nonexistent", args, &out), 0, "lab %s:\n%s", args, out);
+        size_t ns = lab_cli_spellings(cmds[i].cmd, spelled, 64);
+        cr_assert(ns > 0 && ns <= 64, "%zu spellings", ns);
+        size_t nf = usage_flags(out, flags, 512);
+        cr_assert(nf < 512, "lab %s names %zu flags", args, nf);
+        for (size_t k = 0; k < ns; ++k)
+            cr_expect(among(spelled[k], (const char *const *)flags, nf), "lab %s does not name %s, an option of the table",
+                      args, spelled[k]);
+        for (size_t k = 0; k < nf; ++k)
+            cr_expect(among(flags[k], spelled, ns) || among(flags[k], cmds[i].forms, cmds[i].forms[0] ? 2 : 0),
+                      "lab %s names %s, which is no option of the table", args, flags[k]);
+        free(out);
+    }
 }
 
 /* --backend cuda without a usable device: exit 3 with the probe's reason; auto falls back and says so;

@@ -398,8 +398,8 @@ Test(mpi, a_rank_done_early_waits_for_rank_0_to_write_the_files, .timeout = 120)
 }
 
 /* An interrupt under --mpi: SIGINT to mpirun, which sends every rank SIGCONT at once and SIGTERM a second later (Open
- * MPI 4.1); the ranks take the SIGCONT as the interrupt (lab_mpi.c), so the job ends, with every finished case kept and
- * the set marked interrupted, within a second of the SIGINT, in memory and windowed (env: LAB_REPLAY_WINDOW). */
+ * MPI 4.1); the ranks take the SIGCONT as the interrupt (lab_mpi_signal.c), so the job ends, with every finished case
+ * kept and the set marked interrupted, within a second of the SIGINT, in memory and windowed (env: LAB_REPLAY_WINDOW). */
 static void mpi_interrupt_within_1s(const char *env)
 {
     char *dir = tmpdir(), *out, cmd[4096];

@@ -414,7 +414,8 @@ Test(report, cli_bad_flags)
     free(out);
     cr_expect_not(lab_fs_exists("/tmp/lab-report-never/report.json"));
     cr_expect_eq(lab("help", &out), 0);
-    EXPECT_IN(out, "report [--out DIR] [replay flags]");
+    EXPECT_IN(out, "report [OPTION]...");
+    EXPECT_IN(out, "    --no-bench ");
     EXPECT_IN(out, "compare A B [--factor F] [--strict]");
     free(out);
 }

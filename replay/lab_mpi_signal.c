@@ -5,6 +5,7 @@
 #ifdef LAB_HAVE_MPI
 
 #include <mpi.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,10 +61,12 @@ void lab_mpi_finalize(int code)
  * odls_base_sigkill_timeout (1 s) later, SIGKILL another second later; the ranks sit in process groups of their own, so
  * a Ctrl-C at a terminal reaches mpirun alone. So the SIGCONT is the ranks' first word of the end, a second before the
  * SIGTERM: a rank that was not stopped (job control: mpirun stops ranks with SIGSTOP and resumes them with SIGCONT)
- * takes it as the interrupt. "Not stopped": its run's loop turned less than LAB_MPI_CONT_GAP_MS before the SIGCONT
- * (the loop turns every 20 ms at most; a stop leaves a gap as long as the stop). A rank busy elsewhere at that moment
- * (writing the set) waits for the SIGTERM as before. */
-#define LAB_MPI_CONT_GAP_MS 250
+ * takes it as the interrupt. "Not stopped": its ticker (below) or its run's loop noted the time less than
+ * LAB_MPI_CONT_GAP_MS before the SIGCONT (a stop leaves a gap as long as the stop). The gap is 1 s: a busy host can
+ * keep a loop off its core for a few hundred ms (an interrupt took 1.1 s with a 250 ms gap and only the run loop's
+ * clock on a 2-core machine at load 3.7), while a job-control stop a person makes and ends (Ctrl-Z, fg) lasts longer.
+ * A rank busy elsewhere at that moment (writing the set) waits for the SIGTERM as before. */
+#define LAB_MPI_CONT_GAP_MS 1000
 static _Atomic long long lab_mpi_turned_ms; /* the last turn of this rank's loop (monotonic ms; 0: none yet) */
 
 static long long lab_mpi_now_ms(void)
@@ -82,8 +85,28 @@ static void lab_mpi_on_cont(int sig)
     if (t && lab_mpi_now_ms() - t < LAB_MPI_CONT_GAP_MS) lab_isolate_interrupt(SIGTERM); /* what mpirun sends next */
 }
 
+/* The clock of "not stopped": a thread that only sleeps 20 ms and notes the time. A sleeper gets its core back at once
+ * on a busy host, where the run loop can wait behind its own workers for longer than the gap; a SIGSTOP stops it with
+ * the rest of the process. */
+static void *lab_mpi_ticker(void *arg)
+{
+    (void)arg;
+    struct timespec ts = {0, 20 * 1000000L};
+    for (;;) {
+        lab_mpi_turned();
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
 void lab_mpi_catch_cont(void)
 {
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* the ticker takes no signal: the handlers run on the rank's own thread */
+    if (pthread_create(&t, NULL, lab_mpi_ticker, NULL) == 0) pthread_detach(t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = lab_mpi_on_cont;

@@ -14,8 +14,8 @@ void lab_mpi_deadline_arm(int code);
 void lab_mpi_finalize(int code);
 
 /* Takes mpirun's SIGCONT as the interrupt (lab_isolate_interrupt(SIGTERM), what mpirun sends next) when the rank was
- * not stopped: its run's loop turned (lab_mpi_turned) less than LAB_MPI_CONT_GAP_MS (lab_mpi_signal.c) before the
- * SIGCONT. */
+ * not stopped: the time was noted (lab_mpi_turned: by a ticker thread this starts, which blocks every signal, and by
+ * the run's loop) less than LAB_MPI_CONT_GAP_MS (lab_mpi_signal.c) before the SIGCONT. */
 void lab_mpi_catch_cont(void);
 
 /* Notes a turn of this rank's run loop (its lab_isolate_on_tick hook, and rank 0's gathering loops): the SIGCONT test's

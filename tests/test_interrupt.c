@@ -307,7 +307,7 @@ Test(interrupt, report_plots_and_compare_end_within_1_s, .init = mk, .fini = rm,
 }
 
 /* lab report --from, lab plots, lab compare (without --out) and lab trend interrupted while reading (the result set
- * streamed through lab_resread, the reports): exit 130 within 1 s; report --from writes no report. [issue 35] */
+ * streamed through lab_resread, the reports): exit 130 within 1 s; report --from writes no report. */
 Test(interrupt, reading_a_set_or_reports_ends_within_1_s, .init = mk, .fini = rm, .timeout = 120)
 {
     char args[1024], *out;

@@ -1,4 +1,4 @@
-/* test_stream: result sets of any size (issue 35): `lab report --from`, `lab plots`, `lab compare` and `lab trend`
+/* test_stream: result sets of any size: `lab report --from`, `lab plots`, `lab compare` and `lab trend`
  * stream results.jsonl (lab_resread_each) and keep per case only a small constant; their results are the ones the
  * records in memory gave (a fixture's report.json as the lab wrote it before the change, tests/data/stream), with
  * the per-seed columns and the plots drawn from a stated sample above lab_resread_sample_at() ($LAB_SAMPLE_AT here);

@@ -236,6 +236,17 @@ static int interrupt_in_phase(const char *phase, const char *args, double *secs)
     return ws;
 }
 
+/* Runs `lab ARGS` held in PHASE, interrupts it, and expects exit 130 within 1 s (`what` names the command). */
+static void expect_stopped_in(const char *phase, const char *args, const char *what)
+{
+    double secs;
+    int ws = interrupt_in_phase(phase, args, &secs);
+    char *log = lab_test_slurp(dir, "log");
+    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "%s: status 0x%x:\n%s", what, ws, log);
+    cr_expect_lt(secs, 1.0, "%s: %.2f s", what, secs);
+    free(log);
+}
+
 /* A replay interrupted in each phase after it starts: exit 130 within 1 s, and the set holds every finished case
  * (none while planning; all 8 afterwards), summary.json marked interrupted and not ok. (The running phase:
  * sigint_keeps_the_finished_cases.) */
@@ -291,9 +302,7 @@ Test(interrupt, report_plots_and_compare_end_within_1_s, .init = mk, .fini = rm,
     cr_expect(!lab_fs_exists(path), "a report was written after the interrupt");
 
     snprintf(args, sizeof args, "plots --out '%s/rep'", dir);
-    ws = interrupt_in_phase("plotting", args, &secs);
-    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "plots: status 0x%x", ws);
-    cr_expect_lt(secs, 1.0, "plots: %.2f s", secs);
+    expect_stopped_in("plotting", args, "plots");
 
     /* two report folders for compare */
     snprintf(args, sizeof args, "report --incident 0004 --seeds 2 --backend cpu --no-plots --quiet --out '%s/rep'", dir);
@@ -301,9 +310,7 @@ Test(interrupt, report_plots_and_compare_end_within_1_s, .init = mk, .fini = rm,
     cr_assert_eq(lab_test_lab("", args, &out), 0, "%s", out);
     free(out);
     snprintf(args, sizeof args, "compare '%s/rep' '%s/rep' --out '%s/cmp'", dir, dir, dir);
-    ws = interrupt_in_phase("plotting", args, &secs);
-    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "compare: status 0x%x", ws);
-    cr_expect_lt(secs, 1.0, "compare: %.2f s", secs);
+    expect_stopped_in("plotting", args, "compare");
 }
 
 /* lab report --from, lab plots, lab compare (without --out) and lab trend interrupted while reading (the result set
@@ -328,20 +335,14 @@ Test(interrupt, reading_a_set_or_reports_ends_within_1_s, .init = mk, .fini = rm
     cr_expect(!lab_fs_exists(path), "a report was written after the interrupt");
 
     snprintf(args, sizeof args, "plots --out '%s/rep'", dir);
-    ws = interrupt_in_phase("reading", args, &secs);
-    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "plots: status 0x%x", ws);
-    cr_expect_lt(secs, 1.0, "plots: %.2f s", secs);
+    expect_stopped_in("reading", args, "plots");
 
     snprintf(args, sizeof args, "report --from '%s/rep'", dir);
     cr_assert_eq(lab_test_lab("", args, &out), 0, "%s", out);
     free(out);
     snprintf(args, sizeof args, "compare '%s/rep' '%s/rep'", dir, dir);
-    ws = interrupt_in_phase("reading", args, &secs);
-    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "compare: status 0x%x", ws);
-    cr_expect_lt(secs, 1.0, "compare: %.2f s", secs);
+    expect_stopped_in("reading", args, "compare");
 
     snprintf(args, sizeof args, "trend --out '%s/trend' '%s/rep'", dir, dir);
-    ws = interrupt_in_phase("reading", args, &secs);
-    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "trend: status 0x%x", ws);
-    cr_expect_lt(secs, 1.0, "trend: %.2f s", secs);
+    expect_stopped_in("reading", args, "trend");
 }

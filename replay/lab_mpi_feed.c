@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "lab_mpi_serve.h"
-#include "lab_mpi_signal.h"
 
 int lab_mpi_tell(lab_mpi_ctx *x, const void *msg, size_t len, int tag)
 {
@@ -22,7 +21,6 @@ int lab_mpi_tell(lab_mpi_ctx *x, const void *msg, size_t len, int tag)
 void lab_mpi_alive(void *vctx)
 {
     lab_mpi_ctx *x = vctx;
-    lab_mpi_turned();
     if (lab_mpi_now() - x->said_at < LAB_MPI_ALIVE_S) return;
     lab_mpi_alive_msg a = {(uint32_t)x->n_reported};
     lab_mpi_tell(x, &a, sizeof a, LAB_MPI_TAG_ALIVE);

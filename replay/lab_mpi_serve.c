@@ -13,7 +13,6 @@
 #include <time.h>
 
 #include "lab_isolate.h"
-#include "lab_mpi_signal.h"
 
 static const char *lab_mpi_status_name(lab_mpi_rank_status s)
 {
@@ -216,7 +215,6 @@ void lab_mpi_answer_pending(lab_mpi_ctx *x)
 void lab_mpi_serve(void *vctx)
 {
     lab_mpi_ctx *x = vctx;
-    lab_mpi_turned();
     lab_mpi_drain(x);
     lab_mpi_hold(x);
     if (lab_mpi_now() - x->judged_at >= 1.0) lab_mpi_judge(x);
@@ -240,7 +238,6 @@ void lab_mpi_gather(lab_mpi_ctx *x)
 {
     double until = 0;
     for (;;) {
-        lab_mpi_turned();
         lab_mpi_drain(x);
         lab_mpi_answer_pending(x);
         if (!lab_mpi_judge(x)) return;
@@ -252,7 +249,6 @@ void lab_mpi_gather_window(lab_mpi_ctx *x)
 {
     double until = 0;
     for (;;) {
-        lab_mpi_turned();
         lab_mpi_drain(x);
         lab_mpi_hold(x);
         int running = lab_mpi_judge(x), open = 0;

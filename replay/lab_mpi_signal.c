@@ -61,13 +61,13 @@ void lab_mpi_finalize(int code)
  * odls_base_sigkill_timeout (1 s) later, SIGKILL another second later; the ranks sit in process groups of their own, so
  * a Ctrl-C at a terminal reaches mpirun alone. So the SIGCONT is the ranks' first word of the end, a second before the
  * SIGTERM: a rank that was not stopped (job control: mpirun stops ranks with SIGSTOP and resumes them with SIGCONT)
- * takes it as the interrupt. "Not stopped": its ticker (below) or its run's loop noted the time less than
- * LAB_MPI_CONT_GAP_MS before the SIGCONT (a stop leaves a gap as long as the stop). The gap is 1 s: a busy host can
- * keep a loop off its core for a few hundred ms (an interrupt took 1.1 s with a 250 ms gap and only the run loop's
- * clock on a 2-core machine at load 3.7), while a job-control stop a person makes and ends (Ctrl-Z, fg) lasts longer.
- * A rank busy elsewhere at that moment (writing the set) waits for the SIGTERM as before. */
+ * takes it as the interrupt. "Not stopped": its ticker (below) noted the time less than LAB_MPI_CONT_GAP_MS before the
+ * SIGCONT (a stop stops the ticker with the rest of the process and leaves a gap as long as the stop). The gap is 1 s:
+ * a busy host can keep a thread off its core for a few hundred ms (an interrupt took 1.1 s with a 250 ms gap on the
+ * run loop's clock on a 2-core machine at load 3.7), while a job-control stop a person makes and ends (Ctrl-Z, fg) lasts
+ * longer. Without a ticker (no thread could be made) every rank waits for mpirun's SIGTERM, a second later. */
 #define LAB_MPI_CONT_GAP_MS 1000
-static _Atomic long long lab_mpi_turned_ms; /* the last turn of this rank's loop (monotonic ms; 0: none yet) */
+static _Atomic long long lab_mpi_turned_ms; /* the ticker's last note (monotonic ms; 0: no ticker) */
 
 static long long lab_mpi_now_ms(void)
 {
@@ -76,7 +76,7 @@ static long long lab_mpi_now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void lab_mpi_turned(void) { lab_mpi_turned_ms = lab_mpi_now_ms(); }
+static void lab_mpi_turned(void) { lab_mpi_turned_ms = lab_mpi_now_ms(); }
 
 static void lab_mpi_on_cont(int sig)
 {

@@ -14,13 +14,9 @@ void lab_mpi_deadline_arm(int code);
 void lab_mpi_finalize(int code);
 
 /* Takes mpirun's SIGCONT as the interrupt (lab_isolate_interrupt(SIGTERM), what mpirun sends next) when the rank was
- * not stopped: the time was noted (lab_mpi_turned: by a ticker thread this starts, which blocks every signal, and by
- * the run's loop) less than LAB_MPI_CONT_GAP_MS (lab_mpi_signal.c) before the SIGCONT. */
+ * not stopped: a ticker thread this starts (blocking every signal) noted the time less than LAB_MPI_CONT_GAP_MS
+ * (lab_mpi_signal.c) before the SIGCONT. */
 void lab_mpi_catch_cont(void);
-
-/* Notes a turn of this rank's run loop (its lab_isolate_on_tick hook, and rank 0's gathering loops): the SIGCONT test's
- * clock. Async-signal safe to read. */
-void lab_mpi_turned(void);
 
 /* A rank never outlives its launcher (mpirun, orted, srun's step daemon): killed with it. The parent is
  * compared before and after, so a launcher that died in between is caught too. */

@@ -8,6 +8,7 @@
 # Example: replay/gpu_scaling.sh --gpus "1 2 4" -- --seeds 1000 --incident 0001 --incident 0008
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. replay/gpu_util.sh
 gpus="1 2 4"
 out=build/gpu-scaling
 lab=${LAB_BIN:-build/lab}
@@ -31,29 +32,22 @@ for k in $gpus; do
     dir="$out/g$k"
     rm -rf "$dir"
     vis=$(seq -s, 0 $((k - 1)))
-    nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 >"$dir.util.csv" &
-    sampler=$!
+    gpu_util_start "$dir.util.csv"
     start=$(date +%s.%N)
     CUDA_VISIBLE_DEVICES=$vis "$lab" replay --backend cuda --no-plots --out "$dir" "$@" >"$dir.log" 2>&1
     rc=$?
     end=$(date +%s.%N)
-    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
-    row=$(python3 - "$dir" "$k" "$rc" "$start" "$end" "${first:-}" "${t1:-}" <<'PY'
+    gpu_util_stop
+    row=$(python3 - "$dir" "$k" "$rc" "$start" "$end" "${first:-}" "${t1:-}" "$(gpu_util_mean "$dir.util.csv" "$k")" <<'PY'
 import json, sys
-d, k, rc, start, end, first, t1 = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), sys.argv[6], sys.argv[7]
+d, k, rc, start, end, first, t1, um = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), sys.argv[6], sys.argv[7], sys.argv[8]
 try:
     s = json.load(open(d + "/summary.json"))
     wall = s.get("wall_s", end - start)
     n = sum(1 for _ in open(d + "/results.jsonl"))
 except (OSError, ValueError):
     print("%d GPU: no result set (exit %s)" % (k, rc)); sys.exit()
-util = {}
-for line in open(d + ".util.csv"):
-    p = [x.strip() for x in line.split(",")]
-    if len(p) >= 2 and p[1].replace(".", "").isdigit() and int(p[0]) < k:
-        util.setdefault(int(p[0]), []).append(float(p[1]))
-# busy share over the replay: samples taken while it ran (the sampler started just before it)
-um = " ".join("%d:%.0f%%" % (g, sum(v) / len(v)) for g, v in sorted(util.items()))
+# um: each GPU's busy share over the replay (gpu_util.sh: samples taken while it ran)
 # case by case, matched by key, what a run measures set aside (mpi_scaling_report.py's comparison): race outputs of
 # bug variants and the order of float atomics (0002's r2r) differ between two runs of one build, and are named
 sys.path.insert(0, "replay")

@@ -4,7 +4,7 @@
 # last rank to finish, and checks that every run's results.jsonl equals the first run's case by case: outcome, detail,
 # metrics, replay command, with what a run measures set aside (the per-run fields wall_s, cpu_s, done_s, worker,
 # first_run; metrics named *_s, wall-clock seconds a case measured, and orphans_found, the processes a hang left
-# behind; times such as "1.8 ms" in a detail line).
+# behind; times such as "1.8 ms" in a detail line), and each GPU's mean utilisation over the run (gpu_util.sh).
 # Usage: replay/mpi_scaling.sh [--ranks "1 2 4"] [--jobs J] [--out DIR] [-- lab replay args...]
 #   --ranks    rank counts to time, all on this host (one rank drives all its GPUs; k ranks split them k ways)
 #   --jobs J   cases at once per rank (default: the lab's own, lab_sched_workers on the rank's share of the host);
@@ -16,6 +16,7 @@ jobs=""
 out=build/mpi-scaling
 lab=${LAB_BIN:-build/lab}
 here=$(dirname "$0")
+. "$here/gpu_util.sh"
 while [ $# -gt 0 ]; do
     case "$1" in
         --ranks) ranks="$2"; shift 2 ;;
@@ -36,8 +37,10 @@ printf "%-6s %10s %10s %10s %8s  %s\n" ranks wall_s user_s sys_s speedup "result
 for np in $ranks; do
     dir="$out/np$np"
     rm -rf "$dir"
+    gpu_util_start "$out/util-np$np.csv"
     /usr/bin/time -f "%e %U %S" -o "$out/time-np$np" mpirun "${root_flags[@]}" --oversubscribe --bind-to none -np "$np" \
         "$lab" replay --mpi --no-plots --quiet $jobs --out "$dir" "$@" >"$out/log-np$np" 2>&1 || true
+    gpu_util_stop
     # (a replay that is NOT OK exits 1: time then writes "Command exited with non-zero status 1" first)
     read -r wall user sys < <(tail -n 1 "$out/time-np$np")
     [ -z "$t1" ] && t1=$wall
@@ -47,5 +50,6 @@ for np in $ranks; do
     printf "%-6s %10s %10s %10s %8.2f  %s\n" "$np" "$wall" "$user" "$sys" "$(python3 -c "print($t1/$wall)")" \
         "$(head -n 1 <<<"$report")"
     tail -n +2 <<<"$report"
+    echo "       GPU busy: $(gpu_util_mean "$out/util-np$np.csv" "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')")"
 done
 echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"

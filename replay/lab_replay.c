@@ -304,14 +304,13 @@ static double lab_replay_cost(const lab_replay_ctx *ctx, const size_t *jobs, siz
 
 /* Lays the parts' jobs out as worker runs into ctx->order[base ..] and ctx->lead[base ..], and their bounds into
  * *bounds_out (malloc'd, *nranges + 1 entries, relative to base). A part whose incident batches seeds
- * (lab_seedbatch_size > 1) gives one run per seed batch (one variant over a chunk's seeds, lab_seedbatch_plan) and
- * one for the chunk's cases that run alone, its chunks cut no costlier than one worker's fair share of the pool (the
- * pool's cost over `workers`, lab_sched_chunk_seeds) so that no chunk is the replay's long pole. A run per batch, not
- * per chunk: a chunk's variants one after another in one worker were its whole cost (0008's nine over 67 seeds took
- * 20 s of one worker while the other 31 of a 2-GPU pool ran out of work at 17 s; a batch's seeds keep their group
- * cache within the batch, and a variant's batch is what fills the GPU). The other parts' groups are dealt into
- * LAB_SCHED_SHARES_PER_WORKER x workers runs, run k holding the k-th slice of every such part, so one process runs
- * its slice of every incident in one CUDA context. The runs are laid out costliest first (lab_sched_order_runs on the incidents' declared
+ * (lab_seedbatch_size > 1) gives one run per chunk of its seed batches (lab_seedbatch_plan), its chunks cut no
+ * costlier than one worker's fair share of the pool (the pool's cost over `workers`, lab_sched_chunk_seeds) so
+ * that no chunk is the replay's long pole. A chunk's variants stay one run: their batches share the seeds' groups
+ * (made once in the worker); a run per batch made every worker remake them, and 1000 seeds of the GPU incidents took
+ * 4.4x the CPU for 0008 (591 s against 135 s) and twice the wall on one H200. The other parts' groups are dealt into LAB_SCHED_SHARES_PER_WORKER x
+ * workers runs, run k holding the k-th slice of every such part, so one process runs its slice of every incident
+ * in one CUDA context. The runs are laid out costliest first (lab_sched_order_runs on the incidents' declared
  * costs, lab_sched_case_cost): lab_isolate_run_ranges hands them to workers as they free up, so the long runs
  * start first and the short ones fill in behind, instead of each worker owning a fixed share whatever the others
  * have left. */
@@ -341,18 +340,14 @@ lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_re
             group = c > group ? c : group;
         }
         st = lab_seedbatch_plan_make(ctx->recs, ctx->order, pt->start, pt->end, lab_sched_chunk_seeds(bmax, group, fair, ctx->machine.ngpu), &sp[i]);
-        /* a run per batch (one variant over the chunk's seeds), the chunk's cases alone after them one run */
-        for (size_t c = 0; c < sp[i].n_chunks && st == LAB_OK; ++c)
-            for (size_t j = sp[i].chunk_start[c], e = sp[i].chunk_start[c + 1]; j < e;) {
-                size_t to = j + (sp[i].lead[j] > 1 ? sp[i].lead[j] : 1);
-                if (sp[i].lead[j] <= 1)
-                    while (to < e && sp[i].lead[to] == 1) ++to;
-                rs[nr] = k, rl[nr] = to - j, rc[nr++] = lab_replay_cost(ctx, sp[i].jobs + j, to - j);
-                for (; j < to; ++j) {
-                    tlead[k] = sp[i].lead[j];
-                    tmp[k++] = sp[i].jobs[j];
-                }
+        for (size_t c = 0; c < sp[i].n_chunks && st == LAB_OK; ++c) {
+            size_t a = sp[i].chunk_start[c], e = sp[i].chunk_start[c + 1];
+            rs[nr] = k, rl[nr] = e - a, rc[nr++] = lab_replay_cost(ctx, sp[i].jobs + a, e - a);
+            for (size_t j = a; j < e; ++j) {
+                tlead[k] = sp[i].lead[j];
+                tmp[k++] = sp[i].jobs[j];
             }
+        }
     }
     for (size_t w = 0; w < shares && st == LAB_OK; ++w) {
         size_t from = k;

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "lab_replay.h"
-#include "lab_replay_int.h"
 #include "lab_seedbatch.h"
 #include "lab_semicrf.h"
 #include "lab_test_case.h"
@@ -124,45 +123,6 @@ Test(seedbatch, layout_batches_one_variant_over_seeds_of_one_key)
     cr_assert_eq(lab_seedbatch_plan_make(recs, order, 0, n, 1, &p), LAB_OK);
     for (size_t j = 0; j < n; ++j) cr_expect_eq(p.lead[j], 1u);
     lab_seedbatch_plan_free(&p);
-}
-
-/* In a CUDA pool (two GPUs listed: no CUDA call is made) each seed batch is a run of its own, its leader first and its
- * followers with it, so that the variants of one chunk go to workers as they free up instead of one after another in
- * one worker; a chunk's cases alone (the memory bug) come after its batches, never inside one. */
-Test(seedbatch, pool_gives_each_batch_a_run_of_its_own)
-{
-    setenv("CUDA_VISIBLE_DEVICES", "0,1", 1);
-    const lab_incident *incs[] = {&sb_inc};
-    uint64_t seeds[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA,
-                         .jobs = 2, .lab_bin = "build/lab", .root = "."};
-    lab_case_record *recs;
-    size_t n, nr, *bounds = NULL;
-    cr_assert_eq(lab_replay_cases(&o, &recs, &n), LAB_OK);
-    lab_replay_ctx ctx;
-    lab_replay_ctx_init(&ctx, &o, recs, n, 0.0);
-    lab_replay_setup su;
-    cr_assert_eq(lab_replay_setup_make(&ctx, 0, &su), LAB_OK, "%s", lab_err_msg());
-    cr_assert_eq(lab_replay_pool_layout(&ctx, su.parts[0].start, su.parts, 1, 2, &bounds, &nr), LAB_OK, "%s", lab_err_msg());
-    cr_expect_eq(bounds[nr], n, "every case laid out");
-    int seen[30] = {0};
-    size_t batches = 0;
-    for (size_t r = 0; r < nr; ++r) {
-        size_t a = bounds[r], e = bounds[r + 1];
-        cr_assert_gt(e, a, "run %zu is empty", r);
-        for (size_t j = a; j < e; ++j) seen[ctx.order[j]]++;
-        if (ctx.lead[a] > 1) {
-            cr_expect_eq(e - a, (size_t)ctx.lead[a], "run %zu: one batch of %u cases, no more, holds %zu", r, ctx.lead[a], e - a);
-            batches++;
-        } else
-            for (size_t j = a; j < e; ++j)
-                cr_expect_eq(ctx.lead[j], 1u, "run %zu: cases alone and a batch mixed at %zu", r, j);
-    }
-    for (size_t i = 0; i < n; ++i) cr_expect_eq(seen[i], 1, "case %zu laid out %d times", i, seen[i]);
-    cr_expect_geq(batches, 6u, "2 variants x at least 3 chunks, each batch its own run (%zu)", batches);
-    free(bounds);
-    lab_replay_setup_free(&ctx, &su);
-    free(recs);
 }
 
 /* A batch reads every case's own seed's group, made once per seed however many variants batch over it; the

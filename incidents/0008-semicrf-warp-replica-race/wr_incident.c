@@ -29,8 +29,9 @@
 /* A bug case's launches at most: each further one only while every launch before it was right. The firing depends on
  * how the GPU is shared, not only on the GPU: at the default seed batches every first launch was wrong in the
  * 1000-seed replays of one GPU, but on a 2 x H200 host 2 of 1000 bug-clamp cases had both launches right under
- * `--mpi` with one rank a GPU, and 1 to 4 in 1000 with `--batch-seeds 32` or 16 (the replay NOT OK, a bug "not
- * detected" that the next launch would have caught). Launches after the second cost only the cases that escaped. */
+ * `--mpi` with one rank a GPU, and 1 to 3 of a variant's 1000 with `--batch-seeds 32` or 16 (the replay NOT OK, a bug
+ * "not detected" that the next launch would have caught; with 8, 0 escaped there). Launches after the second cost only
+ * the cases that escaped. */
 #define WR_BUG_RUNS 8
 #define WR_RUNS_MAX WR_BUG_RUNS
 /* The GPU/CPU cross-check of a fix: the same float32 arithmetic in the same order on both, differing by the GPU's

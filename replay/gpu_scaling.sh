@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -x "$lab" ] || { echo "gpu_scaling.sh: $lab not built (make)" >&2; exit 2; }
-have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+have=$(gpu_count)
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast on shared hosts
 mkdir -p "$out"
 first=""

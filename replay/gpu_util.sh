@@ -2,6 +2,7 @@
 #   gpu_util_start FILE   starts the sampler (nothing when nvidia-smi is missing: then FILE stays empty)
 #   gpu_util_stop         stops it
 #   gpu_util_mean FILE K  "0:88% 1:74%": each of GPUs 0..K-1's mean over the samples in FILE
+#   gpu_count             the GPUs nvidia-smi lists (0 without it)
 gpu_util_start() {
     : >"$1"
     gpu_util_pid=""
@@ -18,4 +19,7 @@ gpu_util_stop() {
 gpu_util_mean() {
     awk -F', *' -v k="$2" '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9.]+$/ && $1 < k { s[$1] += $2; n[$1]++ }
         END { for (g = 0; g < k; g++) if (n[g]) printf "%s%d:%.0f%%", (o++ ? " " : ""), g, s[g] / n[g]; if (!o) printf "n/a" }' "$1"
+}
+gpu_count() {
+    nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true
 }

@@ -50,6 +50,6 @@ for np in $ranks; do
     printf "%-6s %10s %10s %10s %8.2f  %s\n" "$np" "$wall" "$user" "$sys" "$(python3 -c "print($t1/$wall)")" \
         "$(head -n 1 <<<"$report")"
     tail -n +2 <<<"$report"
-    echo "       GPU busy: $(gpu_util_mean "$out/util-np$np.csv" "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')")"
+    echo "       GPU busy: $(gpu_util_mean "$out/util-np$np.csv" "$(gpu_count)")"
 done
 echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"

@@ -11,6 +11,7 @@ struct lab_deal {
     size_t nparts;
     size_t *part_next;       /* per part: its next group to deal */
     size_t *part_end;        /* per part: one past its last group */
+    double *part_left;       /* per part: its cost not dealt */
     double remaining;        /* cost not dealt */
     int ranks;
     int *weight;             /* per rank: 0 unknown */
@@ -33,9 +34,10 @@ lab_status lab_deal_create(const lab_deal_group *groups, size_t n, int ranks, la
     d->cost = malloc((n ? n : 1) * sizeof *d->cost);
     d->part_next = calloc(nparts ? nparts : 1, sizeof *d->part_next);
     d->part_end = calloc(nparts ? nparts : 1, sizeof *d->part_end);
+    d->part_left = calloc(nparts ? nparts : 1, sizeof *d->part_left);
     d->weight = calloc((size_t)ranks, sizeof *d->weight);
     d->retired = calloc((size_t)ranks, 1);
-    if (!d->cost || !d->part_next || !d->part_end || !d->weight || !d->retired) {
+    if (!d->cost || !d->part_next || !d->part_end || !d->part_left || !d->weight || !d->retired) {
         lab_deal_free(d);
         return lab_err_set(LAB_ERR_NOMEM, "dealer: out of memory");
     }
@@ -49,6 +51,7 @@ lab_status lab_deal_create(const lab_deal_group *groups, size_t n, int ranks, la
         size_t p = groups[g].part;
         if (g == 0 || groups[g - 1].part != p) d->part_next[p] = g;
         d->part_end[p] = g + 1;
+        d->part_left[p] += d->cost[g];
     }
     *out = d;
     return LAB_OK;
@@ -60,6 +63,7 @@ void lab_deal_free(lab_deal *d)
     free(d->cost);
     free(d->part_next);
     free(d->part_end);
+    free(d->part_left);
     free(d->weight);
     free(d->retired);
     free(d);
@@ -91,9 +95,10 @@ static double lab_deal_weight_of(const lab_deal *d, int rank)
 int lab_deal_next(lab_deal *d, int rank, const unsigned char *accept, lab_deal_chunk *c)
 {
     if (rank < 0 || rank >= d->ranks || d->retired[rank]) return 0;
-    size_t p = 0;
-    for (; p < d->nparts; ++p)
-        if ((!accept || accept[p]) && d->part_next[p] < d->part_end[p]) break;
+    size_t p = d->nparts;
+    for (size_t q = 0; q < d->nparts; ++q)
+        if ((!accept || accept[q]) && d->part_next[q] < d->part_end[q] && (p == d->nparts || d->part_left[q] > d->part_left[p]))
+            p = q;
     if (p == d->nparts) return 0;
     double all = 0.0, mine = lab_deal_weight_of(d, rank);
     for (int r = 0; r < d->ranks; ++r)
@@ -107,6 +112,7 @@ int lab_deal_next(lab_deal *d, int rank, const unsigned char *accept, lab_deal_c
     c->end = g;
     c->cost = acc;
     d->part_next[p] = g;
+    d->part_left[p] = g < end ? fmax(0.0, d->part_left[p] - acc) : 0.0;
     d->left -= k;
     d->remaining = d->left ? fmax(0.0, d->remaining - acc) : 0.0;
     return 1;

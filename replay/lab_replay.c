@@ -310,10 +310,11 @@ static double lab_replay_cost(const lab_replay_ctx *ctx, const size_t *jobs, siz
  * (made once in the worker); a run per batch made every worker remake them, and 1000 seeds of the GPU incidents took
  * 4.4x the CPU for 0008 (591 s against 135 s) and 66 s on one H200 where 33-34 s was the rule on hosts of that kind
  * (reports/multi-gpu-h200x2). The other parts' groups are dealt into LAB_SCHED_SHARES_PER_WORKER x workers runs, run
- * k holding the k-th slice of every such part, so one process runs its slice of every incident in one CUDA context. The runs are laid out costliest first (lab_sched_order_runs on the incidents' declared
- * costs, lab_sched_case_cost): lab_isolate_run_ranges hands them to workers as they free up, so the long runs
- * start first and the short ones fill in behind, instead of each worker owning a fixed share whatever the others
- * have left. */
+ * k holding the k-th slice of every such part, so one process runs its slice of every incident in one CUDA context. The runs are laid out with the incidents taking
+ * turns, each one's runs costliest first (lab_sched_order_runs on the incidents' declared costs, lab_sched_case_cost,
+ * a part's chunks one kind, the shares another): lab_isolate_run_ranges hands them to workers as they free up, so the
+ * long runs start first, beside other incidents' work, and the short ones fill in behind, instead of each worker
+ * owning a fixed share whatever the others have left. */
 lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_replay_part *parts, size_t np,
                                   int workers, size_t **bounds_out, size_t *nranges)
 {
@@ -324,9 +325,10 @@ lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_re
     unsigned *tlead = malloc((total ? total : 1) * sizeof *tlead);
     lab_seedbatch_plan *sp = calloc(np, sizeof *sp);
     size_t *rs = malloc(cap_r * sizeof *rs), *rl = malloc(cap_r * sizeof *rl), *ri = malloc(cap_r * sizeof *ri);
-    double *rc = malloc(cap_r * sizeof *rc); /* run r: tmp[rs[r] .. + rl[r]), cost rc[r] */
+    double *rc = malloc(cap_r * sizeof *rc); /* run r: tmp[rs[r] .. + rl[r]), cost rc[r], of kind rk[r] */
+    size_t *rk = malloc(cap_r * sizeof *rk);
     size_t *bounds = malloc((cap_r + 1) * sizeof *bounds);
-    lab_status st = tmp && tlead && sp && rs && rl && ri && rc && bounds ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    lab_status st = tmp && tlead && sp && rs && rl && ri && rc && rk && bounds ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
     double fair = st == LAB_OK ? lab_replay_cost(ctx, ctx->order + base, total) / workers : 0.0;
     for (size_t i = 0; i < np && st == LAB_OK; ++i) {
         const lab_replay_opts *o = ctx->opts;
@@ -342,7 +344,7 @@ lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_re
         st = lab_seedbatch_plan_make(ctx->recs, ctx->order, pt->start, pt->end, lab_sched_chunk_seeds(bmax, group, fair, ctx->machine.ngpu), &sp[i]);
         for (size_t c = 0; c < sp[i].n_chunks && st == LAB_OK; ++c) {
             size_t a = sp[i].chunk_start[c], e = sp[i].chunk_start[c + 1];
-            rs[nr] = k, rl[nr] = e - a, rc[nr++] = lab_replay_cost(ctx, sp[i].jobs + a, e - a);
+            rs[nr] = k, rl[nr] = e - a, rk[nr] = i, rc[nr++] = lab_replay_cost(ctx, sp[i].jobs + a, e - a);
             for (size_t j = a; j < e; ++j) {
                 tlead[k] = sp[i].lead[j];
                 tmp[k++] = sp[i].jobs[j];
@@ -363,9 +365,9 @@ lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_re
                 tmp[k++] = ctx->order[j];
             }
         }
-        if (k > from) rs[nr] = from, rl[nr] = k - from, rc[nr++] = lab_replay_cost(ctx, tmp + from, k - from);
+        if (k > from) rs[nr] = from, rl[nr] = k - from, rk[nr] = np, rc[nr++] = lab_replay_cost(ctx, tmp + from, k - from);
     }
-    if (st == LAB_OK) st = lab_sched_order_runs(rc, nr, ri);
+    if (st == LAB_OK) st = lab_sched_order_runs(rc, rk, np + 1, nr, ri);
     if (st == LAB_OK) {
         size_t at = 0;
         for (size_t r = 0; r < nr; ++r) {
@@ -379,7 +381,7 @@ lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_re
         bounds = NULL;
     }
     for (size_t i = 0; sp && i < np; ++i) lab_seedbatch_plan_free(&sp[i]);
-    free(tmp), free(tlead), free(sp), free(rs), free(rl), free(ri), free(rc), free(bounds);
+    free(tmp), free(tlead), free(sp), free(rs), free(rl), free(ri), free(rc), free(rk), free(bounds);
     return st;
 }
 

@@ -91,12 +91,15 @@ double lab_sched_case_cost(const lab_incident *inc, lab_backend b, uint64_t seed
  * its GPU, its nine variants one after another) was the whole replay's wall on four GPUs as on one. */
 unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair, int ngpu);
 
-/* Orders n runs costliest first (ties keep their order): idx[0..n) gets the run indices. Workers take runs in that
- * order as they free up, the longest processing time first. (Tried: the incidents taking turns, each one's runs
- * costliest first, so that the first workers hold different incidents: 1000 seeds of the GPU incidents took 34.3 s on
- * one H200 against 33.2 s, 22.2 s on two against 21.5 s, same host; reports/multi-gpu-h200x2.) LAB_ERR_NOMEM (idx
- * unset). */
-lab_status lab_sched_order_runs(const double *cost, size_t n, size_t *idx);
+/* Orders n runs for a pool whose workers take them in that order as they free up: idx[0..n) gets the run indices. With
+ * kinds (kind[r] < nkinds; the replay's pool: each incident's seed-batch chunks one kind, the runs that mix the
+ * incidents that do not batch another) the kinds take turns, the kind of the costliest run first, each kind's runs
+ * costliest first; kind NULL: costliest first. Ties keep their order. The longest runs still start first, but the
+ * workers that start together hold different incidents: costliest first alone gave the first workers every seed batch
+ * of 0001, 0002 and 0008 at once (GPU-bound; 0001's cases took 4.8 times as long as beside other work) and left the
+ * CPU-bound incidents for the end. 1000 seeds of the GPU incidents on one 2 x H200 host: one GPU 36.4 -> 35.2 s, two
+ * 22.7 -> 20.9 s (reports/multi-gpu-h200x2). LAB_ERR_NOMEM (idx unset). */
+lab_status lab_sched_order_runs(const double *cost, const size_t *kind, size_t nkinds, size_t n, size_t *idx);
 
 /* The GPUs m->gpu[first .. first + count) (as many as m has) as a CUDA_VISIBLE_DEVICES value ("0,1", or UUIDs), into buf
  * ("" for none; cut at len). */

@@ -38,14 +38,19 @@ Test(sched, chunks_are_cut_to_a_fair_share)
     cr_expect_eq(lab_sched_chunk_seeds(64, 0.0, 5.0, 1), 64u, "no cost known: bmax");
 }
 
-/* Runs go costliest first, equal costs in their given order. */
+/* Runs go costliest first, equal costs in their given order; with kinds, the kinds take turns. */
 Test(sched, runs_are_ordered_costliest_first)
 {
     double cost[6] = {1.0, 5.0, 0.5, 5.0, 2.0, 0.0};
     size_t idx[6];
-    cr_assert_eq(lab_sched_order_runs(cost, 6, idx), LAB_OK);
+    cr_assert_eq(lab_sched_order_runs(cost, NULL, 0, 6, idx), LAB_OK);
     size_t want[6] = {1, 3, 4, 0, 2, 5};
     for (int i = 0; i < 6; ++i) cr_expect_eq(idx[i], want[i], "position %d: run %zu, want %zu", i, idx[i], want[i]);
+    /* kinds take turns, the kind of the costliest run first, each kind costliest first: kind 1 holds runs 1, 3 and 5
+     * (5, 5, 0), kind 0 runs 0 and 4 (1, 2), kind 2 run 2 (0.5) */
+    size_t kind[6] = {0, 1, 2, 1, 0, 1}, mixed[6] = {1, 4, 2, 3, 0, 5};
+    cr_assert_eq(lab_sched_order_runs(cost, kind, 3, 6, idx), LAB_OK);
+    for (int i = 0; i < 6; ++i) cr_expect_eq(idx[i], mixed[i], "with kinds, position %d: run %zu, want %zu", i, idx[i], mixed[i]);
 }
 
 static lab_sched_machine host(int ncpu, int ngpu)

@@ -124,20 +124,20 @@ static lab_status wr_group_cpu_make(wr_group *g)
 static lab_status wr_group_cpu_job(void *g) { return wr_group_cpu_make(g); }
 
 /* Starts the group's CPU forward and kernel on this process's background thread (lab_bg), if nothing has made or
- * started them yet: a CUDA seed batch calls it for its cross-check seeds at its first variant, so the fixes that
- * compare with them (the last variants) find them made instead of making them between their GPU launches (at
- * T = 500 that was about 1 s of CPU per seed, with the worker's GPU work waiting). Same result either way.
- * Every batch calls it, and it takes the group's lock, which the background thread holds while it makes the group:
- * so a chunk's second variant waits until the background thread has made every cross-check seed (67 seeds at T = 500:
- * 8.5 s). Measured on 2 x H200 with a trylock instead (never waiting): 201 seeds alone on one worker 26.5 s -> 13.4 s,
- * but 1000 seeds of the GPU incidents 33.0 -> 39.4 s and 32.8 -> 36.4 s on one GPU, 21.7 -> 22.9 s and 21.5 -> 22.7 s
- * on two (two hosts, each pair on one): the waiting 0008 workers leave the GPU to the other incidents' seed batches;
- * without the wait 0008's long launches made 0001's cases take 4.8 times as long (reports/multi-gpu-h200x2). So it
- * waits. */
+ * started them yet: a CUDA seed batch calls it for its cross-check seeds, so the fixes that compare with them (the last
+ * variants) find them made instead of making them between their GPU launches (at T = 500 that was about 1 s of CPU per
+ * seed, with the worker's GPU work waiting). Same result either way. Never waits: a group whose lock is held is being
+ * made (wr_group_cpu_make holds it throughout) or collected, so there is nothing to start. It waited, and every batch
+ * calls it, so a chunk's second variant waited until the background thread had made every cross-check seed: 201 seeds
+ * on one worker took 26.5 s, 13.4 s without (2 x H200). With the pool's incidents taking turns (lab_sched_order_runs),
+ * 1000 seeds of the GPU incidents on one 2 x H200 host: under `--mpi` with a GPU a rank 69.0 s -> 25.1 s (the rank
+ * dealt most of 0008 ran its chunks' waits one after another), the plain replay on two GPUs 21.5 s -> 20.9-22.0 s, but
+ * on one GPU 32.8-33.2 s -> 35.2-35.3 s: the waiting had left the GPU to the other incidents' seed batches
+ * (reports/multi-gpu-h200x2). */
 static void wr_cpu_ahead(const wr_group *cg)
 {
     wr_group *g = (wr_group *)cg; /* the memo only (see wr_group) */
-    pthread_mutex_lock(&g->lock);
+    if (pthread_mutex_trylock(&g->lock) != 0) return;
     if (!g->cpu_tried && !g->cpu_job) g->cpu_job = lab_bg_start(wr_group_cpu_job, g);
     pthread_mutex_unlock(&g->lock);
 }

@@ -97,7 +97,8 @@ int lab_deal_next(lab_deal *d, int rank, const unsigned char *accept, lab_deal_c
     if (rank < 0 || rank >= d->ranks || d->retired[rank]) return 0;
     size_t p = d->nparts;
     for (size_t q = 0; q < d->nparts; ++q)
-        if ((!accept || accept[q]) && d->part_next[q] < d->part_end[q] && (p == d->nparts || d->part_left[q] > d->part_left[p]))
+        if ((!accept || accept[q]) && d->part_next[q] < d->part_end[q] &&
+            (p == d->nparts || d->part_left[q] > d->part_left[p]))
             p = q;
     if (p == d->nparts) return 0;
     double all = 0.0, mine = lab_deal_weight_of(d, rank);

@@ -1,5 +1,6 @@
 /* test_deal: the dealer of seed groups to `--mpi` ranks (replay/lab_deal.c) alone: every group dealt once, in order per
- * incident, the incident with the most cost left first, chunks that shrink, a slow requester that gets fewer of them and finishes near the fast one. */
+ * incident, the incident with the most cost left first, chunks that shrink, a slow requester that gets fewer of them
+ * and finishes near the fast one. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>

@@ -193,6 +193,24 @@ static inline int lab_test_sh(const char *cmd, char **out)
     return lab_test_sh_deadline(cmd, LAB_TEST_SH_DEADLINE_S, out);
 }
 
+/* A test's own folder: a fresh /tmp/lab-test-NAME-XXXXXX into dir (len bytes, at least 64); the test fails when none
+ * can be made. */
+static inline void lab_test_tmpdir(char *dir, size_t len, const char *name)
+{
+    snprintf(dir, len, "/tmp/lab-test-%s-XXXXXX", name);
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s: %s", dir, strerror(errno));
+}
+
+/* Removes dir and everything below it (rm -rf under lab_test_sh's deadline); the test fails when it cannot. */
+static inline void lab_test_rmtree(const char *dir)
+{
+    char cmd[4200], *o = NULL;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    int rc = lab_test_sh(cmd, &o);
+    cr_expect_eq(rc, 0, "could not remove %s: %s", dir, o ? o : "");
+    free(o);
+}
+
 /* Runs the lab under test (lab_test_bin(), by its absolute path) with args (shell words), after the
  * variable assignments in env (NULL: none), through lab_test_sh: its exit status, and its stdout and stderr
  * in *out (malloc'ed). Fails the test when the binary is not built. */

@@ -35,9 +35,7 @@ static void mk(void)
 
 static void rm(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd) != 0) cr_log_warn("could not remove %s", root);
+    lab_test_rmtree(root);
 }
 
 /* A variant as a report lists it. */

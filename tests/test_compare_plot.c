@@ -18,15 +18,12 @@ static char tmp[64];
 
 static void mk(void)
 {
-    snprintf(tmp, sizeof tmp, "/tmp/lab-cplot-XXXXXX");
-    cr_assert(mkdtemp(tmp));
+    lab_test_tmpdir(tmp, sizeof tmp, "cplot");
 }
 
 static void rm(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0) cr_log_warn("could not remove %s", tmp);
+    lab_test_rmtree(tmp);
 }
 
 static int lab(const char *args, char **out) { return lab_test_lab(NULL, args, out); }

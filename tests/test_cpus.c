@@ -10,20 +10,18 @@
 #include <unistd.h>
 
 #include "lab_cpus.h"
+#include "tests/lab_test_sh.h"
 
 static char root[64];
 
 static void mk(void)
 {
-    snprintf(root, sizeof root, "/tmp/lab-cpus-XXXXXX");
-    cr_assert(mkdtemp(root));
+    lab_test_tmpdir(root, sizeof root, "cpus");
 }
 
 static void rm(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
-    cr_expect_eq(system(cmd), 0);
+    lab_test_rmtree(root);
 }
 
 static void put(const char *rel, const char *text)

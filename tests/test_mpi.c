@@ -193,13 +193,10 @@ static char *read_junit_untimed(const char *dir)
     return text;
 }
 
-/* rm -rf a temporary directory of a test. */
+/* Removes a temporary directory of a test and frees its name. */
 static void rmrf(char *dir)
 {
-    char cmd[4200], *o;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    lab_test_sh(cmd, &o);
-    free(o);
+    lab_test_rmtree(dir);
     free(dir);
 }
 

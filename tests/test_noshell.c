@@ -15,15 +15,11 @@
 static char dir[64];
 static void mk(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/lab-test-noshell-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    lab_test_tmpdir(dir, sizeof dir, "noshell");
 }
 static void rm(void)
 {
-    char cmd[128], *o;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    lab_test_sh(cmd, &o);
-    free(o);
+    lab_test_rmtree(dir);
 }
 
 /* A stand-in compute-sanitizer on PATH: writes its arguments NUL-separated to $FAKE_ARGS and answers as the

@@ -20,15 +20,12 @@ static char tmp[64];
 
 static void mk(void)
 {
-    snprintf(tmp, sizeof tmp, "/tmp/lab-plot-XXXXXX");
-    cr_assert(mkdtemp(tmp));
+    lab_test_tmpdir(tmp, sizeof tmp, "plot");
 }
 
 static void rm(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0) cr_log_warn("could not remove %s", tmp);
+    lab_test_rmtree(tmp);
 }
 
 static char *slurp(const char *dir, const char *name)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "lab_fs.h"
+#include "tests/lab_test_sh.h"
 #include "lab_gnuplot.h"
 #include "lab_plot.h"
 #include "lab_replay.h"
@@ -88,15 +89,12 @@ static char outdir[64];
 
 static void mkout(void)
 {
-    snprintf(outdir, sizeof outdir, "/tmp/lab-replay-XXXXXX");
-    cr_assert(mkdtemp(outdir));
+    lab_test_tmpdir(outdir, sizeof outdir, "replay");
 }
 
 static void rmout(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", outdir);
-    if (system(cmd) != 0) cr_log_warn("could not remove %s", outdir);
+    lab_test_rmtree(outdir);
 }
 
 static cJSON *read_json(const char *name)

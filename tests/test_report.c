@@ -29,15 +29,12 @@ static char dir[64];
 
 static void mkdir_tmp(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/lab-report-XXXXXX");
-    cr_assert(mkdtemp(dir));
+    lab_test_tmpdir(dir, sizeof dir, "report");
 }
 
 static void rm_tmp(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) cr_log_warn("could not remove %s", dir);
+    lab_test_rmtree(dir);
 }
 
 static void write_file(const char *name, const char *text)

@@ -24,15 +24,11 @@
 static char dir[64];
 static void mk(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/lab-test-stream-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    lab_test_tmpdir(dir, sizeof dir, "stream");
 }
 static void rm(void)
 {
-    char cmd[128], *o;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    lab_test_sh(cmd, &o);
-    free(o);
+    lab_test_rmtree(dir);
     unsetenv("LAB_SAMPLE_AT");
 }
 

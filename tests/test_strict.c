@@ -16,15 +16,11 @@
 static char dir[64];
 static void mk(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/lab-test-strict-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    lab_test_tmpdir(dir, sizeof dir, "strict");
 }
 static void rm(void)
 {
-    char cmd[128], *o;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    lab_test_sh(cmd, &o);
-    free(o);
+    lab_test_rmtree(dir);
 }
 
 static int lab(const char *env, const char *args, char **out) { return lab_test_lab(env, args, out); }

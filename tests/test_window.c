@@ -18,15 +18,11 @@
 static char dir[64];
 static void mk(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/lab-test-win-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    lab_test_tmpdir(dir, sizeof dir, "win");
 }
 static void rm(void)
 {
-    char cmd[160], *o;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'/*.new-*", dir, dir);
-    lab_test_sh(cmd, &o);
-    free(o);
+    lab_test_rmtree(dir);
 }
 
 /* Starts `lab replay ARGS --out DIR/OUT` with $LAB_REPLAY_WINDOW = window (0: unset), log in DIR/OUT.log. */

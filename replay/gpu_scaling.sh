@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # replay/gpu_scaling.sh: on a multi-GPU host, the same CUDA replay on 1, 2, 4 ... GPUs (CUDA_VISIBLE_DEVICES = the
-# first k), each with default -j and every GPU's utilisation sampled every 0.5 s; prints wall, cases/s, speed-up over
+# first k), each with default -j and every GPU's utilisation sampled every 0.5 s; prints wall (the command's, start-up
+# included, as mpi_scaling.sh times mpirun; the replay's own clock, which starts after the probes, beside it), cases/s, speed-up over
 # one GPU, per-GPU mean utilisation, and whether every run's results equal the one-GPU run's case by case
 # (replay/mpi_scaling_report.py: matched by key; outcome, detail, metrics; not what a run measures). Results and
 # samples go to OUTDIR/gK.
@@ -43,7 +44,7 @@ import json, sys
 d, k, rc, start, end, first, t1, um = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), sys.argv[6], sys.argv[7], sys.argv[8]
 try:
     s = json.load(open(d + "/summary.json"))
-    wall = s.get("wall_s", end - start)
+    wall, own = end - start, s.get("wall_s", 0.0)
     n = sum(1 for _ in open(d + "/results.jsonl"))
 except (OSError, ValueError):
     print("%d GPU: no result set (exit %s)" % (k, rc)); sys.exit()
@@ -54,15 +55,15 @@ sys.path.insert(0, "replay")
 import mpi_scaling_report as msr
 same = msr.compare(first, d).splitlines()[0].rstrip(":") if first else "first"
 sp = float(t1) / wall if t1 else 1.0
-print("%d GPU%s  exit %s  %s  wall %.1f s  %d cases  %.0f cases/s  speed-up %.2fx  util %s  results %s" %
-      (k, "" if k == 1 else "s", rc, "OK" if s.get("ok") else "NOT OK", wall, n, n / wall, sp, um, same))
+print("%d GPU%s  exit %s  %s  wall %.1f s (replay %.1f s)  %d cases  %.0f cases/s  speed-up %.2fx  util %s  results %s" %
+      (k, "" if k == 1 else "s", rc, "OK" if s.get("ok") else "NOT OK", wall, own, n, n / wall, sp, um, same))
 PY
 )
     echo "$row"
     rows+=("$row")
     if [ -z "$first" ] && [ -f "$dir/summary.json" ]; then
         first=$dir
-        t1=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" "$dir/summary.json")
+        t1=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$end")
     fi
     grep -E "^scheduler|^cuda:|rerunning|NOT OK|: OK|ERROR|REGRESSED" "$dir.log" | head -n 12
 done

@@ -67,6 +67,9 @@ def replay_argv(args):
     return [args.lab, args.lab_command, "--mpi", "--out", args.out] + extra
 
 
+HWLOC_GPU_PLUGINS_OFF = "-gl,-cuda,-nvml,-opencl,-rsmi"
+
+
 def mpirun_argv(args):
     """mpirun with --enable-recovery, so that rank 0 outlives a rank that dies and still writes the report; with a host
     file, --ranks-per-node ranks a host (default 1: one rank drives all of its host's GPUs); never bound to a core
@@ -135,6 +138,8 @@ def cmd_launch(args, runner):
         if args.hostfile and not runner.dry_run and not os.path.exists(args.hostfile):
             raise UsageError("--hostfile %s: no such file" % args.hostfile)
         argv = mpirun_argv(args)
+        # hwloc's GPU plugins: most of mpirun's own start on a GPU host (docs/scale-out.md); a value set stays
+        os.environ.setdefault("HWLOC_COMPONENTS", HWLOC_GPU_PLUGINS_OFF)
         try:
             proc = runner.run(argv)
         except FileNotFoundError:

@@ -167,6 +167,11 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     *n_recs = 0;
     int inited = 0;
     MPI_Initialized(&inited);
+    /* hwloc's GPU plugins make every MPI process scan the GPUs for its topology, and no rank binds by it (lab_sched
+     * sizes from the CPUs it may use): off unless the user set them. On 4 x H200 they were most of mpirun's start (`mpirun
+     * -np 4 true` 1.20 s with them, 0.07 s without); the same setting for mpirun itself is the launcher's (mpi_scaling.sh,
+     * lab_fleet.py, docs/scale-out.md). */
+    if (!inited) setenv("HWLOC_COMPONENTS", "-gl,-cuda,-nvml,-opencl,-rsmi", 0);
     if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS) return lab_err_set(LAB_ERR_IO, "--mpi: MPI_Init failed");
     lab_mpi_die_with_launcher();
     lab_mpi_catch_cont();

@@ -14,6 +14,7 @@
 static lab_status lab_mps_replay_probe_job(void *ctx, size_t job, lab_case_result *r)
 {
     char why[200];
+    lab_sched_one_queue(); /* as the workers' contexts will be */
     if (ctx) lab_mps_client((const lab_mps *)ctx, (int)job); /* GPU job's daemon */
     if (lab_cuda_ready(why, sizeof why) == LAB_OK) lab_result_verdict(r, 1, "CUDA device ready");
     else lab_result_skip(r, "%s", why);

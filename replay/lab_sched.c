@@ -172,6 +172,12 @@ void lab_sched_bind(const lab_sched_machine *m, const lab_sched_plan *p, int slo
     lab_sched_visible(m, first, p->gpus_per_worker, val, sizeof val);
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0); /* the driver's listing is in PCI order */
     setenv("CUDA_VISIBLE_DEVICES", val, 1);
+    if (p->gpus_per_worker == 1) lab_sched_one_queue();
+}
+
+void lab_sched_one_queue(void)
+{
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 0); /* 0: a count the user set stays */
 }
 
 int lab_sched_host_share(lab_sched_machine *m, int rank, int size)

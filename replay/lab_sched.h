@@ -114,9 +114,19 @@ void lab_sched_visible(const lab_sched_machine *m, int first, int count, char *b
 int lab_sched_host_share(lab_sched_machine *m, int rank, int size);
 
 /* In a worker process, before any CUDA call: makes the worker's GPUs the only visible ones
- * (CUDA_VISIBLE_DEVICES), worker `slot` of the plan (lab_isolate_worker_slot()). Does nothing on the CPU
- * backend or when the plan binds no GPU. */
+ * (CUDA_VISIBLE_DEVICES), worker `slot` of the plan (lab_isolate_worker_slot()), and a worker of one GPU a context of
+ * one work queue (lab_sched_one_queue). Does nothing on the CPU backend or when the plan binds no GPU. */
 void lab_sched_bind(const lab_sched_machine *m, const lab_sched_plan *p, int slot);
+
+/* In a process that has made no CUDA call yet: its context will have one hardware work queue
+ * (CUDA_DEVICE_MAX_CONNECTIONS=1, the driver's default is 8), unless the environment already sets the count.
+ * Why: the driver makes contexts one at a time across the whole host, and a replay makes one a worker (64 on a host of
+ * 4 GPUs and 64 cores); with one queue a context is made in half the time: 64 of them on 4 x H200 under MPS, four at a
+ * time, 20.6 s -> 9.0 s, 16 on one GPU 5.4 s -> 2.7 s (replay/cuda_start_probe, reports/multi-gpu-h200x4). A case
+ * issues its GPU work in order on one stream at a time, so one queue takes no concurrency from it; the work of the
+ * workers on one GPU still runs side by side (each worker is a process of its own, an MPS client). Multi-GPU cases
+ * (NCCL, their own streams) keep the default. */
+void lab_sched_one_queue(void);
 
 #ifdef __cplusplus
 }

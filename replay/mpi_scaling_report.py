@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """mpi_scaling_report.py: one run of replay/mpi_scaling.sh against the first: prints whether its results.jsonl equals
 the first run's case by case (what a run measures set aside: the per-run fields, metrics named *_s and orphans_found,
-times in a detail line), then one line with each rank's chunks, cases and run time from summary.json's "ranks" and the
+times in a detail line; the replay command is compared without its program, so two builds compare), then one line with each rank's chunks, cases and run time from summary.json's "ranks" and the
 spread between the first and the last rank to finish. Python standard library only.
 
 Usage: replay/mpi_scaling_report.py FIRST_DIR RUN_DIR
@@ -27,6 +27,8 @@ def load(d):
         for k in [k for k in m if k.endswith("_s") or k.startswith("ms_") or k in MEASURED]:
             del m[k]
         r["detail"] = TIME.sub("<time>", r.get("detail", ""))
+        # the replay command without its program, so that two builds of the lab (A/B on one host) compare
+        r["replay"] = r.get("replay", "").partition(" ")[2]
     return rows
 
 

@@ -223,20 +223,13 @@ void lab_device_machine(lab_sched_machine *m)
     snprintf(m->source, sizeof m->source, "CUDA_VISIBLE_DEVICES='%.64s'", vis);
 }
 
-/* In the probe's child: device 0 the only visible one (the first entry of CUDA_VISIBLE_DEVICES, or index 0 of the
- * driver's order when it is unset), with one work queue (lab_sched_one_queue). The probe reads device 0 alone; making
- * the driver set up every GPU cost 1.34 s on a host of 4 H200s against 0.44 s for one; the other GPUs are checked by
- * their MPS daemons' probes (lab_mps_replay.h) or their workers' cases (a GPU that fails there is ERROR). */
-static void lab_device_probe_env(void)
+int lab_device_probe_visible(const char *vis, char *buf, size_t len)
 {
-    lab_sched_one_queue();
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
     const char *comma = vis ? strchr(vis, ',') : NULL;
-    char first[256];
-    if (!vis) snprintf(first, sizeof first, "0");
-    else if (comma) snprintf(first, sizeof first, "%.*s", (int)(comma - vis), vis);
-    else return;
-    setenv("CUDA_VISIBLE_DEVICES", first, 1);
+    if (!vis) snprintf(buf, len, "0");
+    else if (comma) snprintf(buf, len, "%.*s", (int)(comma - vis), vis);
+    else return 0;
+    return 1;
 }
 
 /* Runs in a child process: whether a CUDA context can be made (PASS, or SKIP saying why not; an error status: a GPU
@@ -246,7 +239,10 @@ static lab_status lab_device_gpu_job(void *ctx, size_t job, lab_case_result *r)
     (void)ctx;
     (void)job;
 #ifdef LAB_HAVE_CUDA
-    lab_device_probe_env();
+    char first[256];
+    if (lab_device_probe_visible(getenv("CUDA_VISIBLE_DEVICES"), first, sizeof first))
+        setenv("CUDA_VISIBLE_DEVICES", first, 1);
+    lab_sched_one_queue();
     char why[200];
     lab_status st = lab_cuda_ready(why, sizeof why);
     if (st == LAB_ERR_UNSUPPORTED) {

@@ -33,6 +33,13 @@ void lab_device_machine(lab_sched_machine *m);
  * auto` and `--backend cuda` decide on. */
 lab_status lab_device_usable(char *why, size_t len);
 
+/* The CUDA_VISIBLE_DEVICES value of that probe's child, from this process's value vis (NULL: unset), into buf: device 0
+ * alone, the only one the probe reads (the first entry of a list, "0" when unset). Making the driver set up every GPU
+ * cost 1.34 s on a host of 4 H200s against 0.44 s for one; the other GPUs are checked by their MPS daemons' probes
+ * (lab_mps_replay.h) or their workers' cases (a GPU that fails there is ERROR). 1 when buf is the value to set, 0 when
+ * vis stays as it is (one entry, or "": no device). */
+int lab_device_probe_visible(const char *vis, char *buf, size_t len);
+
 /* This machine as a JSON object: "backend", "host" (CPU model, logical CPUs, CPUs usable by this process as the
  * scheduler counts them, memory, kernel from /proc and uname; unknown facts are null) and, when backend is cuda,
  * "gpu": name, compute capability, multiprocessors, memory, driver and runtime versions from the CUDA check (device

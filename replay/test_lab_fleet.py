@@ -46,6 +46,20 @@ class Launch(unittest.TestCase):
                                       "-np 4 -x LAB_ROOT=/lab build/lab replay --mpi --out runs/h200 --seeds 64 "
                                       "--backend cuda")
 
+    def test_mpirun_leaves_hwloc_gpu_plugins_off_unless_set(self):
+        saved = os.environ.pop("HWLOC_COMPONENTS", None)
+        try:
+            argv = ["--dry-run", "launch", "--launcher", "mpirun", "--np", "2", "--out", "r"]
+            self.assertEqual(run(argv)[0], 0)
+            self.assertEqual(os.environ.get("HWLOC_COMPONENTS"), "-gl,-cuda,-nvml,-opencl,-rsmi")
+            os.environ["HWLOC_COMPONENTS"] = "-nvml"
+            self.assertEqual(run(argv)[0], 0)
+            self.assertEqual(os.environ.get("HWLOC_COMPONENTS"), "-nvml", "a value the user set stays")
+        finally:
+            os.environ.pop("HWLOC_COMPONENTS", None)
+            if saved is not None:
+                os.environ["HWLOC_COMPONENTS"] = saved
+
     def test_mpirun_ranks_per_node_and_bad_count(self):
         st, out, _ = run(["--dry-run", "launch", "--launcher", "mpirun", "--hostfile", "hosts", "--ranks-per-node", "2",
                           "--out", "r"])

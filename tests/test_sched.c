@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lab_device.h"
 #include "lab_sched.h"
 
 static double cost_by_seed(uint64_t seed) { return seed == 7 ? -1.0 : seed == 8 ? NAN : 0.25 * (double)seed; }
@@ -164,4 +165,44 @@ Test(sched, long_lived_jobs_get_shares_and_gpus_all_takes_the_host)
     cr_expect(p.workers == 2 && p.gpus_per_worker == 2 && p.exclusive && p.batch == 50 * 4, "%s", p.why);
     p = lab_sched_plan_incident(&four, &all, LAB_BACKEND_CUDA, 100, 4, 0);
     cr_expect(p.workers == 1 && p.gpus_per_worker == 4 && p.exclusive && p.batch == 100 * 4, "%s", p.why);
+}
+
+/* A worker of one GPU makes its context with one hardware work queue (lab_sched_one_queue: the driver makes contexts
+ * one at a time across the host, and one queue halves each); a count the user set stays; a worker of several GPUs
+ * (NCCL, streams of its own) keeps the driver's default; the CPU backend binds nothing. */
+Test(sched, a_one_gpu_worker_gets_one_work_queue)
+{
+    lab_sched_machine m = host(64, 4);
+    lab_sched_plan one = {.workers = 64, .gpus_per_worker = 1}, two = {.workers = 2, .gpus_per_worker = 2, .exclusive = 1},
+                   cpu = {.workers = 64};
+    unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    lab_sched_bind(&m, &cpu, 5);
+    cr_expect_null(getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "the CPU backend");
+    lab_sched_bind(&m, &two, 1);
+    cr_expect_str_eq(getenv("CUDA_VISIBLE_DEVICES"), "2,3");
+    cr_expect_null(getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "a worker of two GPUs keeps the default");
+    lab_sched_bind(&m, &one, 6);
+    cr_expect_str_eq(getenv("CUDA_VISIBLE_DEVICES"), "2");
+    cr_expect_str_eq(getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "1");
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "4", 1);
+    lab_sched_bind(&m, &one, 7);
+    cr_expect_str_eq(getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "4", "the user's count stays");
+    unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+}
+
+/* The device probe's child sees device 0 alone, the one it reads: the first entry of a list, index 0 when nothing is
+ * set; a single entry, or an empty list (no device), stays as it is. */
+Test(sched, the_device_probe_sees_device_0_alone)
+{
+    char buf[64] = "";
+    cr_expect_eq(lab_device_probe_visible(NULL, buf, sizeof buf), 1);
+    cr_expect_str_eq(buf, "0");
+    cr_expect_eq(lab_device_probe_visible("2,3", buf, sizeof buf), 1);
+    cr_expect_str_eq(buf, "2");
+    cr_expect_eq(lab_device_probe_visible("GPU-aaaa-1,GPU-bbbb-2", buf, sizeof buf), 1);
+    cr_expect_str_eq(buf, "GPU-aaaa-1");
+    snprintf(buf, sizeof buf, "untouched");
+    cr_expect_eq(lab_device_probe_visible("3", buf, sizeof buf), 0);
+    cr_expect_eq(lab_device_probe_visible("", buf, sizeof buf), 0);
+    cr_expect_str_eq(buf, "untouched");
 }

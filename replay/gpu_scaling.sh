@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # replay/gpu_scaling.sh: on a multi-GPU host, the same CUDA replay on 1, 2, 4 ... GPUs (CUDA_VISIBLE_DEVICES = the
 # first k), each with default -j and every GPU's utilisation sampled every 0.5 s; prints wall (the command's, start-up
-# included, as mpi_scaling.sh times mpirun; the replay's own clock, which starts after the probes, beside it), cases/s, speed-up over
-# one GPU, per-GPU mean utilisation, and whether every run's results equal the one-GPU run's case by case
+# included, as mpi_scaling.sh times mpirun; beside it the replay's own clock, which starts after the probes), cases/s,
+# speed-up over one GPU, per-GPU mean utilisation, and whether every run's results equal the one-GPU run's case by case
 # (replay/mpi_scaling_report.py: matched by key; outcome, detail, metrics; not what a run measures). Results and
 # samples go to OUTDIR/gK.
 # Usage: replay/gpu_scaling.sh [--gpus "1 2 4"] [--out DIR] [-- lab replay args...]

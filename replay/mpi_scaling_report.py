@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """mpi_scaling_report.py: one run of replay/mpi_scaling.sh against the first: prints whether its results.jsonl equals
 the first run's case by case (what a run measures set aside: the per-run fields, metrics named *_s and orphans_found,
-times in a detail line; the replay command is compared without its program, so two builds compare), then one line with each rank's chunks, cases and run time from summary.json's "ranks" and the
-spread between the first and the last rank to finish. Python standard library only.
+times in a detail line; the replay command is compared without its program, so two builds compare), then one line with
+each rank's chunks, cases and run time from summary.json's "ranks" and the spread between the first and the last rank
+to finish. Python standard library only.
 
 Usage: replay/mpi_scaling_report.py FIRST_DIR RUN_DIR
 """

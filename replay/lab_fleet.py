@@ -46,14 +46,14 @@ class Runner:
     def show(self, argv):
         print("+ " + quote(argv))
 
-    def run(self, argv, capture=False):
-        """Runs argv (printing it first); returns a CompletedProcess, or None in dry-run mode.
-        A missing program raises FileNotFoundError."""
+    def run(self, argv, capture=False, env=None):
+        """Runs argv (printing it first) with this process's environment plus env (a dict, or None); returns a
+        CompletedProcess, or None in dry-run mode. A missing program raises FileNotFoundError."""
         self.show(argv)
         if self.dry_run:
             return None
         sys.stdout.flush()
-        return subprocess.run(argv, text=True, capture_output=capture)
+        return subprocess.run(argv, text=True, capture_output=capture, env=dict(os.environ, **env) if env else None)
 
 
 # ---------------------------------------------------------------------------------------------- launch
@@ -68,6 +68,12 @@ def replay_argv(args):
 
 
 HWLOC_GPU_PLUGINS_OFF = "-gl,-cuda,-nvml,-opencl,-rsmi"
+
+
+def mpirun_env(environ):
+    """What mpirun's environment gets beside the caller's: hwloc's GPU plugins off (most of mpirun's own start on a
+    GPU host, docs/scale-out.md), unless the caller set HWLOC_COMPONENTS."""
+    return {} if "HWLOC_COMPONENTS" in environ else {"HWLOC_COMPONENTS": HWLOC_GPU_PLUGINS_OFF}
 
 
 def mpirun_argv(args):
@@ -138,10 +144,8 @@ def cmd_launch(args, runner):
         if args.hostfile and not runner.dry_run and not os.path.exists(args.hostfile):
             raise UsageError("--hostfile %s: no such file" % args.hostfile)
         argv = mpirun_argv(args)
-        # hwloc's GPU plugins: most of mpirun's own start on a GPU host (docs/scale-out.md); a value set stays
-        os.environ.setdefault("HWLOC_COMPONENTS", HWLOC_GPU_PLUGINS_OFF)
         try:
-            proc = runner.run(argv)
+            proc = runner.run(argv, env=mpirun_env(os.environ))
         except FileNotFoundError:
             raise UsageError("mpirun not found: install Open MPI (mk/deps.sh) or use --launcher slurm")
         if proc is None:

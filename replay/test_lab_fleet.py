@@ -47,16 +47,21 @@ class Launch(unittest.TestCase):
                                       "--backend cuda")
 
     def test_mpirun_leaves_hwloc_gpu_plugins_off_unless_set(self):
+        self.assertEqual(lab_fleet.mpirun_env({"PATH": "/bin"}), {"HWLOC_COMPONENTS": "-gl,-cuda,-nvml,-opencl,-rsmi"})
+        self.assertEqual(lab_fleet.mpirun_env({"HWLOC_COMPONENTS": "-nvml"}), {}, "a value the caller set stays")
+
+        class Recorder(lab_fleet.Runner):
+            def run(self, argv, capture=False, env=None):
+                self.got = (argv[0], env)
+
+        rec = Recorder(False)
         saved = os.environ.pop("HWLOC_COMPONENTS", None)
         try:
-            argv = ["--dry-run", "launch", "--launcher", "mpirun", "--np", "2", "--out", "r"]
-            self.assertEqual(run(argv)[0], 0)
-            self.assertEqual(os.environ.get("HWLOC_COMPONENTS"), "-gl,-cuda,-nvml,-opencl,-rsmi")
-            os.environ["HWLOC_COMPONENTS"] = "-nvml"
-            self.assertEqual(run(argv)[0], 0)
-            self.assertEqual(os.environ.get("HWLOC_COMPONENTS"), "-nvml", "a value the user set stays")
+            args = lab_fleet.parser().parse_args(["launch", "--launcher", "mpirun", "--np", "2", "--out", "r"])
+            self.assertEqual(lab_fleet.cmd_launch(args, rec), 0)  # the recorder runs nothing: no report to judge
+            self.assertEqual(rec.got, ("mpirun", {"HWLOC_COMPONENTS": "-gl,-cuda,-nvml,-opencl,-rsmi"}))
+            self.assertNotIn("HWLOC_COMPONENTS", os.environ, "the caller's own environment is left alone")
         finally:
-            os.environ.pop("HWLOC_COMPONENTS", None)
             if saved is not None:
                 os.environ["HWLOC_COMPONENTS"] = saved
 

@@ -104,6 +104,10 @@ int dsh_serve(dsh_xport *x, dsh_ctrl *ctrl, int jrank, int jworld);
  * carries a whole accumulation cycle), cols 512, 1024 or 2048. */
 void dsh_shape(int variant, int g, uint64_t seed, uint64_t xid, long long shape[2]);
 
+/* The largest shape dsh_shape draws for any case (G is at most 4): what a transport sizes its buffers for once. */
+#define DSH_ROWS_MAX (16 * 4)
+#define DSH_COLS_MAX 2048
+
 #ifdef __cplusplus
 }
 #endif

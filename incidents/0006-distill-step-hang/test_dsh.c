@@ -255,6 +255,27 @@ static void assert_trace_has_every_rank(const char *variant, const char *backend
                   path, r, named[r], colls[r], first_bcast[r]);
 }
 
+/* No case draws a shape beyond DSH_ROWS_MAX x DSH_COLS_MAX (the NCCL job sizes its staging by them once), and the fix
+ * with G = 4 reaches both. */
+Test(dsh_job, shapes_stay_within_the_declared_largest)
+{
+    int reached = 0;
+    for (uint64_t seed = 1; seed <= 2000; ++seed)
+        for (int v = 0; v < 4; ++v) {
+            static const int variants[4] = {DSH_VAR_FIX, DSH_VAR_BUG, DSH_VAR_OLD_G1, DSH_VAR_LOGGED};
+            dsh_params p;
+            dsh_params_from_seed(seed, variants[v], &p);
+            for (int step = 0; step <= p.steps; ++step) {
+                long long shape[2];
+                dsh_shape(p.variant, dsh_g_at(p.variant, p.g, step), seed, (uint64_t)step, shape);
+                cr_assert(shape[0] >= 1 && shape[0] <= DSH_ROWS_MAX && shape[1] >= 1 && shape[1] <= DSH_COLS_MAX,
+                          "seed %llu variant %d: %lld x %lld", (unsigned long long)seed, variants[v], shape[0], shape[1]);
+                reached |= shape[0] == DSH_ROWS_MAX && shape[1] == DSH_COLS_MAX;
+            }
+        }
+    cr_expect(reached, "the largest shape is drawn");
+}
+
 Test(dsh_job, params_cover_the_ranges)
 {
     int seen_n[5] = {0}, seen_g[5] = {0}, seen_s[7] = {0};

@@ -6,7 +6,10 @@
  *
  * Communicators live in slots, each with its own stream and staging buffers (an aborted communicator's stream
  * may still run the copies queued behind its hung collective, so nothing of it is reused until that stream has
- * drained). With DSH_NCCL_SPARES=n (default DN_SPARES_DEFAULT) a helper thread keeps n spare communicators made
+ * drained). Every slot's stream and staging, sized for the largest exchange of any seed, is made before the first
+ * communicator: a cudaFree or cudaMalloc while a seed runs waits for the whole device, the spares' connecting
+ * collectives included, and those need every rank, one of which may be waiting the same way (a fix seed on 4 x
+ * H200 was judged a stall so: reports/multi-gpu-h200x4). With DSH_NCCL_SPARES=n (default DN_SPARES_DEFAULT) a helper thread keeps n spare communicators made
  * and connected ahead (a broadcast and a send/recv each way between the distiller and every trainer, so the
  * seed's first collectives pay no connection set-up), and every retired one is aborted on a thread of its own:
  * a seed after a hung one starts on a spare at once. DSH_NCCL_SPARES=0: abort and a new communicator inline, at
@@ -104,7 +107,8 @@ static int dn_ok_nccl(dn_nccl *n, ncclResult_t e, const char *what)
 static int dn_ok(dn_nccl *n, cudaError_t e, const char *what) { return dn_ok_cuda(n, e, what); }
 static int dn_ok(dn_nccl *n, ncclResult_t e, const char *what) { return dn_ok_nccl(n, e, what); }
 
-/* Device and pinned host staging of a slot, at least `bytes` each (grown only while its stream is idle). */
+/* Device and pinned host staging of a slot, at least `bytes` each: made once by dn_slots; grown here only for an
+ * exchange beyond the largest of dsh_shape (none: test_dsh holds it to DSH_ROWS_MAX x DSH_COLS_MAX). */
 static int dn_stage(dn_slot *s, size_t bytes)
 {
     if (bytes > s->dcap) {
@@ -122,16 +126,28 @@ static int dn_stage(dn_slot *s, size_t bytes)
     return 0;
 }
 
+/* Every slot's stream and staging for the largest exchange of any seed (the distiller's gather from every trainer),
+ * before the first communicator and the helper: nothing allocates while a seed runs. */
+static int dn_slots(dn_nccl *n)
+{
+    size_t most = (size_t)(n->world - 1) * DSH_ROWS_MAX * DSH_COLS_MAX * sizeof(int32_t) + 16;
+    for (int i = 0; i < DN_SLOTS; ++i) {
+        dn_slot *s = &n->slot[i];
+        DN_TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+        if (dn_stage(s, most)) {
+            fprintf(stderr, "distill_nccl: rank %d: no memory for a communicator's staging (%zu bytes)\n", n->rank,
+                    most);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Makes slot s's communicator over every rank (collective: every rank makes its slots in the same order), and with
  * connect, runs one broadcast and a send/recv each way between the distiller and every trainer on it. */
 static int dn_make(dn_nccl *n, dn_slot *s, int connect)
 {
     double t0 = dn_now();
-    if (!s->stream) DN_TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
-    if (dn_stage(s, 4096)) {
-        fprintf(stderr, "distill_nccl: rank %d: no memory for a communicator's staging\n", n->rank);
-        return -1;
-    }
     ncclUniqueId id;
     if (n->rank == 0) DN_TRY(ncclGetUniqueId(&id));
     if (MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS) return -1;
@@ -400,7 +416,7 @@ int main(int argc, char **argv)
     n.live = &n.slot[0];
     n.live->state = DN_LIVE;
     n.made = 1;
-    if (dn_make(&n, n.live, 0)) MPI_Abort(MPI_COMM_WORLD, 3);
+    if (dn_slots(&n) || dn_make(&n, n.live, 0)) MPI_Abort(MPI_COMM_WORLD, 3);
     pthread_t helper;
     if (n.spares && pthread_create(&helper, NULL, dn_spare_thread, &n) != 0) n.spares = 0;
     dsh_xport x = {&n, dn_begin, dn_bcast, dn_gather, dn_scatter, dn_test, "distill_nccl"};

@@ -575,7 +575,7 @@ lab_status lab_replay_setup_make(lab_replay_ctx *ctx, int shared, lab_replay_set
         char note[200];
         int w = lab_sched_workers(&ctx->machine, opts->backend, opts->jobs, note, sizeof note);
         fprintf(stderr, "scheduler: %d workers (%s%s; %s)%s%s\n", w, opts->jobs > 0 ? "-j" : "default: ",
-                opts->jobs > 0 ? "" : opts->backend == LAB_BACKEND_CUDA && ctx->machine.ngpu > 0 ? "16 a GPU, at most the CPUs" : "one a CPU",
+                opts->jobs > 0 ? "" : opts->backend == LAB_BACKEND_CUDA && ctx->machine.ngpu > 0 ? "16 a GPU and at least 32, at most the CPUs" : "one a CPU",
                 ctx->machine.cpu_source, note[0] ? "; " : "", note);
         if (opts->backend == LAB_BACKEND_CUDA)
             fprintf(stderr, "scheduler: %d GPU%s from %s\n", ctx->machine.ngpu, ctx->machine.ngpu == 1 ? "" : "s", ctx->machine.source);

@@ -94,6 +94,7 @@ int lab_sched_workers(const lab_sched_machine *m, lab_backend b, int asked, char
     int most = m->ngpu * LAB_SCHED_GPU_WORKERS_MAX;
     if (asked <= 0) {
         int w = m->ngpu * LAB_SCHED_GPU_WORKERS;
+        if (w < LAB_SCHED_HOST_WORKERS) w = LAB_SCHED_HOST_WORKERS < most ? LAB_SCHED_HOST_WORKERS : most;
         return w < ncpu ? w : ncpu;
     }
     if (asked > most) {

@@ -40,8 +40,16 @@ typedef struct {
  * the GPU and on each other's host work). */
 #define LAB_SCHED_GPU_WORKERS 16
 
+/* Workers a host gets at least when -j is not given (its CPUs allowing): a case spends about half its time on the
+ * host, so one GPU keeps more than 16 busy where the cores are there. 1000 seeds of every GPU incident on one H200
+ * of a 64-core host: 32 workers 33.9 and 35.1 s against 16 workers 37.5 and 38.0 s (one call; another host: 33.5
+ * against 36.1 s). Not more a GPU where there are several: contexts are made one after another across the host, and
+ * on 2 of those GPUs 64 workers took 27.1 s against 23.2 s for 32 (reports/multi-gpu-h200x4, seventh visit). */
+#define LAB_SCHED_HOST_WORKERS 32
+
 /* The worker count of a replay on backend b: `asked` (-j) when given (> 0), else the default: on the CPU one
- * per usable CPU; on CUDA LAB_SCHED_GPU_WORKERS per GPU, no more than the usable CPUs. On CUDA it is never more
+ * per usable CPU; on CUDA LAB_SCHED_GPU_WORKERS per GPU and at least LAB_SCHED_HOST_WORKERS, no more than the
+ * usable CPUs. On CUDA it is never more
  * than LAB_SCHED_GPU_WORKERS_MAX per GPU: an -j beyond that is capped and *note (when given) says so, "" when
  * nothing was capped. At least 1. */
 int lab_sched_workers(const lab_sched_machine *m, lab_backend b, int asked, char *note, size_t len);

@@ -64,16 +64,20 @@ static lab_sched_machine host(int ncpu, int ngpu)
     return m;
 }
 
-/* The worker count: the usable CPUs on the CPU; on CUDA 16 a GPU by default (no more than the CPUs), an explicit -j as
- * asked up to 40 a GPU, beyond that capped with a note, never a 49th MPS client on one GPU. */
+/* The worker count: the usable CPUs on the CPU; on CUDA 16 a GPU and at least 32 by default (no more than the CPUs),
+ * an explicit -j as asked up to 40 a GPU, beyond that capped with a note, never a 49th MPS client on one GPU. */
 Test(sched, workers_per_gpu_are_capped_below_the_mps_client_limit)
 {
     char note[200];
     lab_sched_machine one = host(64, 1), four = host(64, 4), small = host(16, 4), cpu = host(64, 0);
     cr_expect_eq(lab_sched_workers(&cpu, LAB_BACKEND_CPU, 0, note, sizeof note), 64);
     cr_expect_eq(lab_sched_workers(&one, LAB_BACKEND_CPU, 0, note, sizeof note), 64, "the CPU backend ignores GPUs");
-    cr_expect_eq(lab_sched_workers(&one, LAB_BACKEND_CUDA, 0, note, sizeof note), 16, "one GPU of a 64-core host: 16");
+    cr_expect_eq(lab_sched_workers(&one, LAB_BACKEND_CUDA, 0, note, sizeof note), 32, "one GPU of a 64-core host: 32");
     cr_expect_str_empty(note);
+    lab_sched_machine two = host(64, 2), one16 = host(16, 1), one24 = host(24, 1);
+    cr_expect_eq(lab_sched_workers(&two, LAB_BACKEND_CUDA, 0, note, sizeof note), 32, "two GPUs: 16 each");
+    cr_expect_eq(lab_sched_workers(&one16, LAB_BACKEND_CUDA, 0, note, sizeof note), 16, "one GPU of a 16-core host");
+    cr_expect_eq(lab_sched_workers(&one24, LAB_BACKEND_CUDA, 0, note, sizeof note), 24, "no more workers than CPUs");
     cr_expect_eq(lab_sched_workers(&four, LAB_BACKEND_CUDA, 0, note, sizeof note), 64);
     cr_expect_eq(lab_sched_workers(&small, LAB_BACKEND_CUDA, 0, note, sizeof note), 16, "no more workers than CPUs");
     cr_expect_eq(lab_sched_workers(&one, LAB_BACKEND_CUDA, 48, note, sizeof note), 40, "-j 48 on one GPU");
@@ -93,7 +97,7 @@ Test(sched, a_plan_never_exceeds_the_gpu_cap)
     lab_sched_plan p = lab_sched_plan_incident(&one, &inc, LAB_BACKEND_CUDA, 1000, 1, 64);
     cr_expect_eq(p.workers, 40, "%s", p.why);
     p = lab_sched_plan_incident(&one, &inc, LAB_BACKEND_CUDA, 1000, 1, 0);
-    cr_expect_eq(p.workers, 16, "%s", p.why);
+    cr_expect_eq(p.workers, 32, "%s", p.why);
     p = lab_sched_plan_incident(&two, &inc, LAB_BACKEND_CUDA, 1000, 1, 0);
     cr_expect_eq(p.workers, 32, "%s", p.why);
     p = lab_sched_plan_incident(&one, &inc, LAB_BACKEND_CPU, 1000, 1, 0);

@@ -101,6 +101,9 @@ void lab_replay_print_rates(FILE *f, const lab_replay_opts *opts, const lab_verd
 void lab_replay_print_end(FILE *f, const lab_replay_opts *opts, size_t n, double wall, const char *line);
 /* The resume command of an interrupted replay from seed index `lowest` on (>= n_seeds: none), into buf. */
 void lab_replay_resume_at(const lab_replay_opts *opts, size_t lowest, char *buf, size_t len);
+/* The same for the incidents from opts->incidents[incident] on, the earlier ones left out (a windowed replay's
+ * journal, lab_window.c: they are in it in full). */
+void lab_replay_resume_from(const lab_replay_opts *opts, size_t incident, size_t lowest, char *buf, size_t len);
 /* What summary.json says beyond the tallies: the interrupt (sig != 0: the signal, the cases planned, the resume
  * command) and opts->summary_fields. */
 lab_results_summary_extra lab_replay_summary_extra(const lab_replay_opts *opts, int sig, size_t planned,

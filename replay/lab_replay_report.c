@@ -52,10 +52,16 @@ static void lab_replay_resume_cmd(const lab_replay_opts *opts, const lab_case_re
  * words (lab_cli_resume_cmd). */
 void lab_replay_resume_at(const lab_replay_opts *opts, size_t lowest, char *buf, size_t len)
 {
+    lab_replay_resume_from(opts, 0, lowest, buf, len);
+}
+
+void lab_replay_resume_from(const lab_replay_opts *opts, size_t incident, size_t lowest, char *buf, size_t len)
+{
     if (lowest >= opts->n_seeds) lowest = 0;
     const char *ids[LAB_REQUEST_IDS_MAX];
     size_t n_ids = 0;
-    for (size_t i = 0; i < opts->n_incidents && n_ids < LAB_REQUEST_IDS_MAX; ++i) ids[n_ids++] = opts->incidents[i]->id;
+    for (size_t i = incident; i < opts->n_incidents && n_ids < LAB_REQUEST_IDS_MAX; ++i)
+        ids[n_ids++] = opts->incidents[i]->id;
     lab_cli_resume r = {opts->lab_bin, ids, n_ids, opts->variant, opts->n_seeds == 1, opts->seeds_default && lowest == 0,
                         opts->n_seeds ? opts->seeds[lowest] : 0, opts->n_seeds - lowest, lab_backend_name(opts->backend),
                         opts->out_dir};

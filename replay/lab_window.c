@@ -3,6 +3,7 @@
 #include "lab_window.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -59,6 +60,9 @@ typedef struct {
     char stage[PATH_MAX];
     int staged;
     FILE *journal;                  /* the staging folder's journal.jsonl (lab_window.h): survives a kill */
+    char journal_path[PATH_MAX + 32]; /* its absolute path, as journal.resume names it */
+    size_t windows;                 /* windows the journal took so far */
+    int gap;                        /* an incident before the last left a case unfinished (lab_replay_win_journal) */
 } lab_replay_win;
 
 static FILE *lab_replay_spool(const lab_replay_win *w, size_t k, const char *what)
@@ -133,28 +137,126 @@ static void lab_replay_win_free(lab_replay_win *w)
 #define LAB_WINDOW_JOURNAL "journal.jsonl"
 #define LAB_WINDOW_JOURNAL_RESUME "journal.resume"
 
-/* After a window: its finished cases recs[0..n) go to the journal, synced to disk, and journal.resume (replaced in one
- * rename) says how to replay what is not in it: from seed index `lowest` on. A journal that cannot be written is an
- * error (LAB_ERR_IO naming it): the run's promise to keep what finished would be broken silently otherwise. */
-static lab_status lab_replay_win_journal(lab_replay_win *w, const lab_case_record *recs, size_t n, size_t lowest)
+/* Why journal.resume carries the journal's length: it and journal.jsonl are two files, and no step updates both, so a
+ * kill -9 between a window's lines and the resume command that accounts for them would leave the window in the
+ * journal and in the command's set. Nor does the journal alone hold whole windows at every instant: a window's lines
+ * take several write(2)s, and a kill can end even one write(2) part way (Linux stops a write between pages when a
+ * fatal signal is pending). So journal.resume, replaced by one rename after the lines it accounts for are synced, is
+ * the one commit point, and it says `truncate -s BYTES 'JOURNAL' && COMMAND`: the journal's first BYTES are the whole
+ * windows it accounts for, COMMAND replays every case not among them. Running it first cuts away whatever a kill left
+ * beyond them (a window not yet accounted for, whole or in part), then replays the rest; after that the journal and
+ * the resumed set are the whole replay, no case missing and none twice, whatever the instant of the kill. What is not
+ * guaranteed: before journal.resume first exists (a kill between the journal's creation and its first rename: no
+ * case has finished) there is nothing to run, and the recovery must be run from the replay's directory when --out
+ * was relative (COMMAND's --out is as given; JOURNAL is absolute). */
+
+/* s in single quotes for sh, a quote inside as '\'' (into buf, 4 * strlen(s) + 3 bytes suffice). */
+static void lab_window_sh_quote(const char *s, char *buf, size_t len)
 {
-    char path[PATH_MAX + 64], tmp[PATH_MAX + 64], resume[2048];
-    int good = 1;
-    lab_results_cmd spell = lab_replay_cmd(w->opts);
-    for (size_t j = 0; good && j < n; ++j)
-        if (!recs[j].o.not_run) good = lab_results_jsonl_line(w->journal, &recs[j], &spell);
-    good = good && fflush(w->journal) == 0 && fdatasync(fileno(w->journal)) == 0;
-    snprintf(path, sizeof path, "%s/" LAB_WINDOW_JOURNAL, w->stage);
-    if (!good) return lab_err_set(LAB_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-    if (lowest < w->opts->n_seeds) lab_replay_resume_at(w->opts, lowest, resume, sizeof resume);
-    else snprintf(resume, sizeof resume, "(none: every case finished)");
+    size_t k = 0;
+    buf[k++] = '\'';
+    for (; *s && k + 6 < len; ++s) {
+        if (*s == '\'') memcpy(buf + k, "'\\''", 4), k += 4;
+        else buf[k++] = *s;
+    }
+    buf[k++] = '\'';
+    buf[k] = 0;
+}
+
+/* Tests only: $LAB_WINDOW_TEST_KILL=POINT:K stops the run with SIGKILL, as a kill -9 could, at POINT of the K-th
+ * window the journal takes (from 1): "lines" half way through its lines, in the middle of one; "synced" after the
+ * lines journal.resume is to account for are synced, before it does. Inert unless set. */
+static int lab_window_test_kill(const char *point, size_t window)
+{
+    const char *e = getenv("LAB_WINDOW_TEST_KILL");
+    size_t n = strlen(point);
+    return e && !strncmp(e, point, n) && e[n] == ':' && strtoull(e + n + 1, NULL, 10) == window;
+}
+
+/* The "lines" point: the first half of rec's line goes to the journal's file, then SIGKILL. */
+static void lab_window_test_cut(FILE *journal, const lab_case_record *rec, const lab_results_cmd *spell)
+{
+    char *line = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&line, &len);
+    if (m) lab_results_jsonl_line(m, rec, spell), fclose(m), fwrite(line, 1, len / 2, journal);
+    fflush(journal);
+    raise(SIGKILL);
+}
+
+/* Replaces journal.resume (tmp, fdatasync, rename; then the folder synced, so that after a crash of the machine it
+ * names no more than is on disk): the journal's first `bytes` hold every case of the incidents before `incident` and
+ * of its seed indexes below `lowest` (0 unless it is the last); the command replays the rest (when `incident` is past
+ * the last it only says that nothing is left, so that the recovery is the same at every instant). */
+static lab_status lab_replay_win_commit(lab_replay_win *w, size_t incident, size_t lowest, off_t bytes)
+{
+    char path[PATH_MAX + 64], tmp[PATH_MAX + 64], resume[2048], quoted[4 * sizeof w->journal_path + 3];
+    const lab_replay_opts *opts = w->opts;
+    if (incident < opts->n_incidents) lab_replay_resume_from(opts, incident, lowest, resume, sizeof resume);
+    else snprintf(resume, sizeof resume, "echo 'nothing to replay: every case finished'");
+    lab_window_sh_quote(w->journal_path, quoted, sizeof quoted);
     snprintf(path, sizeof path, "%s/" LAB_WINDOW_JOURNAL_RESUME, w->stage);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
-    good = f && fprintf(f, "%s\n", resume) >= 0;
+    int good = f && fprintf(f, "truncate -s %lld %s && %s\n", (long long)bytes, quoted, resume) >= 0;
     if (f) good &= fflush(f) == 0 && fdatasync(fileno(f)) == 0, good &= fclose(f) == 0;
     if (!good || rename(tmp, path) != 0) return lab_err_set(LAB_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    int dir = open(w->stage, O_RDONLY | O_DIRECTORY);
+    if (dir >= 0) fsync(dir), close(dir);
     return LAB_OK;
+}
+
+/* After a window of incident i (of n_incidents; its seed indexes [s0, s1) of ns, recs[0..n) variant by variant): its
+ * cases below the lowest unfinished seed index go to the journal (the others the resume command replays), and then,
+ * synced, journal.resume accounts for them. In a replay of several incidents only the last is accounted for window
+ * by window; an earlier one once it has finished in full: one resume command names one seed range for every incident
+ * it lists, so until then it replays that incident from its first seed and the journal's windows of it lie beyond
+ * the length journal.resume names. A journal that cannot be written is an error (LAB_ERR_IO naming it): the run's
+ * promise to keep what finished would be broken silently otherwise. */
+static lab_status lab_replay_win_journal(lab_replay_win *w, size_t i, const lab_case_record *recs, size_t n, size_t s0,
+                                         size_t s1, size_t ns)
+{
+    size_t upto = w->lowest < s1 ? w->lowest : s1, window = ++w->windows;
+    int last = i + 1 >= w->opts->n_incidents, good = 1;
+    lab_results_cmd spell = lab_replay_cmd(w->opts);
+    for (size_t j = 0; good && j < n; ++j) {
+        if (j == n / 2 && lab_window_test_kill("lines", window)) lab_window_test_cut(w->journal, &recs[j], &spell);
+        if (s0 + j % (s1 - s0) < upto) good = lab_results_jsonl_line(w->journal, &recs[j], &spell);
+    }
+    good = good && fflush(w->journal) == 0;
+    /* an unfinished case of an incident before the last (only an interrupt leaves one, and then no window follows):
+     * the journal never holds that incident whole, so nothing after it is accounted for */
+    if (!last && upto < s1) w->gap = 1;
+    int whole = upto >= ns, commit = !w->gap && (whole || last);
+    if (good && commit) good = fdatasync(fileno(w->journal)) == 0;
+    if (!good) return lab_err_set(LAB_ERR_IO, "%s: cannot write: %s", w->journal_path, strerror(errno));
+    if (!commit) return LAB_OK;
+    if (lab_window_test_kill("synced", window)) raise(SIGKILL);
+    off_t bytes = ftello(w->journal);
+    return whole ? lab_replay_win_commit(w, i + 1, 0, bytes) : lab_replay_win_commit(w, i, upto, bytes);
+}
+
+/* Opens the staging folder's journal.jsonl and the first journal.resume (nothing kept: it replays every case). */
+static lab_status lab_replay_win_journal_open(lab_replay_win *w)
+{
+    char path[PATH_MAX + 32], *abs = realpath(w->stage, NULL);
+    snprintf(w->journal_path, sizeof w->journal_path, "%s/" LAB_WINDOW_JOURNAL, abs ? abs : w->stage);
+    free(abs);
+    snprintf(path, sizeof path, "%s/" LAB_WINDOW_JOURNAL, w->stage);
+    if (!(w->journal = fopen(path, "w"))) return lab_err_set(LAB_ERR_IO, "%s: %s", path, strerror(errno));
+    return lab_replay_win_commit(w, 0, 0, 0);
+}
+
+/* The set is written in full: the journal, not part of it, goes just before the swap (until then a kill -9 leaves it
+ * to recover from), journal.resume first, so that a kill between the two and the swap leaves the staging folder with
+ * the whole set and no command to run. */
+static void lab_replay_win_journal_drop(const lab_replay_win *w)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/" LAB_WINDOW_JOURNAL_RESUME, w->stage);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/" LAB_WINDOW_JOURNAL, w->stage);
+    unlink(path);
 }
 
 /* Appends spool f (from its start) to out; with tap set, numbers its marked TAP points from *number on. */
@@ -306,14 +408,10 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
     /* The set is written into its staging folder as the cases finish, then swapped in as a whole (lab_resultset_swap). */
     if (opts->out_dir && (st = lab_resultset_stage(opts->out_dir, w.stage, sizeof w.stage)) != LAB_OK) return st;
     w.staged = opts->out_dir != NULL;
-    if (w.staged) {
-        char path[PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s/" LAB_WINDOW_JOURNAL, w.stage);
-        if (!(w.journal = fopen(path, "w"))) {
-            st = lab_err_set(LAB_ERR_IO, "%s: %s", path, strerror(errno));
-            lab_resultset_rmrf(w.stage);
-            return st;
-        }
+    if (w.staged && (st = lab_replay_win_journal_open(&w)) != LAB_OK) {
+        lab_resultset_rmrf(w.stage);
+        lab_replay_win_free(&w);
+        return st;
     }
     size_t window = lab_replay_window(opts), bad = 0, started = 0;
     double t0 = lab_replay_now();
@@ -366,12 +464,7 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
                 }
                 st = lab_replay_win_keep(&w, &recs[j]);
             }
-            if (w.journal && st == LAB_OK && !drive) {
-                /* what a later kill would lose: this window's unfinished cases, the rest of this incident and every
-                 * later incident (the resume command starts at one seed index for all of them) */
-                size_t rest = i + 1 < opts->n_incidents ? 0 : s1 < ns ? s1 : opts->n_seeds;
-                st = lab_replay_win_journal(&w, recs, m, w.lowest < rest ? w.lowest : rest);
-            }
+            if (w.journal && st == LAB_OK && !drive) st = lab_replay_win_journal(&w, i, recs, m, s0, s1, ns);
         }
         if (lab_isolate_interrupted() && i + 1 < opts->n_incidents) w.lowest = 0; /* later incidents never ran */
     }
@@ -410,12 +503,6 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
                     sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n, planned, resume);
         }
         if (opts->out_dir) {
-            /* the set is written in full now: the journal is not part of it */
-            char jpath[PATH_MAX + 32];
-            snprintf(jpath, sizeof jpath, "%s/" LAB_WINDOW_JOURNAL, w.stage);
-            unlink(jpath);
-            snprintf(jpath, sizeof jpath, "%s/" LAB_WINDOW_JOURNAL_RESUME, w.stage);
-            unlink(jpath);
             lab_stall_point(LAB_STALL_WRITING);
             char path[PATH_MAX + 32];
             for (int pass = 0; pass < 2 && st == LAB_OK; ++pass) {
@@ -437,6 +524,7 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
                                 "(NOT OK)%s\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n,
                         opts->plots ? "; the plots as far as they got" : "");
             }
+            if (st == LAB_OK) lab_replay_win_journal_drop(&w);
             if (st == LAB_OK) st = lab_resultset_swap(w.stage, opts->out_dir);
             if (st == LAB_OK) {
                 w.staged = 0;

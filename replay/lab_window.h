@@ -17,10 +17,15 @@
  * *n_recs 0 (the records are in results.jsonl). $LAB_REPLAY_WINDOW (cases) sets both the threshold and the window
  * (tests). Across windows the scheduler's plan is made per window: a window's pool drains before the next starts.
  * What a kill -9 cannot take: after each window its finished cases are appended to journal.jsonl in the staging folder
- * (results.jsonl's lines, fdatasync'ed) and journal.resume (replaced by rename) holds the command that replays the rest
- * (lab_replay_resume_at from the first unfinished seed index; every seed when a later incident has not started). Both
- * are removed before the set is swapped in, so a finished or interrupted run leaves neither; a journal that cannot be
- * written stops the run (LAB_ERR_IO naming it). */
+ * (results.jsonl's lines, fdatasync'ed), then journal.resume (replaced by one rename, the commit) accounts for them:
+ * `truncate -s BYTES 'JOURNAL' && COMMAND`, the journal's length that holds whole windows and the command that replays
+ * every other case (lab_replay_resume_from: the incident running from its first seed not accounted for, and the later
+ * ones; a replay of several incidents accounts for an incident before the last only once it has finished in full).
+ * A kill in the middle of a window's lines or before journal.resume accounts for them leaves more in the journal than
+ * BYTES, so the recovery is to run journal.resume as it is: it cuts that away, then replays the rest, and the journal
+ * and the resumed set are the whole replay, no case missing and none twice, whatever the instant of the kill. Both
+ * files are removed just before the set is swapped in, so a finished or interrupted run leaves neither; a journal that
+ * cannot be written stops the run (LAB_ERR_IO naming it). */
 #define LAB_REPLAY_WINDOW_AT 65536   /* windowed above this many cases */
 #define LAB_REPLAY_WINDOW_CPU 4096   /* cases a window on the CPU (a small parent forks its workers fast) */
 #define LAB_REPLAY_WINDOW_CUDA 65536 /* on CUDA: a pool's workers start their contexts once a window */

@@ -49,9 +49,8 @@ typedef struct {
 
 /* The worker count of a replay on backend b: `asked` (-j) when given (> 0), else the default: on the CPU one
  * per usable CPU; on CUDA LAB_SCHED_GPU_WORKERS per GPU and at least LAB_SCHED_HOST_WORKERS, no more than the
- * usable CPUs. On CUDA it is never more
- * than LAB_SCHED_GPU_WORKERS_MAX per GPU: an -j beyond that is capped and *note (when given) says so, "" when
- * nothing was capped. At least 1. */
+ * usable CPUs. On CUDA it is never more than LAB_SCHED_GPU_WORKERS_MAX per GPU: an -j beyond that is capped and
+ * *note (when given) says so, "" when nothing was capped. At least 1. */
 int lab_sched_workers(const lab_sched_machine *m, lab_backend b, int asked, char *note, size_t len);
 
 /* How one incident's cases run. Cases come in groups (one seed, every selected variant), run in this

@@ -2,7 +2,9 @@
  * report` (one parser filling one lab_request), and the commands the lab prints for a user to type. */
 #include "lab_cli.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -356,17 +358,51 @@ static void lab_cli_add(char *buf, size_t len, int *k, const char *fmt, ...)
     *k = w < 0 ? -1 : *k + w;
 }
 
+size_t lab_cli_sh_word(const char *s, char *buf, size_t len)
+{
+    size_t k = 0;
+    int plain = *s != 0;
+    for (const char *c = s; *c && plain; ++c) plain = isalnum((unsigned char)*c) || strchr("/._-+=:,@%", *c) != NULL;
+#define LAB_CLI_PUT(ch) (k + 1 < len ? (void)(buf[k] = (ch)) : (void)0, ++k)
+    if (!plain) LAB_CLI_PUT('\'');
+    for (; *s; ++s) {
+        if (!plain && *s == '\'') {
+            LAB_CLI_PUT('\''), LAB_CLI_PUT('\\'), LAB_CLI_PUT('\''), LAB_CLI_PUT('\'');
+        } else {
+            LAB_CLI_PUT(*s);
+        }
+    }
+    if (!plain) LAB_CLI_PUT('\'');
+#undef LAB_CLI_PUT
+    if (len) buf[k < len ? k : len - 1] = 0;
+    return k;
+}
+
+/* Appends s as one word for sh (lab_cli_sh_word) to buf[0..len) at *k. */
+static void lab_cli_add_word(char *buf, size_t len, int *k, const char *s)
+{
+    if (*k < 0 || (size_t)*k >= len) return;
+    *k += (int)lab_cli_sh_word(s, buf + *k, len - (size_t)*k);
+}
+
 void lab_cli_resume_cmd(const lab_cli_resume *r, char *buf, size_t len)
 {
     int k = 0;
+    char out[PATH_MAX + 16];
     if (len) buf[0] = 0;
-    lab_cli_add(buf, len, &k, "%s replay", r->lab_bin);
+    lab_cli_add_word(buf, len, &k, r->lab_bin);
+    lab_cli_add(buf, len, &k, " replay");
     for (size_t i = 0; i < r->n_ids; ++i) lab_cli_add(buf, len, &k, " --incident %s", r->ids[i]);
-    if (r->variant) lab_cli_add(buf, len, &k, " --variant %s", r->variant);
+    if (r->variant) {
+        lab_cli_add(buf, len, &k, " --variant ");
+        lab_cli_add_word(buf, len, &k, r->variant);
+    }
     if (r->one_seed) lab_cli_add(buf, len, &k, " --seed %llu", (unsigned long long)r->first_seed);
     else if (!r->default_seeds)
         lab_cli_add(buf, len, &k, " --first-seed %llu --seeds %zu", (unsigned long long)r->first_seed, r->n_seeds);
-    lab_cli_add(buf, len, &k, " --backend %s --out %s-resumed", r->backend, r->out ? r->out : "build/replay");
+    snprintf(out, sizeof out, "%s-resumed", r->out ? r->out : "build/replay");
+    lab_cli_add(buf, len, &k, " --backend %s --out ", r->backend);
+    lab_cli_add_word(buf, len, &k, out);
 }
 
 void lab_cli_line(const char *lab_bin, const char *command, int argc, char *const *argv, char *buf, size_t len)

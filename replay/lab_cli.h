@@ -101,8 +101,14 @@ typedef struct {
 } lab_cli_resume;
 
 /* The resume command into buf (cut at len): "<lab> replay [--incident ID]... [--variant V] [--seed S | --first-seed S
- * --seeds K] --backend B --out <out>-resumed" (out NULL: build/replay). */
+ * --seeds K] --backend B --out <out>-resumed" (out NULL: build/replay), a shell command line: the lab's path, the
+ * variant and the folder as lab_cli_sh_word writes them (a folder named `a b; rm x` stays one word). */
 void lab_cli_resume_cmd(const lab_cli_resume *r, char *buf, size_t len);
+
+/* s as one word for sh into buf (cut at len, as lab_cli_resume_cmd cuts): as it is when it holds only letters, digits
+ * and `/._-+=:,@%`, else in single quotes with a quote inside as '\''. Returns the length the whole word needs (at
+ * most 4 * strlen(s) + 2). */
+size_t lab_cli_sh_word(const char *s, char *buf, size_t len);
 
 /* The command line "<lab_bin> <command> <args...>" (arguments joined by one space, as given) into buf, cut at len:
  * what a report records as the command that made it. */

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lab_cli.h"
 #include "lab_fs.h"
 #include "lab_plot.h"
 #include "lab_replay_int.h"
@@ -142,26 +143,13 @@ static void lab_replay_win_free(lab_replay_win *w)
  * journal and in the command's set. Nor does the journal alone hold whole windows at every instant: a window's lines
  * take several write(2)s, and a kill can end even one write(2) part way (Linux stops a write between pages when a
  * fatal signal is pending). So journal.resume, replaced by one rename after the lines it accounts for are synced, is
- * the one commit point, and it says `truncate -s BYTES 'JOURNAL' && COMMAND`: the journal's first BYTES are the whole
+ * the one commit point, and it says `truncate -s BYTES JOURNAL && COMMAND`: the journal's first BYTES are the whole
  * windows it accounts for, COMMAND replays every case not among them. Running it first cuts away whatever a kill left
  * beyond them (a window not yet accounted for, whole or in part), then replays the rest; after that the journal and
  * the resumed set are the whole replay, no case missing and none twice, whatever the instant of the kill. What is not
  * guaranteed: before journal.resume first exists (a kill between the journal's creation and its first rename: no
  * case has finished) there is nothing to run, and the recovery must be run from the replay's directory when --out
  * was relative (COMMAND's --out is as given; JOURNAL is absolute). */
-
-/* s in single quotes for sh, a quote inside as '\'' (into buf, 4 * strlen(s) + 3 bytes suffice). */
-static void lab_window_sh_quote(const char *s, char *buf, size_t len)
-{
-    size_t k = 0;
-    buf[k++] = '\'';
-    for (; *s && k + 6 < len; ++s) {
-        if (*s == '\'') memcpy(buf + k, "'\\''", 4), k += 4;
-        else buf[k++] = *s;
-    }
-    buf[k++] = '\'';
-    buf[k] = 0;
-}
 
 /* Tests only: $LAB_WINDOW_TEST_KILL=POINT:K stops the run with SIGKILL, as a kill -9 could, at POINT of the K-th
  * window the journal takes (from 1): "lines" half way through its lines, in the middle of one; "synced" after the
@@ -194,7 +182,7 @@ static lab_status lab_replay_win_commit(lab_replay_win *w, size_t incident, size
     const lab_replay_opts *opts = w->opts;
     if (incident < opts->n_incidents) lab_replay_resume_from(opts, incident, lowest, resume, sizeof resume);
     else snprintf(resume, sizeof resume, "echo 'nothing to replay: every case finished'");
-    lab_window_sh_quote(w->journal_path, quoted, sizeof quoted);
+    lab_cli_sh_word(w->journal_path, quoted, sizeof quoted);
     snprintf(path, sizeof path, "%s/" LAB_WINDOW_JOURNAL_RESUME, w->stage);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");

@@ -18,7 +18,7 @@
  * (tests). Across windows the scheduler's plan is made per window: a window's pool drains before the next starts.
  * What a kill -9 cannot take: after each window its finished cases are appended to journal.jsonl in the staging folder
  * (results.jsonl's lines, fdatasync'ed), then journal.resume (replaced by one rename, the commit) accounts for them:
- * `truncate -s BYTES 'JOURNAL' && COMMAND`, the journal's length that holds whole windows and the command that replays
+ * `truncate -s BYTES JOURNAL && COMMAND`, the journal's length that holds whole windows and the command that replays
  * every other case (lab_replay_resume_from: the incident running from its first seed not accounted for, and the later
  * ones; a replay of several incidents accounts for an incident before the last only once it has finished in full).
  * A kill in the middle of a window's lines or before journal.resume accounts for them leaves more in the journal than

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "lab_cli.h"
 #include "lab_fs.h"
@@ -447,4 +448,40 @@ Test(cli, one_option_table_for_replay_and_report)
     cr_expect_str_eq(o.req.out, "build/replay");
     cr_expect_eq(lab_cli_replay_parse(LAB_CLI_REPLAY, 1, argv, &o), LAB_ERR_ARG);
     cr_expect(strstr(lab_err_msg(), "replay: unknown flag '--bench'") != NULL, "%s", lab_err_msg());
+}
+
+/* The resume command is a shell command line (summary.json, the interrupt's message, a windowed replay's
+ * journal.resume, which the recovery runs with sh): a folder or variant the user named stays one word whatever it
+ * holds, and plain words are written as they are. Run through sh with /bin/echo for the lab, the words come back as
+ * given and the folder's `; touch` runs nothing. */
+Test(cli, resume_command_keeps_every_user_word_one_shell_word)
+{
+    const char *ids[] = {"0004-pow-grad-nan"};
+    char buf[1024], want[1024];
+    lab_cli_resume plain = {"build/lab", ids, 1, NULL, 0, 0, 5, 10, "cpu", "build/out"};
+    lab_cli_resume_cmd(&plain, buf, sizeof buf);
+    cr_expect_str_eq(buf, "build/lab replay --incident 0004-pow-grad-nan --first-seed 5 --seeds 10 --backend cpu "
+                          "--out build/out-resumed");
+    char dir[256];
+    lab_test_tmpdir(dir, sizeof dir, "resume");
+    char out[512], marker[600];
+    snprintf(out, sizeof out, "%s/a b'c; touch %s/ran #", dir, dir);
+    snprintf(marker, sizeof marker, "%s/ran", dir);
+    lab_cli_resume odd = {"/bin/echo", ids, 1, "fix it", 0, 0, 5, 10, "cpu", out};
+    lab_cli_resume_cmd(&odd, buf, sizeof buf);
+    char *got = NULL;
+    cr_assert_eq(lab_test_sh(buf, &got), 0, "%s", buf);
+    snprintf(want, sizeof want, "replay --incident 0004-pow-grad-nan --variant fix it --first-seed 5 --seeds 10 "
+             "--backend cpu --out %s-resumed\n", out);
+    cr_expect_str_eq(got, want, "the command: %s", buf);
+    cr_expect_neq(access(marker, F_OK), 0, "the folder's name ran as a command: %s", buf);
+    free(got);
+    char q[16];
+    cr_expect_eq(lab_cli_sh_word("it's", q, sizeof q), 9);
+    cr_expect_str_eq(q, "'it'\\''s'");
+    cr_expect_eq(lab_cli_sh_word("", q, sizeof q), 2, "an empty word is ''");
+    cr_expect_str_eq(q, "''");
+    cr_expect_eq(lab_cli_sh_word("a b c d e f g h", q, 8), 17, "cut: the length the whole word needs");
+    cr_expect_eq(strlen(q), 7);
+    lab_test_rmtree(dir);
 }

@@ -572,10 +572,14 @@ lab_status lab_replay_setup_make(lab_replay_ctx *ctx, int shared, lab_replay_set
     for (size_t i = 0; i < ctx->n; ++i) ctx->lead[i] = 1;
     lab_device_machine(&ctx->machine);
     if (opts->progress && !ctx->quiet_sched) {
-        char note[200];
+        char note[200], rule[80] = "";
         int w = lab_sched_workers(&ctx->machine, opts->backend, opts->jobs, note, sizeof note);
-        fprintf(stderr, "scheduler: %d workers (%s%s; %s)%s%s\n", w, opts->jobs > 0 ? "-j" : "default: ",
-                opts->jobs > 0 ? "" : opts->backend == LAB_BACKEND_CUDA && ctx->machine.ngpu > 0 ? "16 a GPU and at least 32, at most the CPUs" : "one a CPU",
+        if (opts->jobs <= 0 && opts->backend == LAB_BACKEND_CUDA && ctx->machine.ngpu > 0)
+            snprintf(rule, sizeof rule, "%d a GPU and at least %d, at most the CPUs", LAB_SCHED_GPU_WORKERS,
+                     LAB_SCHED_HOST_WORKERS);
+        else if (opts->jobs <= 0)
+            snprintf(rule, sizeof rule, "one a CPU");
+        fprintf(stderr, "scheduler: %d workers (%s%s; %s)%s%s\n", w, opts->jobs > 0 ? "-j" : "default: ", rule,
                 ctx->machine.cpu_source, note[0] ? "; " : "", note);
         if (opts->backend == LAB_BACKEND_CUDA)
             fprintf(stderr, "scheduler: %d GPU%s from %s\n", ctx->machine.ngpu, ctx->machine.ngpu == 1 ? "" : "s", ctx->machine.source);

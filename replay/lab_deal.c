@@ -12,7 +12,6 @@ struct lab_deal {
     size_t *part_next;       /* per part: its next group to deal */
     size_t *part_end;        /* per part: one past its last group */
     double *part_left;       /* per part: its cost not dealt */
-    double remaining;        /* cost not dealt */
     int ranks;
     int *weight;             /* per rank: 0 unknown */
     unsigned char *retired;  /* per rank */
@@ -47,7 +46,6 @@ lab_status lab_deal_create(const lab_deal_group *groups, size_t n, int ranks, la
     for (size_t g = 0; g < n; ++g) {
         double c = groups[g].cost;
         d->cost[g] = isfinite(c) && c > 0.0 ? c : 0.0;
-        d->remaining += d->cost[g];
         size_t p = groups[g].part;
         if (g == 0 || groups[g - 1].part != p) d->part_next[p] = g;
         d->part_end[p] = g + 1;
@@ -92,29 +90,28 @@ static double lab_deal_weight_of(const lab_deal *d, int rank)
     return known ? sum / known : 1.0;
 }
 
-int lab_deal_next(lab_deal *d, int rank, const unsigned char *accept, lab_deal_chunk *c)
+size_t lab_deal_next(lab_deal *d, int rank, const unsigned char *accept, lab_deal_chunk *c, size_t max)
 {
     if (rank < 0 || rank >= d->ranks || d->retired[rank]) return 0;
-    size_t p = d->nparts;
-    for (size_t q = 0; q < d->nparts; ++q)
-        if ((!accept || accept[q]) && d->part_next[q] < d->part_end[q] &&
-            (p == d->nparts || d->part_left[q] > d->part_left[p]))
-            p = q;
-    if (p == d->nparts) return 0;
+    size_t groups_left = 0;
+    for (size_t p = 0; p < d->nparts; ++p)
+        if (!accept || accept[p]) groups_left += d->part_end[p] - d->part_next[p];
+    if (groups_left == 0) return 0;
     double all = 0.0, mine = lab_deal_weight_of(d, rank);
     for (int r = 0; r < d->ranks; ++r)
         if (!d->retired[r]) all += lab_deal_weight_of(d, r);
-    double target = d->remaining * mine / (LAB_DEAL_FACTOR * all);
-    size_t floor = (size_t)mine, g = d->part_next[p], end = d->part_end[p], k = 0;
-    double acc = 0.0;
-    target *= 1.0 + 1e-9; /* a sum of equal costs that should meet it exactly does */
-    for (; g < end && (k < floor || acc + d->cost[g] <= target); ++g, ++k) acc += d->cost[g];
-    c->first = d->part_next[p];
-    c->end = g;
-    c->cost = acc;
-    d->part_next[p] = g;
-    d->part_left[p] = g < end ? fmax(0.0, d->part_left[p] - acc) : 0.0;
-    d->left -= k;
-    d->remaining = d->left ? fmax(0.0, d->remaining - acc) : 0.0;
-    return 1;
+    size_t k = 0;
+    for (size_t p = 0; p < d->nparts && k < max; ++p) {
+        size_t g = d->part_next[p], end = d->part_end[p], taken = 0;
+        if ((accept && !accept[p]) || g == end) continue;
+        /* a sum of equal costs that should meet the target exactly does */
+        double target = d->part_left[p] * mine / (LAB_DEAL_FACTOR * all) * (1.0 + 1e-9), acc = 0.0;
+        size_t floor = (size_t)ceil(mine * (double)(end - g) / (double)groups_left);
+        for (; g < end && (taken < floor || acc + d->cost[g] <= target); ++g, ++taken) acc += d->cost[g];
+        c[k++] = (lab_deal_chunk){d->part_next[p], g, acc};
+        d->part_next[p] = g;
+        d->part_left[p] = g < end ? fmax(0.0, d->part_left[p] - acc) : 0.0;
+        d->left -= taken;
+    }
+    return k;
 }

@@ -26,17 +26,17 @@ void lab_mpi_alive(void *vctx)
     lab_mpi_tell(x, &a, sizeof a, LAB_MPI_TAG_ALIVE);
 }
 
-int lab_mpi_feed(void *vctx, const unsigned char *accept, size_t *g0, size_t *g1)
+int lab_mpi_feed(void *vctx, const unsigned char *accept, lab_replay_span *spans)
 {
     lab_mpi_ctx *x = vctx;
-    lab_deal_chunk c;
     if (x->rank == 0) {
+        lab_deal_chunk c[LAB_MPI_MAX_PARTS];
         lab_mpi_drain(x);
-        if (!lab_deal_next(x->dealer, 0, accept, &c)) return -1;
-        lab_mpi_deal_to(x, 0, &c);
-        *g0 = c.first;
-        *g1 = c.end;
-        return 1;
+        size_t k = lab_deal_next(x->dealer, 0, accept, c, LAB_MPI_MAX_PARTS);
+        if (!k) return -1;
+        lab_mpi_deal_to(x, 0, c, k);
+        for (size_t j = 0; j < k; ++j) spans[j] = (lab_replay_span){c[j].first, c[j].end};
+        return (int)k;
     }
     if (x->fail[0] || x->over) return -1;
     if (!x->asking) {
@@ -72,15 +72,20 @@ int lab_mpi_feed(void *vctx, const unsigned char *accept, size_t *g0, size_t *g1
     x->asking = 0;
     if (d.more == LAB_MPI_DEAL_OVER) x->over = 1;
     if (d.more != LAB_MPI_DEAL_SOME) return -1;
-    if (d.first >= d.end || d.end > x->groups.ng) {
-        snprintf(x->fail, sizeof x->fail, "rank 0 dealt seed groups [%llu, %llu) of %zu", (unsigned long long)d.first,
-                 (unsigned long long)d.end, x->groups.ng);
+    if (d.n < 1 || d.n > x->groups.nparts) {
+        snprintf(x->fail, sizeof x->fail, "rank 0 dealt %u chunks (%zu incidents)", d.n, x->groups.nparts);
         return -1;
     }
-    x->n_dealt += x->groups.start[d.end] - x->groups.start[d.first];
-    *g0 = (size_t)d.first;
-    *g1 = (size_t)d.end;
-    return 1;
+    for (uint32_t j = 0; j < d.n; ++j) {
+        if (d.first[j] >= d.end[j] || d.end[j] > x->groups.ng) {
+            snprintf(x->fail, sizeof x->fail, "rank 0 dealt seed groups [%llu, %llu) of %zu",
+                     (unsigned long long)d.first[j], (unsigned long long)d.end[j], x->groups.ng);
+            return -1;
+        }
+        x->n_dealt += x->groups.start[d.end[j]] - x->groups.start[d.first[j]];
+        spans[j] = (lab_replay_span){(size_t)d.first[j], (size_t)d.end[j]};
+    }
+    return (int)d.n;
 }
 
 void lab_mpi_case_done(void *vctx, size_t i, const lab_case_record *rec)

@@ -17,7 +17,7 @@ void lab_mpi_alive(void *vctx);
 
 /* The lanes' feed (lab_replay_feed_fn): rank 0 deals to itself (serving the others first); another rank asks rank 0
  * once and takes its answer when it comes. */
-int lab_mpi_feed(void *vctx, const unsigned char *accept, size_t *g0, size_t *g1);
+int lab_mpi_feed(void *vctx, const unsigned char *accept, lab_replay_span *spans);
 
 /* Called as each of this rank's cases finishes (and again for a rerun after a device error). */
 void lab_mpi_case_done(void *vctx, size_t i, const lab_case_record *rec);

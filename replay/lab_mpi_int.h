@@ -64,14 +64,16 @@ typedef struct {
     unsigned char accept[LAB_MPI_MAX_PARTS];
 } lab_mpi_ask_msg;
 
-/* Rank 0's answer: seed groups [first, end) (more = 1), none left for those incidents in this window (more = 0), not
- * yet: rank 0 has not reached the window asked in and the request stays open (more = 2, sent every LAB_MPI_ALIVE_S),
- * or the run is over: start nothing more (more = -1). */
+/* Rank 0's answer: a deal (more = 1): seed groups [first[k], end[k]) for k < n, a chunk of each incident asked for that
+ * has groups left (lab_deal_next); none left for those incidents in this window (more = 0); not yet: rank 0 has not
+ * reached the window asked in and the request stays open (more = 2, sent every LAB_MPI_ALIVE_S); or the run is over:
+ * start nothing more (more = -1). */
 enum { LAB_MPI_DEAL_OVER = -1, LAB_MPI_DEAL_NONE = 0, LAB_MPI_DEAL_SOME = 1, LAB_MPI_DEAL_HOLD = 2 };
 typedef struct {
     uint32_t seq;
     int32_t more;
-    uint64_t first, end;
+    uint32_t n;
+    uint64_t first[LAB_MPI_MAX_PARTS], end[LAB_MPI_MAX_PARTS];
 } lab_mpi_deal_msg;
 
 typedef enum { LAB_RANK_RUNNING, LAB_RANK_DONE, LAB_RANK_CRASHED, LAB_RANK_HUNG, LAB_RANK_BAD } lab_mpi_rank_status;

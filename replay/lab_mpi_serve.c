@@ -20,13 +20,15 @@ static const char *lab_mpi_status_name(lab_mpi_rank_status s)
     return names[s];
 }
 
-void lab_mpi_deal_to(lab_mpi_ctx *x, int r, const lab_deal_chunk *c)
+void lab_mpi_deal_to(lab_mpi_ctx *x, int r, const lab_deal_chunk *c, size_t k)
 {
     const lab_replay_groups *g = &x->groups;
-    for (size_t p = g->start[c->first]; p < g->start[c->end]; ++p) x->dealt_to[g->order[p]] = r;
-    x->ranks[r].n_dealt += g->start[c->end] - g->start[c->first];
-    x->ranks[r].chunks++;
-    x->chunks++;
+    for (size_t j = 0; j < k; ++j) {
+        for (size_t p = g->start[c[j].first]; p < g->start[c[j].end]; ++p) x->dealt_to[g->order[p]] = r;
+        x->ranks[r].n_dealt += g->start[c[j].end] - g->start[c[j].first];
+    }
+    x->ranks[r].chunks += k;
+    x->chunks += k;
 }
 
 /* Rank 0: rank r is out of the dealing (the window's, if one is being dealt; a windowed replay's next windows leave
@@ -56,14 +58,15 @@ static void lab_mpi_answer(lab_mpi_ctx *x, int src, const lab_mpi_ask_msg *q)
         x->has_pending[src] = 1;
         return;
     }
-    lab_deal_chunk c;
+    lab_deal_chunk c[LAB_MPI_MAX_PARTS];
+    size_t k;
     if (x->over) d.more = LAB_MPI_DEAL_OVER;
     else if ((!x->windowed || (q->window == x->window && x->in_window)) && x->ranks[src].status == LAB_RANK_RUNNING &&
-             q->nparts == x->groups.nparts && lab_deal_next(x->dealer, src, q->accept, &c)) {
-        lab_mpi_deal_to(x, src, &c);
-        d.more = 1;
-        d.first = c.first;
-        d.end = c.end;
+             q->nparts == x->groups.nparts && (k = lab_deal_next(x->dealer, src, q->accept, c, LAB_MPI_MAX_PARTS)) > 0) {
+        lab_mpi_deal_to(x, src, c, k);
+        d.more = LAB_MPI_DEAL_SOME;
+        d.n = (uint32_t)k;
+        for (size_t j = 0; j < k; ++j) d.first[j] = c[j].first, d.end[j] = c[j].end;
     }
     MPI_Send(&d, (int)sizeof d, MPI_BYTE, src, LAB_MPI_TAG_DEAL, MPI_COMM_WORLD);
 }
@@ -198,7 +201,7 @@ static void lab_mpi_hold(lab_mpi_ctx *x)
     x->held_at = lab_mpi_now();
     for (int r = 1; r < x->size; ++r)
         if (x->has_pending[r]) {
-            lab_mpi_deal_msg d = {x->pending[r].seq, LAB_MPI_DEAL_HOLD, 0, 0};
+            lab_mpi_deal_msg d = {.seq = x->pending[r].seq, .more = LAB_MPI_DEAL_HOLD};
             MPI_Send(&d, (int)sizeof d, MPI_BYTE, r, LAB_MPI_TAG_DEAL, MPI_COMM_WORLD);
         }
 }
@@ -317,8 +320,8 @@ int lab_mpi_failed(lab_mpi_ctx *x, int interrupted, int *lost)
     return x->rank_failed;
 }
 
-#define LAB_MPI_SPLIT "dealt on demand: rank 0 hands out seed groups of one incident, a chunk half of the asking " \
-                      "rank's share of the cost left (guided self-scheduling)"
+#define LAB_MPI_SPLIT "dealt on demand: rank 0 answers a request with a chunk of every incident asked for, each half " \
+                      "of the asking rank's share of that incident's cost left (guided self-scheduling)"
 
 lab_status lab_mpi_summary_fields(void *vctx, struct cJSON *root)
 {

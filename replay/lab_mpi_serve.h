@@ -15,8 +15,8 @@ struct cJSON;
  * its hello said, the ranks no longer running left out. LAB_ERR_NOMEM or lab_deal_create's error. */
 lab_status lab_mpi_dealer_make(lab_mpi_ctx *x);
 
-/* Rank 0: groups [c->first, c->end) go to rank r: its cases are r's from now on. */
-void lab_mpi_deal_to(lab_mpi_ctx *x, int r, const lab_deal_chunk *c);
+/* Rank 0: the deal c[0..k) goes to rank r: its chunks' cases are r's from now on. */
+void lab_mpi_deal_to(lab_mpi_ctx *x, int r, const lab_deal_chunk *c, size_t k);
 
 /* Rank 0's turn while its own cases run (lab_isolate_on_tick): every message answered, the ranks judged once a
  * second. */

@@ -8,27 +8,32 @@
 
 #include "lab_replay_int.h"
 
-/* A fed execution's lane: the parts that run under one plan (lab_replay_execute_fed), and the chunk it is handing out. */
+/* A fed execution's lane: the parts that run under one plan (lab_replay_execute_fed), and the answer it is handing out. */
 typedef struct {
     lab_replay_ctx *ctx;
     const lab_replay_groups *groups;
     const lab_replay_part *parts;
     const lab_sched_plan *plans; /* per part */
     unsigned char *accept;      /* per part: in this lane */
-    int pool;                   /* the lane is the pool: a chunk is laid out in runs (lab_replay_pool_layout) */
+    int pool;                   /* the lane is the pool: an answer is laid out in runs (lab_replay_pool_layout) */
     lab_replay_feed_fn feed;
     void *feed_ctx;
+    size_t *fill;               /* the execution's next unused position of its order (its lanes share it) */
     int ended;                  /* the feed said -1 */
-    lab_status st;              /* a chunk that could not be laid out, or was not one of this lane's */
-    size_t *bounds, nr, next;   /* the pool's chunk: runs [bounds[r], bounds[r + 1]) from next on */
-    size_t at, end, grp, gend;  /* otherwise: its jobs [at, end) not handed out yet, at in group grp of its groups
-                                   [.., gend) */
-    size_t batch;               /* and the jobs a child runs (its incident's plan.batch) */
+    lab_status st;              /* an answer that could not be laid out, or was not this lane's */
+    lab_replay_span *spans;     /* the answer in hand (room for one a part) */
+    size_t *place;              /* where each of its spans' jobs sit in the execution's order */
+    size_t ns, si;              /* its spans; outside the pool, the next one to cut */
+    size_t *bounds, nr, next;   /* the pool's answer: runs [bounds[r], bounds[r + 1]) from next on */
+    size_t at, end, grp, gend;  /* otherwise: the span being cut: its jobs [at, end) (positions in groups->order) not
+                                   handed out yet, at in group grp of its groups [.., gend) */
+    size_t from, batch;         /* and the position its jobs start at in groups->order, the jobs a child runs (its
+                                   incident's plan.batch) */
 } lab_replay_lane;
 
-/* The next range of a chunk outside the pool: as the plain execution cuts its runs, plan.batch jobs a child (a seed
+/* The next range of a span outside the pool: as the plain execution cuts its runs, plan.batch jobs a child (a seed
  * group on the CPU, one case under compute-sanitizer, a worker's share of groups where its incident says so), here cut
- * from the chunk: whole groups where the batch holds one or more, else batch cases at a time. */
+ * from the span: whole groups where the batch holds one or more, else batch cases at a time. */
 static void lab_replay_lane_cut(lab_replay_lane *l, size_t *first, size_t *end)
 {
     const size_t *start = l->groups->start;
@@ -42,16 +47,53 @@ static void lab_replay_lane_cut(lab_replay_lane *l, size_t *first, size_t *end)
         stop = start[k];
         l->grp = k;
     }
-    *first = l->at;
-    *end = l->at = stop;
+    *first = l->place[l->si - 1] + (l->at - l->from);
+    *end = l->place[l->si - 1] + (stop - l->from);
+    l->at = stop;
 }
 
-/* The lane's next range (lab_job_feed_fn): the next run of the chunk in hand; when there is none and fewer ranges wait
- * than the lane has workers, the next chunk from the caller's feed, laid out. */
+/* Checks the feed's answer spans[0..ns) against the lane and puts its jobs at the execution's next unused positions of
+ * its order, span after span (place[k]: where span k starts). The pool lays them out in runs there. */
+static lab_status lab_replay_lane_place(lab_replay_lane *l)
+{
+    lab_replay_ctx *ctx = l->ctx;
+    const lab_replay_groups *g = l->groups;
+    for (size_t k = 0; k < l->ns; ++k) {
+        size_t g0 = l->spans[k].g0, g1 = l->spans[k].g1, p = g0 < g->ng ? g->part[g0] : 0;
+        if (!(g0 < g1 && g1 <= g->ng && g->part[g1 - 1] == p && l->accept[p] && (k == 0 || p > g->part[l->spans[k - 1].g0])))
+            return lab_err_set(LAB_ERR_ARG, "replay: the feed gave seed groups [%zu, %zu), not a span of this lane's "
+                               "incidents (%zu groups), each at most once an answer", g0, g1, g->ng);
+        size_t len = g->start[g1] - g->start[g0];
+        if (len > ctx->n - *l->fill)
+            return lab_err_set(LAB_ERR_ARG, "replay: the feed gave seed groups [%zu, %zu) beyond the %zu cases (given "
+                               "twice?)", g0, g1, ctx->n);
+        memcpy(ctx->order + *l->fill, g->order + g->start[g0], len * sizeof *ctx->order);
+        l->place[k] = *l->fill;
+        *l->fill += len;
+    }
+    if (!l->pool) return LAB_OK;
+    lab_replay_part *pt = malloc(l->ns * sizeof *pt);
+    if (!pt) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    for (size_t k = 0; k < l->ns; ++k) {
+        size_t g0 = l->spans[k].g0, g1 = l->spans[k].g1;
+        pt[k] = (lab_replay_part){l->place[k], l->place[k] + g->start[g1] - g->start[g0], l->parts[g->part[g0]].group_size,
+                                  g1 - g0};
+    }
+    size_t *bounds = NULL, nr = 0, base = l->place[0];
+    lab_status st = lab_replay_pool_layout(ctx, base, pt, l->ns, ctx->plan.workers, &bounds, &nr);
+    free(pt);
+    if (st != LAB_OK) return st;
+    for (size_t r = 0; r <= nr; ++r) bounds[r] += base;
+    free(l->bounds);
+    l->bounds = bounds, l->nr = nr, l->next = 0;
+    return LAB_OK;
+}
+
+/* The lane's next range (lab_job_feed_fn): the next run of the answer in hand; when there is none and fewer ranges
+ * wait than the lane has workers, the feed's next answer, placed. */
 static int lab_replay_lane_next(void *vl, size_t waiting, size_t *first, size_t *end)
 {
     lab_replay_lane *l = vl;
-    lab_replay_ctx *ctx = l->ctx;
     const lab_replay_groups *g = l->groups;
     for (;;) {
         if (l->pool && l->next < l->nr) {
@@ -63,37 +105,27 @@ static int lab_replay_lane_next(void *vl, size_t waiting, size_t *first, size_t 
             lab_replay_lane_cut(l, first, end);
             return 1;
         }
-        if (l->ended || waiting >= (size_t)ctx->plan.workers) return l->ended ? -1 : 0;
-        size_t g0 = 0, g1 = 0;
-        int r = l->feed(l->feed_ctx, l->accept, &g0, &g1);
+        if (!l->pool && l->si < l->ns) { /* the answer's next span */
+            const lab_replay_span *sp = &l->spans[l->si++];
+            l->at = l->from = g->start[sp->g0];
+            l->end = g->start[sp->g1];
+            l->grp = sp->g0;
+            l->gend = sp->g1;
+            l->batch = l->plans[g->part[sp->g0]].batch;
+            continue;
+        }
+        if (l->ended || waiting >= (size_t)l->ctx->plan.workers) return l->ended ? -1 : 0;
+        int r = l->feed(l->feed_ctx, l->accept, l->spans);
         if (r <= 0) {
             l->ended = r < 0;
             return r;
         }
-        size_t p = g0 < g->ng ? g->part[g0] : 0;
-        if (!(g0 < g1 && g1 <= g->ng && g->part[g1 - 1] == p && l->accept[p])) {
-            l->st = lab_err_set(LAB_ERR_ARG, "replay: the feed gave seed groups [%zu, %zu), not a chunk of this lane's "
-                                "incidents (%zu groups)", g0, g1, g->ng);
+        l->ns = (size_t)r < g->nparts ? (size_t)r : g->nparts;
+        l->si = 0;
+        l->st = lab_replay_lane_place(l);
+        if (l->st != LAB_OK) {
             l->ended = 1;
             return -1;
-        }
-        l->at = g->start[g0];
-        l->end = g->start[g1];
-        l->grp = g0;
-        l->gend = g1;
-        l->batch = l->plans[p].batch;
-        if (l->pool) {
-            lab_replay_part pt = {l->at, l->end, l->parts[p].group_size, g1 - g0};
-            size_t *bounds = NULL, nr = 0;
-            lab_status st = lab_replay_pool_layout(ctx, l->at, &pt, 1, ctx->plan.workers, &bounds, &nr);
-            if (st != LAB_OK) {
-                l->st = st;
-                l->ended = 1;
-                return -1;
-            }
-            for (size_t k = 0; k <= nr; ++k) bounds[k] += l->at;
-            free(l->bounds);
-            l->bounds = bounds, l->nr = nr, l->next = 0;
         }
     }
 }
@@ -120,7 +152,9 @@ lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *
     /* lanes: the pool first (its lane number 0), then one a distinct plan, in the incidents' order */
     int *lane = calloc(su.np ? su.np : 1, sizeof *lane), nl = 1;
     unsigned char *accept = calloc(su.np ? su.np : 1, 1);
-    if (st == LAB_OK && (!lane || !accept)) st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    lab_replay_span *spans = calloc(su.np ? su.np : 1, sizeof *spans);
+    size_t *place = calloc(su.np ? su.np : 1, sizeof *place), fill = 0;
+    if (st == LAB_OK && (!lane || !accept || !spans || !place)) st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
     for (size_t i = 0; st == LAB_OK && i < su.np; ++i) {
         if (lab_replay_poolable(opts, &su.plans[i])) continue;
         lane[i] = nl++;
@@ -132,7 +166,8 @@ lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *
             }
     }
     for (int ln = 0; ln < nl && st == LAB_OK && !lab_isolate_interrupted(); ++ln) {
-        lab_replay_lane l = {&ctx, groups, su.parts, su.plans, accept, ln == 0, feed, feed_ctx};
+        lab_replay_lane l = {&ctx, groups, su.parts, su.plans, accept, ln == 0, feed, feed_ctx, &fill};
+        l.spans = spans, l.place = place;
         int members = 0;
         for (size_t i = 0; i < su.np; ++i) {
             accept[i] = lane[i] == ln;
@@ -164,6 +199,8 @@ lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *
     if (st == LAB_OK) st = lab_replay_rerun(&ctx, su.out);
     free(lane);
     free(accept);
+    free(spans);
+    free(place);
     lab_replay_setup_free(&ctx, &su);
     return st;
 }

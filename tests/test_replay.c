@@ -759,23 +759,27 @@ typedef struct {
     lab_deal *d;
     const lab_replay_groups *g;
     int *owner;          /* per group: the rank it went to (-1: none) */
-    size_t calls, chunks;
-    int rival;           /* a second rank takes a chunk before each of ours */
+    size_t calls, chunks, deals, mixed; /* answers given, their chunks, answers of several incidents */
+    int rival;           /* a second rank takes a deal before each of ours */
 } fed_feed;
 
-static int fed_next(void *ctx, const unsigned char *accept, size_t *g0, size_t *g1)
+static int fed_next(void *ctx, const unsigned char *accept, lab_replay_span *spans)
 {
     fed_feed *f = ctx;
     if (f->calls++ % 3 == 1) return 0; /* not yet, as an answer still on its way */
-    lab_deal_chunk c;
-    if (f->rival && lab_deal_next(f->d, 1, accept, &c))
-        for (size_t k = c.first; k < c.end; ++k) f->owner[k] = 1;
-    if (!lab_deal_next(f->d, 0, accept, &c)) return -1;
-    for (size_t k = c.first; k < c.end; ++k) f->owner[k] = 0;
-    f->chunks++;
-    *g0 = c.first;
-    *g1 = c.end;
-    return 1;
+    lab_deal_chunk c[16];
+    size_t k = f->rival ? lab_deal_next(f->d, 1, accept, c, 16) : 0;
+    for (size_t j = 0; j < k; ++j)
+        for (size_t q = c[j].first; q < c[j].end; ++q) f->owner[q] = 1;
+    if (!(k = lab_deal_next(f->d, 0, accept, c, 16))) return -1;
+    for (size_t j = 0; j < k; ++j) {
+        for (size_t q = c[j].first; q < c[j].end; ++q) f->owner[q] = 0;
+        spans[j] = (lab_replay_span){c[j].first, c[j].end};
+    }
+    f->chunks += k;
+    f->deals++;
+    f->mixed += k > 1;
+    return (int)k;
 }
 
 static void fed_count(void *ctx, size_t index, const lab_case_record *rec)
@@ -805,6 +809,7 @@ static lab_case_record *fed_run(const lab_replay_opts *o, int rival, lab_replay_
     cr_assert_eq(lab_replay_execute_fed(o, recs, n, g, fed_next, &f, fed_count, told), LAB_OK, "%s", lab_err_msg());
     cr_expect_eq(lab_deal_left(f.d), 0u, "the lanes asked until nothing was left");
     cr_expect_gt(f.chunks, 2u, "dealt in %zu chunks", f.chunks);
+    cr_expect_gt(f.mixed, 0u, "%zu of %zu answers held chunks of several incidents", f.mixed, f.deals);
     for (size_t k = 0; k < g->ng; ++k)
         for (size_t p = g->start[k]; p < g->start[k + 1]; ++p) {
             size_t i = g->order[p];
@@ -865,14 +870,25 @@ static const lab_variant sixteen_gpu_variants[] = {{.name = "fix", .role = LAB_R
 static const lab_incident sixteen_gpus = {.id = "9014-sixteen-gpus", .title = "sixteen gpus", .summary = "synthetic",
                                           .variants = sixteen_gpu_variants, .n_variants = 1, .run_cpu = run_pid,
                                           .run_cuda = run_pid, .plots.metric = "pid"};
-static int fed_wrong_lane(void *ctx, const unsigned char *accept, size_t *g0, size_t *g1)
+static int fed_wrong_lane(void *ctx, const unsigned char *accept, lab_replay_span *spans)
 {
     const lab_replay_groups *g = ctx;
     for (size_t k = 0; k < g->ng; ++k)
         if (!accept[g->part[k]]) {
-            *g0 = k;
-            *g1 = k + 1;
+            spans[0] = (lab_replay_span){k, k + 1};
             return 1;
+        }
+    return -1;
+}
+/* An answer naming one incident twice (its first group, then its second). */
+static int fed_part_twice(void *ctx, const unsigned char *accept, lab_replay_span *spans)
+{
+    const lab_replay_groups *g = ctx;
+    for (size_t k = 0; k + 1 < g->ng; ++k)
+        if (accept[g->part[k]] && g->part[k + 1] == g->part[k]) {
+            spans[0] = (lab_replay_span){k, k + 1};
+            spans[1] = (lab_replay_span){k + 1, k + 2};
+            return 2;
         }
     return -1;
 }
@@ -912,7 +928,11 @@ Test(replay, a_fed_execution_runs_its_lanes_as_a_plain_one, .init = mkout, .fini
     free(recs);
     cr_assert_eq(lab_replay_cases(&o, &recs, &n), LAB_OK);
     cr_expect_eq(lab_replay_execute_fed(&o, recs, n, &g, fed_wrong_lane, &g, NULL, NULL), LAB_ERR_ARG);
-    cr_expect(strstr(lab_err_msg(), "not a chunk of this lane's incidents") != NULL, "%s", lab_err_msg());
+    cr_expect(strstr(lab_err_msg(), "not a span of this lane's incidents") != NULL, "%s", lab_err_msg());
+    free(recs);
+    cr_assert_eq(lab_replay_cases(&o, &recs, &n), LAB_OK);
+    cr_expect_eq(lab_replay_execute_fed(&o, recs, n, &g, fed_part_twice, &g, NULL, NULL), LAB_ERR_ARG);
+    cr_expect(strstr(lab_err_msg(), "each at most once an answer") != NULL, "%s", lab_err_msg());
     free(recs);
     lab_replay_groups_free(&g);
 }

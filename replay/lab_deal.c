@@ -11,6 +11,7 @@ struct lab_deal {
     size_t nparts;
     size_t *part_next;       /* per part: its next group to deal */
     size_t *part_end;        /* per part: one past its last group */
+    size_t *part_floor;      /* per part: the least groups of a chunk (lab_deal_floor) */
     double *part_left;       /* per part: its cost not dealt */
     int ranks;
     int *weight;             /* per rank: 0 unknown */
@@ -34,9 +35,10 @@ lab_status lab_deal_create(const lab_deal_group *groups, size_t n, int ranks, la
     d->part_next = calloc(nparts ? nparts : 1, sizeof *d->part_next);
     d->part_end = calloc(nparts ? nparts : 1, sizeof *d->part_end);
     d->part_left = calloc(nparts ? nparts : 1, sizeof *d->part_left);
+    d->part_floor = calloc(nparts ? nparts : 1, sizeof *d->part_floor);
     d->weight = calloc((size_t)ranks, sizeof *d->weight);
     d->retired = calloc((size_t)ranks, 1);
-    if (!d->cost || !d->part_next || !d->part_end || !d->part_left || !d->weight || !d->retired) {
+    if (!d->cost || !d->part_next || !d->part_end || !d->part_left || !d->part_floor || !d->weight || !d->retired) {
         lab_deal_free(d);
         return lab_err_set(LAB_ERR_NOMEM, "dealer: out of memory");
     }
@@ -62,6 +64,7 @@ void lab_deal_free(lab_deal *d)
     free(d->part_next);
     free(d->part_end);
     free(d->part_left);
+    free(d->part_floor);
     free(d->weight);
     free(d->retired);
     free(d);
@@ -70,6 +73,11 @@ void lab_deal_free(lab_deal *d)
 void lab_deal_weight(lab_deal *d, int rank, int weight)
 {
     if (rank >= 0 && rank < d->ranks && weight >= 1) d->weight[rank] = weight;
+}
+
+void lab_deal_floor(lab_deal *d, size_t part, size_t groups)
+{
+    if (part < d->nparts) d->part_floor[part] = groups;
 }
 
 void lab_deal_retire(lab_deal *d, int rank)
@@ -107,6 +115,7 @@ size_t lab_deal_next(lab_deal *d, int rank, const unsigned char *accept, lab_dea
         /* a sum of equal costs that should meet the target exactly does */
         double target = d->part_left[p] * mine / (LAB_DEAL_FACTOR * all) * (1.0 + 1e-9), acc = 0.0;
         size_t floor = (size_t)ceil(mine * (double)(end - g) / (double)groups_left);
+        if (floor < d->part_floor[p]) floor = d->part_floor[p];
         for (; g < end && (taken < floor || acc + d->cost[g] <= target); ++g, ++taken) acc += d->cost[g];
         c[k++] = (lab_deal_chunk){d->part_next[p], g, acc};
         d->part_next[p] = g;

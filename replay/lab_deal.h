@@ -47,6 +47,11 @@ void lab_deal_free(lab_deal *d);
  * known it counts as the mean of the known ones (1 when none is). Out-of-range r or weight < 1: ignored. */
 void lab_deal_weight(lab_deal *d, int rank, int weight);
 
+/* Part p's chunks hold at least `groups` groups (but its last, when fewer are left): an incident whose cases run in
+ * seed batches is dealt no less than one batch run (lab_replay_run_seeds); smaller chunks would cut its batches
+ * smaller, each costlier a case. Out-of-range p: ignored. */
+void lab_deal_floor(lab_deal *d, size_t part, size_t groups);
+
 /* Rank r is out (it died or hung): it is dealt nothing more and no longer counts among the ranks that share what is
  * left, so the work it had not been dealt goes to the others. */
 void lab_deal_retire(lab_deal *d, int rank);
@@ -55,8 +60,8 @@ void lab_deal_retire(lab_deal *d, int rank);
  * groups left, in part order (the first `max` of them; the others wait for the next request), its next groups, as many
  * as keep the chunk's cost within r's share of that part's cost left divided by LAB_DEAL_FACTOR, but never fewer than
  * the part's share of r's weight in groups (weight x the part's groups left over the accepted parts' groups left,
- * rounded up: one a worker over the deal, a smaller deal would leave workers waiting for the next answer) nor more than
- * the part has left. Writes c[0..k) and returns k, 0 when nothing it accepts is left (or r is retired or out of range,
+ * rounded up: one a worker over the deal, a smaller deal would leave workers waiting for the next answer) or the
+ * part's floor (lab_deal_floor), nor more than the part has left. Writes c[0..k) and returns k, 0 when nothing it accepts is left (or r is retired or out of range,
  * or max is 0). */
 size_t lab_deal_next(lab_deal *d, int rank, const unsigned char *accept, lab_deal_chunk *c, size_t max);
 

@@ -244,6 +244,11 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     for (size_t i = 0; i < opts.n_incidents; ++i) longest = fmax(longest, lab_replay_watchdog(&opts, opts.incidents[i]));
     x.patience = longest + LAB_MPI_GRACE_S;
 
+    /* The run's workers and GPUs, every rank's together: each rank's pool cuts seed batches, and rank 0 deals them, as a
+     * plain replay of the whole run would (each answer's share laid out alone, its batches got smaller as the answers
+     * did, and 0008's cases cost half as much again). */
+    int here[2] = {opts.jobs, share.ngpu}, run[2] = {0, 0};
+    if (MPI_Allreduce(here, run, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS) opts.run_workers = run[0], opts.run_gpus = run[1];
     if (rank == 0 && st == LAB_OK) {
         x.ranks = calloc((size_t)size, sizeof *x.ranks);
         x.pending = calloc((size_t)size, sizeof *x.pending);

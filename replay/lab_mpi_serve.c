@@ -274,6 +274,8 @@ lab_status lab_mpi_dealer_make(lab_mpi_ctx *x)
     for (size_t k = 0; st == LAB_OK && k < ng; ++k) dg[k] = (lab_deal_group){x->groups.part[k], x->groups.cost[k]};
     if (st == LAB_OK) st = lab_deal_create(dg, ng, x->size, &x->dealer);
     free(dg);
+    for (size_t p = 0; st == LAB_OK && p < x->groups.nparts; ++p)
+        lab_deal_floor(x->dealer, p, lab_replay_run_seeds(x->opts, x->all, &x->groups, p));
     for (size_t i = 0; st == LAB_OK && i < n; ++i) x->dealt_to[i] = -1;
     for (int r = 0; st == LAB_OK && r < x->size; ++r) {
         if (x->ranks[r].have_hello) lab_deal_weight(x->dealer, r, x->ranks[r].hello.jobs);

@@ -306,7 +306,8 @@ static double lab_replay_cost(const lab_replay_ctx *ctx, const size_t *jobs, siz
  * *bounds_out (malloc'd, *nranges + 1 entries, relative to base). A part whose incident batches seeds
  * (lab_seedbatch_size > 1) gives one run per chunk of its seed batches (lab_seedbatch_plan), its chunks cut no
  * costlier than one worker's fair share of the pool (the pool's cost over `workers`, lab_sched_chunk_seeds) so
- * that no chunk is the replay's long pole. A chunk's variants stay one run: their batches share the seeds' groups
+ * that no chunk is the replay's long pole (a fed share of a larger run: the whole run's share and GPU count, so that
+ * its chunks are a plain replay's of that run, not cut smaller for each smaller answer of its feed). A chunk's variants stay one run: their batches share the seeds' groups
  * (made once in the worker); a run per batch made every worker remake them, and 1000 seeds of the GPU incidents took
  * 4.4x the CPU for 0008 (591 s against 135 s) and 66 s on one H200 where 33-34 s was the rule on hosts of that kind
  * (reports/multi-gpu-h200x2). The other parts' groups are dealt into LAB_SCHED_SHARES_PER_WORKER x workers runs, run
@@ -329,7 +330,8 @@ lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_re
     size_t *rk = malloc(cap_r * sizeof *rk);
     size_t *bounds = malloc((cap_r + 1) * sizeof *bounds);
     lab_status st = tmp && tlead && sp && rs && rl && ri && rc && rk && bounds ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
-    double fair = st == LAB_OK ? lab_replay_cost(ctx, ctx->order + base, total) / workers : 0.0;
+    double fair = ctx->run_fair > 0.0 ? ctx->run_fair : st == LAB_OK ? lab_replay_cost(ctx, ctx->order + base, total) / workers : 0.0;
+    int gpus = ctx->run_fair > 0.0 && ctx->run_gpus > 0 ? ctx->run_gpus : ctx->machine.ngpu;
     for (size_t i = 0; i < np && st == LAB_OK; ++i) {
         const lab_replay_opts *o = ctx->opts;
         const lab_replay_part *pt = &parts[i];
@@ -341,7 +343,7 @@ lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_re
             double c = lab_replay_cost(ctx, ctx->order + g, g + pt->group_size <= pt->end ? pt->group_size : pt->end - g);
             group = c > group ? c : group;
         }
-        st = lab_seedbatch_plan_make(ctx->recs, ctx->order, pt->start, pt->end, lab_sched_chunk_seeds(bmax, group, fair, ctx->machine.ngpu), &sp[i]);
+        st = lab_seedbatch_plan_make(ctx->recs, ctx->order, pt->start, pt->end, lab_sched_chunk_seeds(bmax, group, fair, gpus), &sp[i]);
         for (size_t c = 0; c < sp[i].n_chunks && st == LAB_OK; ++c) {
             size_t a = sp[i].chunk_start[c], e = sp[i].chunk_start[c + 1];
             rs[nr] = k, rl[nr] = e - a, rk[nr] = i, rc[nr++] = lab_replay_cost(ctx, sp[i].jobs + a, e - a);

@@ -35,6 +35,9 @@ typedef struct {
     void *summary_ctx;                     /* its context */
     unsigned batch_seeds;                  /* most seeds one CUDA seed batch runs (lab_seedbatch.h); 0: each
                                               incident's batch.max; 1: no batching */
+    int run_workers, run_gpus;             /* a fed execution that is a share of a larger run (--mpi): the
+                                              workers and GPUs of all its processes together; its pool cuts seed
+                                              batches as a plain replay of the whole run would (0: its own) */
     int device_ok;                         /* the replay's probe made a context on the GPU: from then on a CUDA
                                               case that finds no usable device is ERROR (device lost), never a
                                               neutral SKIP, and a case that met a device error is run again */

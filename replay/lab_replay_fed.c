@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "lab_replay_int.h"
+#include "lab_seedbatch.h"
 
 /* A fed execution's lane: the parts that run under one plan (lab_replay_execute_fed), and the answer it is handing out. */
 typedef struct {
@@ -149,6 +150,8 @@ lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *
     if (st != LAB_OK) return st;
     if (su.np != groups->nparts || memcmp(ctx.order, groups->order, n * sizeof *ctx.order) != 0)
         st = lab_err_set(LAB_ERR_ARG, "replay: the seed groups given are not those of these cases (lab_replay_groups_make)");
+    ctx.run_fair = lab_replay_run_fair(opts, groups);
+    ctx.run_gpus = opts->run_gpus;
     /* lanes: the pool first (its lane number 0), then one a distinct plan, in the incidents' order */
     int *lane = calloc(su.np ? su.np : 1, sizeof *lane), nl = 1;
     unsigned char *accept = calloc(su.np ? su.np : 1, 1);
@@ -203,6 +206,29 @@ lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *
     free(place);
     lab_replay_setup_free(&ctx, &su);
     return st;
+}
+
+double lab_replay_run_fair(const lab_replay_opts *opts, const lab_replay_groups *g)
+{
+    if (opts->run_workers <= 0) return 0.0;
+    double all = 0.0;
+    for (size_t k = 0; k < g->ng; ++k) all += g->cost[k];
+    return all / opts->run_workers;
+}
+
+size_t lab_replay_run_seeds(const lab_replay_opts *opts, const lab_case_record *recs, const lab_replay_groups *g, size_t part)
+{
+    double fair = lab_replay_run_fair(opts, g), group = 0.0;
+    size_t first = g->ng;
+    for (size_t k = 0; k < g->ng; ++k)
+        if (g->part[k] == part) {
+            first = first < k ? first : k;
+            group = g->cost[k] > group ? g->cost[k] : group;
+        }
+    if (first == g->ng || fair <= 0.0) return 0;
+    unsigned bmax = lab_seedbatch_size(recs[g->order[g->start[first]]].incident, opts->backend, opts->sanitize != NULL,
+                                       opts->batch_seeds);
+    return bmax < 2 ? 0 : lab_sched_chunk_seeds(bmax, group, fair, opts->run_gpus);
 }
 
 lab_status lab_replay_groups_make(const lab_case_record *recs, size_t n, lab_replay_groups *g)

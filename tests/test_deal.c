@@ -127,6 +127,31 @@ Test(deal, a_deal_has_a_group_for_every_worker)
     lab_deal_free(d);
 }
 
+/* A part with a floor (an incident run in seed batches) is dealt in chunks of at least that many groups, its last one
+ * excepted, while the other parts' chunks shrink as before. */
+Test(deal, a_part_is_never_dealt_below_its_floor)
+{
+    size_t counts[] = {100, 100}, n;
+    lab_deal_group *g;
+    lab_deal *d = make_dealer(counts, 2, flat_cost, 2, &g, &n);
+    lab_deal_floor(d, 1, 30);
+    lab_deal_floor(d, 7, 1000); /* no such part: ignored */
+    lab_deal_chunk c[ROOM];
+    size_t k, last0 = 0, sizes1[16], n1 = 0, r = 0;
+    while ((k = lab_deal_next(d, (int)(r++ % 2), NULL, c, ROOM)) > 0)
+        for (size_t j = 0; j < k; ++j) {
+            if (g[c[j].first].part == 0) last0 = c[j].end - c[j].first;
+            else if (n1 < 16) sizes1[n1++] = c[j].end - c[j].first;
+        }
+    cr_assert_geq(n1, 2u);
+    for (size_t i = 0; i + 1 < n1; ++i) cr_expect_geq(sizes1[i], 30u, "part 1's chunk %zu: %zu groups", i, sizes1[i]);
+    cr_expect_eq(sizes1[0], 30u, "a quarter of 100 is 25, the floor 30");
+    cr_expect_eq(last0, 1u, "part 0's chunks shrink to single groups");
+    cr_expect_eq(lab_deal_left(d), 0u);
+    free(g);
+    lab_deal_free(d);
+}
+
 /* One part of equal groups, two ranks of weight 1: the chunks shrink, from a quarter of the work (half of one rank's
  * share) down to one group. */
 Test(deal, chunks_shrink_toward_the_end)

@@ -8,6 +8,7 @@
 
 #include "lab_replay.h"
 #include "lab_seedbatch.h"
+#include "lab_replay_fed.h"
 #include "lab_semicrf.h"
 #include "lab_test_case.h"
 
@@ -80,6 +81,34 @@ Test(seedbatch, size_only_where_a_cuda_batch_exists)
 
 /* Every case exactly once; a batch is one variant over distinct seeds of one key, at most bmax of them; memory
  * bugs alone; chunks as equal as they can be (key 1: seeds 1 4 7 10 -> 2 + 2; keys 2 and 0: 3 each). */
+/* A fed share of a larger run (--mpi) cuts its seed batches for the whole run: a run of a batching incident holds as
+ * many seeds as a plain replay of the run would give it (all 3 while a worker's fair share of the run holds them, 2 at
+ * least when it does not), whatever share the feed hands out; nothing for a run of its own, the CPU or no batching. */
+Test(seedbatch, a_fed_share_cuts_batches_for_the_whole_run)
+{
+    const lab_incident *incs[] = {&sb_inc};
+    uint64_t seeds[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA,
+                         .lab_bin = "build/lab", .root = "."};
+    lab_case_record *recs;
+    size_t n;
+    lab_replay_groups g;
+    cr_assert_eq(lab_replay_cases(&o, &recs, &n), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(lab_replay_groups_make(recs, n, &g), LAB_OK);
+    cr_expect_eq(lab_replay_run_seeds(&o, recs, &g, 0), 0u, "a run of its own: the pool's own share");
+    o.run_workers = 1, o.run_gpus = 1;
+    cr_expect_float_eq(lab_replay_run_fair(&o, &g), 1.5, 1e-9, "10 groups of 3 cases of 0.05 s for one worker");
+    cr_expect_eq(lab_replay_run_seeds(&o, recs, &g, 0), 3u, "one worker's share holds a whole batch");
+    o.run_workers = 10;
+    cr_expect_eq(lab_replay_run_seeds(&o, recs, &g, 0), 2u, "a fair share of one group: the floor of 2 seeds");
+    o.batch_seeds = 1;
+    cr_expect_eq(lab_replay_run_seeds(&o, recs, &g, 0), 0u, "--batch-seeds 1: no batches");
+    o.batch_seeds = 0, o.backend = LAB_BACKEND_CPU;
+    cr_expect_eq(lab_replay_run_seeds(&o, recs, &g, 0), 0u, "never on the CPU");
+    lab_replay_groups_free(&g);
+    free(recs);
+}
+
 Test(seedbatch, layout_batches_one_variant_over_seeds_of_one_key)
 {
     lab_case_record recs[30];

@@ -115,6 +115,32 @@ lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *
     return st;
 }
 
+/* An interrupted replay's "resume_commands" (cmds: one a line) and "resume" (them in one shell line, "; " between;
+ * none: "(none: every case finished)") added to root. Errors: LAB_ERR_NOMEM. */
+static lab_status lab_results_add_resume(cJSON *root, const char *cmds)
+{
+    cJSON *list = cJSON_AddArrayToObject(root, "resume_commands");
+    char *line = malloc(2 * strlen(cmds) + 1);
+    size_t k = 0;
+    if (!list || !line) {
+        free(line);
+        return lab_err_set(LAB_ERR_NOMEM, "summary: out of memory");
+    }
+    for (const char *c = cmds; *c;) {
+        size_t n = strcspn(c, "\n");
+        if (k) memcpy(line + k, "; ", 2), k += 2;
+        memcpy(line + k, c, n);
+        line[k + n] = 0;
+        cJSON_AddItemToArray(list, cJSON_CreateString(line + k));
+        k += n;
+        c += n + (c[n] == '\n');
+    }
+    line[k] = 0;
+    cJSON_AddStringToObject(root, "resume", k ? line : "(none: every case finished)");
+    free(line);
+    return LAB_OK;
+}
+
 lab_status lab_results_summary_json(const lab_verdict_tally *t, size_t nt, const char *backend, size_t n_cases,
                                     double wall_s, const lab_verdict *verdict, const lab_results_summary_extra *extra,
                                     cJSON **out)
@@ -183,9 +209,9 @@ lab_status lab_results_summary_json(const lab_verdict_tally *t, size_t nt, const
         cJSON_AddBoolToObject(root, "interrupted", 1);
         cJSON_AddStringToObject(root, "signal", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "?");
         cJSON_AddNumberToObject(root, "cases_planned", (double)extra->cases_planned);
-        cJSON_AddStringToObject(root, "resume", extra->resume ? extra->resume : "");
+        st = lab_results_add_resume(root, extra->resume ? extra->resume : "");
     }
-    if (extra && extra->fields) st = extra->fields(extra->fields_ctx, root);
+    if (st == LAB_OK && extra && extra->fields) st = extra->fields(extra->fields_ctx, root);
     if (st != LAB_OK) cJSON_Delete(root);
     else *out = root;
     return st;

@@ -45,7 +45,8 @@ typedef lab_status (*lab_results_fields_fn)(void *ctx, struct cJSON *summary);
 typedef struct {
     int signal;                   /* the interrupt that stopped the replay (SIGINT, SIGTERM; 0: none) */
     size_t cases_planned;         /* an interrupted replay: the cases it planned */
-    const char *resume;           /* an interrupted replay: the command that resumes it */
+    const char *resume;           /* an interrupted replay: the commands that resume it, one a line ('\n' after
+                                     each); NULL or "": none, every case finished */
     lab_results_fields_fn fields; /* the caller's own fields, added last (NULL: none) */
     void *fields_ctx;             /* their context */
 } lab_results_summary_extra;
@@ -56,8 +57,9 @@ typedef struct {
  * "judged", "detect_rate", "detect_ci95", "min_detect_rate" (1: every seed), and for a stated rate below 1
  * "p_value", "power", "seeds_needed" (refused only)}]}]}, then what extra holds (NULL: nothing): for an
  * interrupted replay (extra->signal != 0) "interrupted": true, "signal" ("SIGINT", "SIGTERM"; "?" for another),
- * "cases_planned" and "resume" ("ok" is already false: the verdict counts an interrupted run NOT OK), then the
- * caller's fields (extra->fields). "ok" and every variant's "ok" are the verdict's (lab_verdict.h), written as
+ * "cases_planned", "resume_commands" (extra->resume's commands, an array of strings, [] when none) and "resume" (one
+ * shell line that runs them in turn, "; " between them; "(none: every case finished)" when there is none) ("ok" is
+ * already false: the verdict counts an interrupted run NOT OK), then the caller's fields (extra->fields). "ok" and every variant's "ok" are the verdict's (lab_verdict.h), written as
  * they are. Errors: the caller's, LAB_ERR_NOMEM, or the write's (naming path). */
 lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *t, size_t nt, const char *backend,
                                      size_t n_cases, double wall_s, const lab_verdict *v,

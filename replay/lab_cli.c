@@ -400,7 +400,9 @@ void lab_cli_resume_cmd(const lab_cli_resume *r, char *buf, size_t len)
     if (r->one_seed) lab_cli_add(buf, len, &k, " --seed %llu", (unsigned long long)r->first_seed);
     else if (!r->default_seeds)
         lab_cli_add(buf, len, &k, " --first-seed %llu --seeds %zu", (unsigned long long)r->first_seed, r->n_seeds);
-    snprintf(out, sizeof out, "%s-resumed", r->out ? r->out : "build/replay");
+    else if (r->first_seed != 1) lab_cli_add(buf, len, &k, " --first-seed %llu", (unsigned long long)r->first_seed);
+    if (r->part > 0) snprintf(out, sizeof out, "%s-resumed-%d", r->out ? r->out : "build/replay", r->part);
+    else snprintf(out, sizeof out, "%s-resumed", r->out ? r->out : "build/replay");
     lab_cli_add(buf, len, &k, " --backend %s --out ", r->backend);
     lab_cli_add_word(buf, len, &k, out);
 }

@@ -86,23 +86,26 @@ void lab_cli_case_cmd(const char *lab_bin, const char *incident, const char *var
 void lab_cli_variant_cmd(const char *lab_bin, const char *incident, const char *variant, size_t seeds, char *buf,
                          size_t len);
 
-/* What the resume command of an interrupted replay says: the same selection, from a seed on. */
+/* What one resume command of an interrupted replay says: some of its incidents, from a seed on. */
 typedef struct {
     const char *lab_bin;
-    const char *const *ids; /* the incidents replayed (their full ids) */
+    const char *const *ids; /* the incidents it replays (their full ids) */
     size_t n_ids;
     const char *variant;    /* NULL: all */
     int one_seed;           /* the replay ran one seed: first_seed */
-    int default_seeds;      /* the seeds were not given and resume from the start: left out */
-    uint64_t first_seed;    /* the lowest seed with an unfinished case */
+    int default_seeds;      /* the seeds were not given and these incidents resume from their start: --seeds left
+                               out (each runs its own default count again), --first-seed written unless it is 1 */
+    uint64_t first_seed;    /* the lowest seed of these incidents with an unfinished case */
     size_t n_seeds;         /* seeds from it on */
     const char *backend;
-    const char *out;        /* the interrupted replay's folder; the resumed one is <out>-resumed */
+    const char *out;        /* the interrupted replay's folder */
+    int part;               /* 0: the one command, into <out>-resumed; K >= 1: the K-th of several, <out>-resumed-K */
 } lab_cli_resume;
 
 /* The resume command into buf (cut at len): "<lab> replay [--incident ID]... [--variant V] [--seed S | --first-seed S
- * --seeds K] --backend B --out <out>-resumed" (out NULL: build/replay), a shell command line: the lab's path, the
- * variant and the folder as lab_cli_sh_word writes them (a folder named `a b; rm x` stays one word). */
+ * --seeds K | --first-seed S] --backend B --out <out>-resumed[-K]" (out NULL: build/replay), a shell command line:
+ * the lab's path, the variant and the folder as lab_cli_sh_word writes them (a folder named `a b; rm x` stays one
+ * word). */
 void lab_cli_resume_cmd(const lab_cli_resume *r, char *buf, size_t len);
 
 /* s as one word for sh into buf (cut at len, as lab_cli_resume_cmd cuts): as it is when it holds only letters, digits

@@ -42,8 +42,8 @@ static const struct {
     {"replay",
      "  replay [OPTION]...                 run cases isolated on all cores; exit 1 if a fix fails or a bug is not\n"
      "                                     detected (XPASS). SIGINT/SIGTERM stop the run: the finished cases are\n"
-     "                                     written, marked interrupted, exit 130/143, and the command that resumes\n"
-     "                                     is printed. Options:\n",
+     "                                     written, marked interrupted, exit 130/143, and the commands that resume\n"
+     "                                     what is left are printed. Options:\n",
      LAB_USAGE_OPTIONS(LAB_CLI_REPLAY), NULL},
     {"explain",
      "  explain ID [--seeds N] [--backend cpu|cuda]\n"

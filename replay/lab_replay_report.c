@@ -1,7 +1,7 @@
 /* lab_replay_report: a replay's report from its finished records (lab_replay_report, lab_replay.h): the table, the
- * failing cases and their replay commands, the resume command of an interrupted replay, and the result set written
+ * failing cases and their replay commands, the resume commands of an interrupted replay, and the result set written
  * to a staging folder and swapped in (lab_resultset.h). The windowed replay (lab_window.c) reuses its table, resume
- * command and summary extras (lab_replay_int.h). */
+ * commands and summary extras (lab_replay_int.h). */
 #define _GNU_SOURCE
 #include "lab_replay.h"
 
@@ -31,41 +31,101 @@ void lab_replay_table(FILE *f, const lab_verdict_tally *t, size_t nt)
     }
 }
 
-/* The command that resumes an interrupted replay: the same selection from the lowest seed that has an
- * unfinished case on (written into buf). */
-static void lab_replay_resume_cmd(const lab_replay_opts *opts, const lab_case_record *recs, size_t n, char *buf,
-                                  size_t len)
+void lab_replay_resume_unfinished(const lab_replay_opts *opts, const lab_case_record *recs, size_t n, size_t *from)
 {
-    size_t lowest = opts->n_seeds;
+    for (size_t i = 0; i < opts->n_incidents; ++i) from[i] = lab_replay_n_seeds(opts, opts->incidents[i]);
     for (size_t j = 0; j < n; ++j) {
         if (!recs[j].o.not_run) continue;
-        for (size_t s = 0; s < lowest; ++s)
-            if (opts->seeds[s] == recs[j].seed) {
-                lowest = s;
-                break;
-            }
+        size_t i = 0;
+        while (i < opts->n_incidents && opts->incidents[i] != recs[j].incident) ++i;
+        if (i == opts->n_incidents) continue;
+        /* the seeds are consecutive (--first-seed on): the index at once, else looked for */
+        size_t s = (size_t)(recs[j].seed - opts->seeds[0]);
+        if (recs[j].seed < opts->seeds[0] || s >= opts->n_seeds || opts->seeds[s] != recs[j].seed)
+            for (s = 0; s < opts->n_seeds && opts->seeds[s] != recs[j].seed; ++s) {}
+        if (s < from[i]) from[i] = s;
     }
-    lab_replay_resume_at(opts, lowest, buf, len);
 }
 
-/* The resume command from the lowest seed index with an unfinished case (>= n_seeds: none), in the command layer's
- * words (lab_cli_resume_cmd). */
-void lab_replay_resume_at(const lab_replay_opts *opts, size_t lowest, char *buf, size_t len)
+/* How incident i resumes, in the words of its command: *first the seed index it resumes from, *count the seeds from
+ * there, *dflt 1 when it resumes from its start over its default count (--seeds left out). Returns 0 when nothing of
+ * it is left. */
+static int lab_replay_resume_key(const lab_replay_opts *opts, const size_t *from, size_t i, size_t *first,
+                                 size_t *count, int *dflt)
 {
-    lab_replay_resume_from(opts, 0, lowest, buf, len);
+    const lab_incident *inc = opts->incidents[i];
+    size_t ns = lab_replay_n_seeds(opts, inc);
+    if (!lab_replay_n_variants(opts, inc) || from[i] >= ns) return 0;
+    *first = from[i];
+    *count = ns - from[i];
+    /* without --seeds every incident runs its own default count of LAB_CLI_SEEDS_DEFAULT: one command for all that
+     * start again, as the replay was asked for */
+    *dflt = opts->seeds_default && from[i] == 0 && opts->n_seeds == LAB_CLI_SEEDS_DEFAULT;
+    if (*dflt) *count = 0;
+    return 1;
 }
 
-void lab_replay_resume_from(const lab_replay_opts *opts, size_t incident, size_t lowest, char *buf, size_t len)
+/* Incident i resumes as incident j does (both have something left). */
+static int lab_replay_resume_alike(const lab_replay_opts *opts, const size_t *from, size_t i, size_t j)
 {
-    if (lowest >= opts->n_seeds) lowest = 0;
-    const char *ids[LAB_REQUEST_IDS_MAX];
-    size_t n_ids = 0;
-    for (size_t i = incident; i < opts->n_incidents && n_ids < LAB_REQUEST_IDS_MAX; ++i)
-        ids[n_ids++] = opts->incidents[i]->id;
-    lab_cli_resume r = {opts->lab_bin, ids, n_ids, opts->variant, opts->n_seeds == 1, opts->seeds_default && lowest == 0,
-                        opts->n_seeds ? opts->seeds[lowest] : 0, opts->n_seeds - lowest, lab_backend_name(opts->backend),
-                        opts->out_dir};
-    lab_cli_resume_cmd(&r, buf, len);
+    size_t fi, ci, fj, cj;
+    int di, dj;
+    return lab_replay_resume_key(opts, from, i, &fi, &ci, &di) && lab_replay_resume_key(opts, from, j, &fj, &cj, &dj) &&
+           di == dj && ci == cj && opts->seeds[fi] == opts->seeds[fj];
+}
+
+size_t lab_replay_resume_cmds(const lab_replay_opts *opts, const size_t *from, char *buf, size_t len)
+{
+    if (len) buf[0] = 0;
+    /* the groups: led by the first incident of each key, in the incidents' order (n_incidents is at most
+     * LAB_REQUEST_IDS_MAX from the command line, so the quadratic look-back is small) */
+    size_t groups = 0, first, count, at = 0;
+    int dflt;
+    for (int pass = 0; pass < 2; ++pass) {
+        size_t part = 0;
+        for (size_t i = 0; i < opts->n_incidents; ++i) {
+            if (!lab_replay_resume_key(opts, from, i, &first, &count, &dflt)) continue;
+            size_t j = 0;
+            while (j < i && !lab_replay_resume_alike(opts, from, i, j)) ++j;
+            if (j < i) continue; /* in an earlier incident's command */
+            ++part;
+            if (pass == 0) continue;
+            const char *ids[LAB_REQUEST_IDS_MAX];
+            size_t n_ids = 0;
+            for (size_t k = i; k < opts->n_incidents && n_ids < LAB_REQUEST_IDS_MAX; ++k)
+                if (k == i || lab_replay_resume_alike(opts, from, i, k)) ids[n_ids++] = opts->incidents[k]->id;
+            lab_cli_resume r = {opts->lab_bin, ids, n_ids, opts->variant, opts->n_seeds == 1, dflt, opts->seeds[first],
+                                count, lab_backend_name(opts->backend), opts->out_dir, groups > 1 ? (int)part : 0};
+            if (at + 1 < len) {
+                lab_cli_resume_cmd(&r, buf + at, len - at - 1);
+                at += strlen(buf + at);
+                buf[at++] = '\n';
+                buf[at] = 0;
+            }
+        }
+        groups = part;
+    }
+    return groups;
+}
+
+void lab_replay_resume_print(FILE *f, const lab_replay_opts *opts, int sig, size_t n, size_t planned, const char *cmds,
+                             size_t n_cmds)
+{
+    fprintf(f, "INTERRUPTED by %s: %zu of %zu cases finished and are kept (NOT OK)\n",
+            sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n, planned);
+    if (!n_cmds) {
+        fprintf(f, "resume: (none: every case finished)\n");
+        return;
+    }
+    for (const char *c = cmds; *c;) {
+        size_t k = strcspn(c, "\n");
+        fprintf(f, "resume: %.*s\n", (int)k, c);
+        c += k + (c[k] == '\n');
+    }
+    if (opts->out_dir)
+        fprintf(f, "merge: the whole replay is, from %s, each incident's cases below the seed its resume command starts "
+                   "from (all of an incident no command names), and every case of the resumed set%s; %s's cases from "
+                   "that seed on are run again there\n", opts->out_dir, n_cmds > 1 ? "s" : "", opts->out_dir);
 }
 
 /* A case's replay command (lab_results_cmd's spell over the replay's options). */
@@ -168,11 +228,18 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
     if (shown > 20) fprintf(report, "... and %zu more (see results.jsonl)\n", shown - 20);
     lab_replay_print_rates(report, opts, t, nt);
     lab_replay_print_end(report, opts, n, wall, v.line);
-    char resume[2048] = "";
+    char resume[LAB_REPLAY_RESUME_LEN] = "";
     if (sig) {
-        lab_replay_resume_cmd(opts, recs_all, n_all, resume, sizeof resume);
-        fprintf(report, "INTERRUPTED by %s: %zu of %zu cases finished and are kept (NOT OK)\nresume: %s\n",
-                sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n, n_all, resume);
+        size_t *from = malloc((opts->n_incidents ? opts->n_incidents : 1) * sizeof *from);
+        if (!from) {
+            free(t);
+            if (recs != recs_all) free(recs);
+            return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+        }
+        lab_replay_resume_unfinished(opts, recs_all, n_all, from);
+        size_t n_cmds = lab_replay_resume_cmds(opts, from, resume, sizeof resume);
+        free(from);
+        lab_replay_resume_print(report, opts, sig, n, n_all, resume, n_cmds);
     }
 
     if (opts->out_dir) {
@@ -218,7 +285,7 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
             sig = lab_isolate_interrupted();
             run.interrupted = sig;
             v = lab_verdict_decide(t, nt, recs, n, &run);
-            snprintf(resume, sizeof resume, "(none: every case finished)");
+            resume[0] = 0; /* every case finished: nothing to resume */
             fprintf(report, "INTERRUPTED by %s while writing the result set: all %zu cases finished and are kept (NOT "
                             "OK)%s\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n,
                     opts->plots ? "; the plots as far as they got" : "");

@@ -57,7 +57,10 @@ typedef struct {
     FILE **jl, **tp, **ju;
     lab_case_record **fail;
     size_t *nfail;
-    size_t n_done, lowest;
+    size_t n_done, lowest;          /* the lowest seed index with an unfinished case (the journal's windows) */
+    size_t *from;                   /* per incident, the lowest seed index with an unfinished case (an interrupt's
+                                       resume: lab_replay_resume_cmds); 0 for one not started */
+    size_t *commit_from;            /* the same for what journal.resume accounts for (lab_replay_win_commit) */
     char stage[PATH_MAX];
     int staged;
     FILE *journal;                  /* the staging folder's journal.jsonl (lab_window.h): survives a kill */
@@ -130,7 +133,7 @@ static void lab_replay_win_free(lab_replay_win *w)
         if (w->ju[k]) fclose(w->ju[k]);
         free(w->fail[k]);
     }
-    free(w->jl), free(w->tp), free(w->ju), free(w->fail), free(w->nfail), free(w->t);
+    free(w->jl), free(w->tp), free(w->ju), free(w->fail), free(w->nfail), free(w->t), free(w->from), free(w->commit_from);
     if (w->journal) fclose(w->journal);
 }
 
@@ -174,19 +177,27 @@ static void lab_window_test_cut(FILE *journal, const lab_case_record *rec, const
 
 /* Replaces journal.resume (tmp, fdatasync, rename; then the folder synced, so that after a crash of the machine it
  * names no more than is on disk): the journal's first `bytes` hold every case of the incidents before `incident` and
- * of its seed indexes below `lowest` (0 unless it is the last); the command replays the rest (when `incident` is past
- * the last it only says that nothing is left, so that the recovery is the same at every instant). */
+ * of its seed indexes below `lowest` (0 unless it is the last); the command replays the rest (lab_replay_resume_cmds;
+ * several, should the incidents left resume differently, in braces; when nothing is left it only says so, so that the
+ * recovery is the same at every instant). */
 static lab_status lab_replay_win_commit(lab_replay_win *w, size_t incident, size_t lowest, off_t bytes)
 {
-    char path[PATH_MAX + 64], tmp[PATH_MAX + 64], resume[2048], quoted[4 * sizeof w->journal_path + 3];
+    char path[PATH_MAX + 64], tmp[PATH_MAX + 64], resume[LAB_REPLAY_RESUME_LEN], quoted[4 * sizeof w->journal_path + 3];
     const lab_replay_opts *opts = w->opts;
-    if (incident < opts->n_incidents) lab_replay_resume_from(opts, incident, lowest, resume, sizeof resume);
-    else snprintf(resume, sizeof resume, "echo 'nothing to replay: every case finished'");
+    for (size_t i = 0; i < opts->n_incidents; ++i) w->commit_from[i] = i < incident ? SIZE_MAX : i == incident ? lowest : 0;
+    size_t n_cmds = lab_replay_resume_cmds(opts, w->commit_from, resume, sizeof resume);
+    if (!n_cmds) snprintf(resume, sizeof resume, "echo 'nothing to replay: every case finished'\n");
     lab_cli_sh_word(w->journal_path, quoted, sizeof quoted);
     snprintf(path, sizeof path, "%s/" LAB_WINDOW_JOURNAL_RESUME, w->stage);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
-    int good = f && fprintf(f, "truncate -s %lld %s && %s\n", (long long)bytes, quoted, resume) >= 0;
+    int good = f && fprintf(f, "truncate -s %lld %s && %s", (long long)bytes, quoted, n_cmds > 1 ? "{ " : "") >= 0;
+    for (const char *c = resume, *first = resume; good && *c;) { /* one line: "; " between the commands */
+        size_t k = strcspn(c, "\n");
+        good = fprintf(f, "%s%.*s", c == first ? "" : "; ", (int)k, c) >= 0;
+        c += k + (c[k] == '\n');
+    }
+    good = good && fprintf(f, "%s\n", n_cmds > 1 ? "; }" : "") >= 0;
     if (f) good &= fflush(f) == 0 && fdatasync(fileno(f)) == 0, good &= fclose(f) == 0;
     if (!good || rename(tmp, path) != 0) return lab_err_set(LAB_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     int dir = open(w->stage, O_RDONLY | O_DIRECTORY);
@@ -396,8 +407,12 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
     /* The set is written into its staging folder as the cases finish, then swapped in as a whole (lab_resultset_swap). */
     if (opts->out_dir && (st = lab_resultset_stage(opts->out_dir, w.stage, sizeof w.stage)) != LAB_OK) return st;
     w.staged = opts->out_dir != NULL;
-    if (w.staged && (st = lab_replay_win_journal_open(&w)) != LAB_OK) {
-        lab_resultset_rmrf(w.stage);
+    w.from = calloc(opts->n_incidents ? opts->n_incidents : 1, sizeof *w.from); /* 0: not started */
+    w.commit_from = calloc(opts->n_incidents ? opts->n_incidents : 1, sizeof *w.commit_from);
+    if (!w.from || !w.commit_from) st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    if (st == LAB_OK && w.staged) st = lab_replay_win_journal_open(&w);
+    if (st != LAB_OK) {
+        if (w.staged) lab_resultset_rmrf(w.stage);
         lab_replay_win_free(&w);
         return st;
     }
@@ -414,10 +429,12 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
         const lab_incident *inc = opts->incidents[i];
         size_t nv = lab_replay_n_variants(opts, inc), ns = lab_replay_n_seeds(opts, inc);
         if (!nv || !ns) continue;
+        w.from[i] = ns; /* lowered below by what does not finish */
         size_t per = window / nv ? window / nv : 1; /* seeds a window: every selected variant of each */
         for (size_t s0 = 0; s0 < ns && run_st == LAB_OK && st == LAB_OK; s0 += per) {
             if (lab_isolate_interrupted() || (runner && runner->stop && runner->stop(runner->ctx))) {
                 if (s0 < w.lowest) w.lowest = s0; /* this window and every later one did not start */
+                if (s0 < w.from[i]) w.from[i] = s0;
                 break;
             }
             size_t s1 = s0 + per < ns ? s0 + per : ns, m = 0;
@@ -448,13 +465,13 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
                 if (recs[j].o.not_run) {
                     size_t s = s0 + j % (s1 - s0);
                     if (s < w.lowest) w.lowest = s;
+                    if (s < w.from[i]) w.from[i] = s;
                     continue;
                 }
                 st = lab_replay_win_keep(&w, &recs[j]);
             }
             if (w.journal && st == LAB_OK && !drive) st = lab_replay_win_journal(&w, i, recs, m, s0, s1, ns);
         }
-        if (lab_isolate_interrupted() && i + 1 < opts->n_incidents) w.lowest = 0; /* later incidents never ran */
     }
     free(recs);
     int ranks_failed = runner && runner->finish ? runner->finish(runner->ctx) : 0;
@@ -484,11 +501,10 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
         lab_replay_print_rates(report, opts, w.t, w.nt);
         size_t n = w.n_done;
         lab_replay_print_end(report, opts, n, wall, v.line);
-        char resume[2048] = "";
+        char resume[LAB_REPLAY_RESUME_LEN] = "";
         if (sig) {
-            lab_replay_resume_at(opts, w.lowest, resume, sizeof resume);
-            fprintf(report, "INTERRUPTED by %s: %zu of %zu cases finished and are kept (NOT OK)\nresume: %s\n",
-                    sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n, planned, resume);
+            size_t n_cmds = lab_replay_resume_cmds(opts, w.from, resume, sizeof resume);
+            lab_replay_resume_print(report, opts, sig, n, planned, resume, n_cmds);
         }
         if (opts->out_dir) {
             lab_stall_point(LAB_STALL_WRITING);
@@ -507,7 +523,7 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
                 sig = lab_isolate_interrupted();
                 run.interrupted = sig;
                 v = lab_verdict_decide_tallies(w.t, w.nt, &run);
-                snprintf(resume, sizeof resume, "(none: every case finished)");
+                resume[0] = 0; /* every case finished: nothing to resume */
                 fprintf(report, "INTERRUPTED by %s while writing the result set: all %zu cases finished and are kept "
                                 "(NOT OK)%s\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n,
                         opts->plots ? "; the plots as far as they got" : "");

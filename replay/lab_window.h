@@ -19,8 +19,10 @@
  * What a kill -9 cannot take: after each window its finished cases are appended to journal.jsonl in the staging folder
  * (results.jsonl's lines, fdatasync'ed), then journal.resume (replaced by one rename, the commit) accounts for them:
  * `truncate -s BYTES JOURNAL && COMMAND`, the journal's length that holds whole windows and the command that replays
- * every other case (lab_replay_resume_from: the incident running from its first seed not accounted for, and the later
+ * every other case (lab_replay_resume_cmds: the incident running from its first seed not accounted for, and the later
  * ones; a replay of several incidents accounts for an incident before the last only once it has finished in full).
+ * An interrupt's resume names only what is left: the incident it stopped from its lowest unfinished seed, the later
+ * ones from their first (lab_replay_resume_cmds), never an incident that finished.
  * A kill in the middle of a window's lines or before journal.resume accounts for them leaves more in the journal than
  * BYTES, so the recovery is to run journal.resume as it is: it cuts that away, then replays the rest, and the journal
  * and the resumed set are the whole replay, no case missing and none twice, whatever the instant of the kill. Both

@@ -485,3 +485,23 @@ Test(cli, resume_command_keeps_every_user_word_one_shell_word)
     cr_expect_eq(strlen(q), 7);
     lab_test_rmtree(dir);
 }
+
+/* One of several resume commands writes its own folder, <out>-resumed-K; seeds not given, incidents that start again
+ * keep their default counts (no --seeds) and the first seed asked for (--first-seed unless it is 1). */
+Test(cli, resume_command_of_several_and_default_seeds)
+{
+    const char *ids[] = {"0004-pow-grad-nan", "0001-crf-oob-atomics"};
+    char buf[1024];
+    lab_cli_resume part = {"build/lab", ids, 1, NULL, 0, 0, 5, 10, "cpu", "build/out", 2};
+    lab_cli_resume_cmd(&part, buf, sizeof buf);
+    cr_expect_str_eq(buf, "build/lab replay --incident 0004-pow-grad-nan --first-seed 5 --seeds 10 --backend cpu "
+                          "--out build/out-resumed-2");
+    lab_cli_resume dflt = {"build/lab", ids, 2, NULL, 0, 1, 1, 0, "cpu", "build/out", 0};
+    lab_cli_resume_cmd(&dflt, buf, sizeof buf);
+    cr_expect_str_eq(buf, "build/lab replay --incident 0004-pow-grad-nan --incident 0001-crf-oob-atomics --backend cpu "
+                          "--out build/out-resumed");
+    dflt.first_seed = 100;
+    lab_cli_resume_cmd(&dflt, buf, sizeof buf);
+    cr_expect_str_eq(buf, "build/lab replay --incident 0004-pow-grad-nan --incident 0001-crf-oob-atomics --first-seed "
+                          "100 --backend cpu --out build/out-resumed");
+}

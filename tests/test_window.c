@@ -362,3 +362,20 @@ Test(window, kill_9_of_a_replay_of_two_incidents, .init = mk, .fini = rm, .timeo
               "journal.resume: %s", resume);
     free(journal), free(resume), free(stage), free(before);
 }
+
+/* Seeds not given: each incident runs its own default count (0004 256, 0001 24). Killed in 0001's second window (synced,
+ * not accounted for), the recovery replays 0001 from seed 7 over the 18 seeds left of its own 24, not over 256 less 6:
+ * journal + resumed set are the whole default replay, no seed it never ran. */
+Test(window, kill_9_in_a_default_seed_incident_resumes_its_own_seeds, .init = mk, .fini = rm, .timeout = 240)
+{
+    /* 0004: 2 variants, windows of 10 seeds, 26 windows; 0001: 3 variants, windows of 6 seeds, 27-30 */
+    const char *args = "--incident 0004 --incident 0001 --quiet";
+    char *before, *resume;
+    char *stage = killed_at("synced:28", args, "k", &before);
+    cr_expect_eq(lab_test_lines(before), 512 + 36, "synced:28: %d lines journaled", lab_test_lines(before));
+    char *journal = recover(stage, "k", args, &resume);
+    cr_expect_eq(lab_test_lines(journal), 512 + 18, "%d cases kept", lab_test_lines(journal));
+    cr_expect(strstr(resume, " replay --incident 0001-crf-oob-atomics --first-seed 7 --seeds 18 ") != NULL,
+              "journal.resume: %s", resume);
+    free(journal), free(resume), free(stage), free(before);
+}

@@ -13,6 +13,7 @@ struct lab_deal {
     size_t *part_end;        /* per part: one past its last group */
     size_t *part_floor;      /* per part: the least groups of a chunk (lab_deal_floor) */
     double *part_left;       /* per part: its cost not dealt */
+    double *part_cost;       /* per part: its whole cost */
     int ranks;
     int *weight;             /* per rank: 0 unknown */
     unsigned char *retired;  /* per rank */
@@ -36,9 +37,10 @@ lab_status lab_deal_create(const lab_deal_group *groups, size_t n, int ranks, la
     d->part_end = calloc(nparts ? nparts : 1, sizeof *d->part_end);
     d->part_left = calloc(nparts ? nparts : 1, sizeof *d->part_left);
     d->part_floor = calloc(nparts ? nparts : 1, sizeof *d->part_floor);
+    d->part_cost = calloc(nparts ? nparts : 1, sizeof *d->part_cost);
     d->weight = calloc((size_t)ranks, sizeof *d->weight);
     d->retired = calloc((size_t)ranks, 1);
-    if (!d->cost || !d->part_next || !d->part_end || !d->part_left || !d->part_floor || !d->weight || !d->retired) {
+    if (!d->cost || !d->part_next || !d->part_end || !d->part_left || !d->part_floor || !d->part_cost || !d->weight || !d->retired) {
         lab_deal_free(d);
         return lab_err_set(LAB_ERR_NOMEM, "dealer: out of memory");
     }
@@ -52,6 +54,7 @@ lab_status lab_deal_create(const lab_deal_group *groups, size_t n, int ranks, la
         if (g == 0 || groups[g - 1].part != p) d->part_next[p] = g;
         d->part_end[p] = g + 1;
         d->part_left[p] += d->cost[g];
+        d->part_cost[p] += d->cost[g];
     }
     *out = d;
     return LAB_OK;
@@ -65,6 +68,7 @@ void lab_deal_free(lab_deal *d)
     free(d->part_end);
     free(d->part_left);
     free(d->part_floor);
+    free(d->part_cost);
     free(d->weight);
     free(d->retired);
     free(d);
@@ -112,8 +116,11 @@ size_t lab_deal_next(lab_deal *d, int rank, const unsigned char *accept, lab_dea
     for (size_t p = 0; p < d->nparts && k < max; ++p) {
         size_t g = d->part_next[p], end = d->part_end[p], taken = 0;
         if ((accept && !accept[p]) || g == end) continue;
-        /* a sum of equal costs that should meet the target exactly does */
-        double target = d->part_left[p] * mine / (LAB_DEAL_FACTOR * all) * (1.0 + 1e-9), acc = 0.0;
+        /* a part with a floor at once by r's share of its whole cost; a sum of equal costs that should meet the target
+         * exactly does */
+        double target = d->part_floor[p] ? d->part_cost[p] * mine / all : d->part_left[p] * mine / (LAB_DEAL_FACTOR * all);
+        double acc = 0.0;
+        target *= 1.0 + 1e-9;
         size_t floor = (size_t)ceil(mine * (double)(end - g) / (double)groups_left);
         if (floor < d->part_floor[p]) floor = d->part_floor[p];
         for (; g < end && (taken < floor || acc + d->cost[g] <= target); ++g, ++taken) acc += d->cost[g];

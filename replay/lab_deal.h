@@ -47,9 +47,13 @@ void lab_deal_free(lab_deal *d);
  * known it counts as the mean of the known ones (1 when none is). Out-of-range r or weight < 1: ignored. */
 void lab_deal_weight(lab_deal *d, int rank, int weight);
 
-/* Part p's chunks hold at least `groups` groups (but its last, when fewer are left): an incident whose cases run in
- * seed batches is dealt no less than one batch run (lab_replay_run_seeds); smaller chunks would cut its batches
- * smaller, each costlier a case. Out-of-range p: ignored. */
+/* Part p's chunks hold at least `groups` groups (but its last, when fewer are left), and a requester gets its share of
+ * the part's whole cost at once (not a factor of its share of what is left): an incident whose cases run in seed
+ * batches is dealt no less than one batch run (lab_replay_run_seeds; smaller chunks would cut its batches smaller,
+ * each costlier a case), and since such runs are long and cannot be split later they start first on every rank, as
+ * the plain pool starts its costliest runs first; the incidents of small groups then even out the ranks' ends. (Dealt
+ * by factoring, 0008's batch runs reached a rank as late as its later answers and ran alone for 5-6 s at the end of a
+ * 2-rank replay on 2 x H200.) Out-of-range p: ignored. */
 void lab_deal_floor(lab_deal *d, size_t part, size_t groups);
 
 /* Rank r is out (it died or hung): it is dealt nothing more and no longer counts among the ranks that share what is
@@ -58,7 +62,8 @@ void lab_deal_retire(lab_deal *d, int rank);
 
 /* The next deal for rank r among the parts it accepts (accept[part] != 0; NULL: every part): for each of them with
  * groups left, in part order (the first `max` of them; the others wait for the next request), its next groups, as many
- * as keep the chunk's cost within r's share of that part's cost left divided by LAB_DEAL_FACTOR, but never fewer than
+ * as keep the chunk's cost within r's share of that part's cost left divided by LAB_DEAL_FACTOR (a part with a floor:
+ * r's share of its whole cost, lab_deal_floor), but never fewer than
  * the part's share of r's weight in groups (weight x the part's groups left over the accepted parts' groups left,
  * rounded up: one a worker over the deal, a smaller deal would leave workers waiting for the next answer) or the
  * part's floor (lab_deal_floor), nor more than the part has left. Writes c[0..k) and returns k, 0 when nothing it accepts is left (or r is retired or out of range,

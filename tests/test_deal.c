@@ -127,27 +127,40 @@ Test(deal, a_deal_has_a_group_for_every_worker)
     lab_deal_free(d);
 }
 
-/* A part with a floor (an incident run in seed batches) is dealt in chunks of at least that many groups, its last one
- * excepted, while the other parts' chunks shrink as before. */
-Test(deal, a_part_is_never_dealt_below_its_floor)
+/* A part with a floor (an incident run in seed batches) is dealt at once by each requester's share of its whole cost,
+ * never below the floor (its last chunk excepted), while the other parts' chunks shrink as before. */
+Test(deal, a_part_with_a_floor_is_dealt_by_shares_of_its_whole_cost)
 {
-    size_t counts[] = {100, 100}, n;
+    size_t counts[] = {100, 100, 100}, n;
     lab_deal_group *g;
-    lab_deal *d = make_dealer(counts, 2, flat_cost, 2, &g, &n);
+    lab_deal *d = make_dealer(counts, 3, flat_cost, 2, &g, &n);
     lab_deal_floor(d, 1, 30);
+    lab_deal_floor(d, 2, 40);
     lab_deal_floor(d, 7, 1000); /* no such part: ignored */
+    lab_deal_weight(d, 0, 3);
+    lab_deal_weight(d, 1, 1);
     lab_deal_chunk c[ROOM];
-    size_t k, last0 = 0, sizes1[16], n1 = 0, r = 0;
+    size_t k, last0 = 0, sizes[3][16], ns[3] = {0, 0, 0}, r = 0;
     while ((k = lab_deal_next(d, (int)(r++ % 2), NULL, c, ROOM)) > 0)
         for (size_t j = 0; j < k; ++j) {
-            if (g[c[j].first].part == 0) last0 = c[j].end - c[j].first;
-            else if (n1 < 16) sizes1[n1++] = c[j].end - c[j].first;
+            size_t p = g[c[j].first].part;
+            if (ns[p] < 16) sizes[p][ns[p]++] = c[j].end - c[j].first;
+            if (p == 0) last0 = c[j].end - c[j].first;
         }
-    cr_assert_geq(n1, 2u);
-    for (size_t i = 0; i + 1 < n1; ++i) cr_expect_geq(sizes1[i], 30u, "part 1's chunk %zu: %zu groups", i, sizes1[i]);
-    cr_expect_eq(sizes1[0], 30u, "a quarter of 100 is 25, the floor 30");
-    cr_expect_eq(last0, 1u, "part 0's chunks shrink to single groups");
+    cr_expect(ns[1] == 2 && sizes[1][0] == 75 && sizes[1][1] == 25, "part 1: %zu chunks, %zu then %zu groups (want the "
+              "shares 75 and 25 of 100)", ns[1], sizes[1][0], sizes[1][1]);
+    cr_expect(ns[2] == 2 && sizes[2][0] == 75 && sizes[2][1] == 25, "part 2: %zu chunks, %zu then %zu groups", ns[2],
+              sizes[2][0], sizes[2][1]);
+    cr_expect_gt(ns[0], 4u, "part 0 is dealt by factoring: %zu chunks", ns[0]);
+    cr_expect_leq(last0, 3u, "part 0's chunks shrink to a group a worker: %zu", last0);
     cr_expect_eq(lab_deal_left(d), 0u);
+    lab_deal_free(d);
+    free(g);
+    /* the floor holds where a share is smaller: 8 equal ranks, a share of 100 is 12.5 groups */
+    d = make_dealer(counts, 3, flat_cost, 8, &g, &n);
+    lab_deal_floor(d, 1, 30);
+    cr_assert_eq(lab_deal_next(d, 0, NULL, c, ROOM), 3u);
+    cr_expect_eq(c[1].end - c[1].first, 30u, "the floor, not the share of 12");
     free(g);
     lab_deal_free(d);
 }

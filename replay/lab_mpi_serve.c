@@ -323,7 +323,8 @@ int lab_mpi_failed(lab_mpi_ctx *x, int interrupted, int *lost)
 }
 
 #define LAB_MPI_SPLIT "dealt on demand: rank 0 answers a request with a chunk of every incident asked for, each half " \
-                      "of the asking rank's share of that incident's cost left (guided self-scheduling)"
+                      "of the asking rank's share of that incident's cost left (guided self-scheduling); an incident " \
+                      "run in seed batches by the rank's share of its whole cost at once, no less than one batch run"
 
 lab_status lab_mpi_summary_fields(void *vctx, struct cJSON *root)
 {

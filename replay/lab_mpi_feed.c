@@ -77,13 +77,13 @@ int lab_mpi_feed(void *vctx, const unsigned char *accept, lab_replay_span *spans
         return -1;
     }
     for (uint32_t j = 0; j < d.n; ++j) {
-        if (d.first[j] >= d.end[j] || d.end[j] > x->groups.ng) {
+        if (d.c[j].first >= d.c[j].end || d.c[j].end > x->groups.ng) {
             snprintf(x->fail, sizeof x->fail, "rank 0 dealt seed groups [%llu, %llu) of %zu",
-                     (unsigned long long)d.first[j], (unsigned long long)d.end[j], x->groups.ng);
+                     (unsigned long long)d.c[j].first, (unsigned long long)d.c[j].end, x->groups.ng);
             return -1;
         }
-        x->n_dealt += x->groups.start[d.end[j]] - x->groups.start[d.first[j]];
-        spans[j] = (lab_replay_span){(size_t)d.first[j], (size_t)d.end[j]};
+        x->n_dealt += x->groups.start[d.c[j].end] - x->groups.start[d.c[j].first];
+        spans[j] = (lab_replay_span){(size_t)d.c[j].first, (size_t)d.c[j].end};
     }
     return (int)d.n;
 }

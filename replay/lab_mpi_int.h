@@ -73,8 +73,16 @@ typedef struct {
     uint32_t seq;
     int32_t more;
     uint32_t n;
-    uint64_t first[LAB_MPI_MAX_PARTS], end[LAB_MPI_MAX_PARTS];
+    struct {
+        uint64_t first, end;
+    } c[LAB_MPI_MAX_PARTS];         /* sent: its first n (lab_mpi_deal_len), a deal as short as one chunk's was */
 } lab_mpi_deal_msg;
+
+/* The bytes of a deal message with n chunks. */
+static inline size_t lab_mpi_deal_len(uint32_t n)
+{
+    return offsetof(lab_mpi_deal_msg, c) + n * sizeof ((lab_mpi_deal_msg *)0)->c[0];
+}
 
 typedef enum { LAB_RANK_RUNNING, LAB_RANK_DONE, LAB_RANK_CRASHED, LAB_RANK_HUNG, LAB_RANK_BAD } lab_mpi_rank_status;
 

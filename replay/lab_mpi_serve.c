@@ -66,9 +66,9 @@ static void lab_mpi_answer(lab_mpi_ctx *x, int src, const lab_mpi_ask_msg *q)
         lab_mpi_deal_to(x, src, c, k);
         d.more = LAB_MPI_DEAL_SOME;
         d.n = (uint32_t)k;
-        for (size_t j = 0; j < k; ++j) d.first[j] = c[j].first, d.end[j] = c[j].end;
+        for (size_t j = 0; j < k; ++j) d.c[j].first = c[j].first, d.c[j].end = c[j].end;
     }
-    MPI_Send(&d, (int)sizeof d, MPI_BYTE, src, LAB_MPI_TAG_DEAL, MPI_COMM_WORLD);
+    MPI_Send(&d, (int)lab_mpi_deal_len(d.n), MPI_BYTE, src, LAB_MPI_TAG_DEAL, MPI_COMM_WORLD);
 }
 
 void lab_mpi_drain(lab_mpi_ctx *x)
@@ -202,7 +202,7 @@ static void lab_mpi_hold(lab_mpi_ctx *x)
     for (int r = 1; r < x->size; ++r)
         if (x->has_pending[r]) {
             lab_mpi_deal_msg d = {.seq = x->pending[r].seq, .more = LAB_MPI_DEAL_HOLD};
-            MPI_Send(&d, (int)sizeof d, MPI_BYTE, r, LAB_MPI_TAG_DEAL, MPI_COMM_WORLD);
+            MPI_Send(&d, (int)lab_mpi_deal_len(0), MPI_BYTE, r, LAB_MPI_TAG_DEAL, MPI_COMM_WORLD);
         }
 }
 

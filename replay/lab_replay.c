@@ -331,7 +331,7 @@ lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_re
     size_t *bounds = malloc((cap_r + 1) * sizeof *bounds);
     lab_status st = tmp && tlead && sp && rs && rl && ri && rc && rk && bounds ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
     double fair = ctx->run_fair > 0.0 ? ctx->run_fair : st == LAB_OK ? lab_replay_cost(ctx, ctx->order + base, total) / workers : 0.0;
-    int gpus = ctx->run_fair > 0.0 && ctx->run_gpus > 0 ? ctx->run_gpus : ctx->machine.ngpu;
+    int gpus = ctx->run_fair > 0.0 && ctx->opts->run_gpus > 0 ? ctx->opts->run_gpus : ctx->machine.ngpu;
     for (size_t i = 0; i < np && st == LAB_OK; ++i) {
         const lab_replay_opts *o = ctx->opts;
         const lab_replay_part *pt = &parts[i];

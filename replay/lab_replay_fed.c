@@ -151,7 +151,6 @@ lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *
     if (su.np != groups->nparts || memcmp(ctx.order, groups->order, n * sizeof *ctx.order) != 0)
         st = lab_err_set(LAB_ERR_ARG, "replay: the seed groups given are not those of these cases (lab_replay_groups_make)");
     ctx.run_fair = lab_replay_run_fair(opts, groups);
-    ctx.run_gpus = opts->run_gpus;
     /* lanes: the pool first (its lane number 0), then one a distinct plan, in the incidents' order */
     int *lane = calloc(su.np ? su.np : 1, sizeof *lane), nl = 1;
     unsigned char *accept = calloc(su.np ? su.np : 1, 1);

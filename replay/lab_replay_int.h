@@ -30,9 +30,8 @@ typedef struct {
     lab_sched_plan plan;        /* the plan of the incident being run */
     int bound;                  /* in a worker: its GPUs are bound (the parent never sets it) */
     lab_ctxgate gate;           /* the pool's CUDA workers make their contexts through it (closed: no pool) */
-    double run_fair;            /* > 0: a worker's fair share of the whole run's cost, and run_gpus its GPUs, that the
-                                   pool cuts seed batches for (a fed share of a larger run); else the pool's own */
-    int run_gpus;
+    double run_fair;            /* > 0: a worker's fair share of the whole run's cost, which the pool cuts seed batches
+                                   for with opts->run_gpus (a fed share of a larger run); else the pool's own */
     lab_replay_done_fn on_done; /* optional: told of each finished case (scale-out streams it) */
     void *on_done_ctx;
 } lab_replay_ctx;

@@ -155,6 +155,8 @@ static void lab_mpi_ctx_free(lab_mpi_ctx *x)
     lab_deal_free(x->dealer);
     free(x->pending);
     free(x->has_pending);
+    free(x->log);
+    x->log = NULL, x->n_log = x->cap_log = 0;
     x->all = NULL, x->reported = NULL, x->ranks = NULL, x->got = NULL, x->dealt_to = NULL, x->dealer = NULL;
     x->pending = NULL, x->has_pending = NULL;
 }

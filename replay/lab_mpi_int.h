@@ -84,6 +84,19 @@ static inline size_t lab_mpi_deal_len(uint32_t n)
     return offsetof(lab_mpi_deal_msg, c) + n * sizeof ((lab_mpi_deal_msg *)0)->c[0];
 }
 
+/* One chunk of a deal as rank 0 made it, for summary.json's account of the dealing (which rank ran which seeds, when,
+ * at what estimated cost): the seeds resolved when it is dealt, since a windowed replay's groups change by window. */
+typedef struct {
+    int rank;
+    uint32_t deal;                 /* the deal it belongs to (its chunks share the number), 1 the first */
+    uint32_t window;               /* windowed replays: its window; 0 otherwise */
+    double at_s;                   /* when it was dealt, seconds since the run started */
+    const char *incident;          /* the incident's id */
+    uint64_t first_seed, last_seed;
+    size_t cases;
+    double cost_s;                 /* the dealer's estimate of its wall seconds (lab_sched_case_cost) */
+} lab_mpi_deal_log;
+
 typedef enum { LAB_RANK_RUNNING, LAB_RANK_DONE, LAB_RANK_CRASHED, LAB_RANK_HUNG, LAB_RANK_BAD } lab_mpi_rank_status;
 
 /* Rank 0's view of one rank. */
@@ -141,6 +154,10 @@ typedef struct {
     int *dealt_to;                  /* per canonical case: the rank it was dealt to, -1 none yet */
     lab_deal *dealer;
     size_t chunks;
+    lab_mpi_deal_log *log;          /* every chunk dealt, in order (n_log; cap_log allocated) */
+    size_t n_log, cap_log;
+    uint32_t deals;                 /* deals made */
+    int log_lost;                   /* the log could not grow (out of memory): the summary says it is incomplete */
     double judged_at;
     double t0;                      /* when the run started (after the ranks agreed) */
     const char *host;

@@ -20,12 +20,34 @@ static const char *lab_mpi_status_name(lab_mpi_rank_status s)
     return names[s];
 }
 
+/* Appends chunk c of deal x->deals, dealt to rank r, to the deal log (its seeds read from the case list now). */
+static void lab_mpi_log_chunk(lab_mpi_ctx *x, int r, const lab_deal_chunk *c)
+{
+    if (x->log_lost) return;
+    if (x->n_log == x->cap_log) {
+        size_t cap = x->cap_log ? 2 * x->cap_log : 64;
+        lab_mpi_deal_log *grown = realloc(x->log, cap * sizeof *grown);
+        if (!grown) {
+            x->log_lost = 1;
+            return;
+        }
+        x->log = grown, x->cap_log = cap;
+    }
+    const lab_replay_groups *g = &x->groups;
+    const lab_case_record *a = &x->all[g->order[g->start[c->first]]], *b = &x->all[g->order[g->start[c->end] - 1]];
+    x->log[x->n_log++] = (lab_mpi_deal_log){r, x->deals, x->windowed ? x->window : 0, lab_mpi_now() - x->t0,
+                                            a->incident->id, a->seed, b->seed, g->start[c->end] - g->start[c->first],
+                                            c->cost};
+}
+
 void lab_mpi_deal_to(lab_mpi_ctx *x, int r, const lab_deal_chunk *c, size_t k)
 {
     const lab_replay_groups *g = &x->groups;
+    x->deals++;
     for (size_t j = 0; j < k; ++j) {
         for (size_t p = g->start[c[j].first]; p < g->start[c[j].end]; ++p) x->dealt_to[g->order[p]] = r;
         x->ranks[r].n_dealt += g->start[c[j].end] - g->start[c[j].first];
+        lab_mpi_log_chunk(x, r, &c[j]);
     }
     x->ranks[r].chunks += k;
     x->chunks += k;
@@ -326,6 +348,39 @@ int lab_mpi_failed(lab_mpi_ctx *x, int interrupted, int *lost)
                       "of the asking rank's share of that incident's cost left (guided self-scheduling); an incident " \
                       "run in seed batches by the rank's share of its whole cost at once, no less than one batch run"
 
+/* mpi.deals: one object a deal, {"deal", "rank", "at_s", ("window"), "chunks": [{"incident", "first_seed",
+ * "last_seed", "cases", "cost_s"}]}; mpi.deals_complete false when the log could not grow. */
+static lab_status lab_mpi_deals_json(const lab_mpi_ctx *x, cJSON *mpi)
+{
+    cJSON *deals = cJSON_AddArrayToObject(mpi, "deals"), *chunks = NULL;
+    if (!deals || !cJSON_AddBoolToObject(mpi, "deals_complete", !x->log_lost)) return LAB_ERR_NOMEM;
+    for (size_t k = 0; k < x->n_log; ++k) {
+        const lab_mpi_deal_log *e = &x->log[k];
+        if (k == 0 || e->deal != x->log[k - 1].deal) {
+            cJSON *d = cJSON_CreateObject();
+            if (!d) return LAB_ERR_NOMEM;
+            cJSON_AddItemToArray(deals, d);
+            cJSON_AddNumberToObject(d, "deal", e->deal);
+            cJSON_AddNumberToObject(d, "rank", e->rank);
+            cJSON_AddNumberToObject(d, "at_s", e->at_s);
+            if (x->windowed) cJSON_AddNumberToObject(d, "window", e->window);
+            if (!(chunks = cJSON_AddArrayToObject(d, "chunks"))) return LAB_ERR_NOMEM;
+        }
+        cJSON *c = cJSON_CreateObject();
+        if (!c) return LAB_ERR_NOMEM;
+        cJSON_AddItemToArray(chunks, c);
+        char seed[24];
+        cJSON_AddStringToObject(c, "incident", e->incident);
+        snprintf(seed, sizeof seed, "%llu", (unsigned long long)e->first_seed);
+        cJSON_AddRawToObject(c, "first_seed", seed);
+        snprintf(seed, sizeof seed, "%llu", (unsigned long long)e->last_seed);
+        cJSON_AddRawToObject(c, "last_seed", seed);
+        cJSON_AddNumberToObject(c, "cases", (double)e->cases);
+        if (!cJSON_AddNumberToObject(c, "cost_s", e->cost_s)) return LAB_ERR_NOMEM;
+    }
+    return LAB_OK;
+}
+
 lab_status lab_mpi_summary_fields(void *vctx, struct cJSON *root)
 {
     const lab_mpi_ctx *x = vctx;
@@ -338,6 +393,7 @@ lab_status lab_mpi_summary_fields(void *vctx, struct cJSON *root)
     cJSON_AddNumberToObject(mpi, "chunks", (double)x->chunks);
     cJSON_AddNumberToObject(mpi, "window", x->windowed ? (double)x->check_groups : 0); /* cases a window; 0: none */
     cJSON_AddBoolToObject(mpi, "rank_failed", x->rank_failed);
+    if (lab_mpi_deals_json(x, mpi) != LAB_OK) return lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory for the summary's deals");
     for (int r = 0; r < x->size; ++r) {
         const lab_mpi_peer *rk = &x->ranks[r];
         cJSON *o = cJSON_CreateObject();

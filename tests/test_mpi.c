@@ -202,6 +202,50 @@ static void rmrf(char *dir)
 
 #define EXPECT_IN(out, s) cr_expect(strstr(out, s) != NULL, "expected \"%s\" in:\n%s", s, out)
 
+/* summary.json's account of the dealing (mpi.deals): complete, every case of the set in exactly one chunk of its
+ * incident, each rank's chunks adding up to the cases the ranks table says it was dealt, deals numbered and timed in
+ * order (with their window in a windowed replay). */
+static void expect_deals_cover(cJSON *summary, cJSON *results, int windowed)
+{
+    cJSON *mpi = cJSON_GetObjectItem(summary, "mpi"), *deals = cJSON_GetObjectItem(mpi, "deals");
+    cJSON *ranks = cJSON_GetObjectItem(summary, "ranks");
+    cr_assert(cJSON_IsArray(deals) && cJSON_GetArraySize(deals) > 0, "summary.json has no mpi.deals");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(mpi, "deals_complete")), "mpi.deals says it is incomplete");
+    int per_rank[8] = {0}, last_deal = 0;
+    double last_at = 0;
+    cJSON *d;
+    cJSON_ArrayForEach(d, deals)
+    {
+        int no = cJSON_GetObjectItem(d, "deal")->valueint, r = cJSON_GetObjectItem(d, "rank")->valueint;
+        double at = cJSON_GetObjectItem(d, "at_s")->valuedouble;
+        cr_expect_gt(no, last_deal, "deal %d after deal %d", no, last_deal);
+        cr_expect_geq(at, last_at, "deal %d at %.3f s, before the deal before it (%.3f s)", no, at, last_at);
+        cr_assert(r >= 0 && r < cJSON_GetArraySize(ranks) && r < 8, "deal %d to rank %d", no, r);
+        cr_expect_eq(cJSON_HasObjectItem(d, "window"), windowed, "deal %d: window present %d", no, !windowed);
+        last_deal = no, last_at = at;
+        cJSON *c;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItem(d, "chunks")) per_rank[r] += cJSON_GetObjectItem(c, "cases")->valueint;
+    }
+    for (int r = 0; r < cJSON_GetArraySize(ranks); ++r)
+        cr_expect_eq(per_rank[r], cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, r), "cases")->valueint,
+                     "rank %d: its chunks hold %d cases, the ranks table says otherwise", r, per_rank[r]);
+    cJSON *e;
+    cJSON_ArrayForEach(e, results)
+    {
+        const char *inc = str(e, "incident");
+        double seed = cJSON_GetObjectItem(e, "seed")->valuedouble;
+        int in = 0;
+        cJSON_ArrayForEach(d, deals)
+        {
+            cJSON *c;
+            cJSON_ArrayForEach(c, cJSON_GetObjectItem(d, "chunks")) in +=
+                !strcmp(str(c, "incident"), inc) && cJSON_GetObjectItem(c, "first_seed")->valuedouble <= seed &&
+                seed <= cJSON_GetObjectItem(c, "last_seed")->valuedouble;
+        }
+        cr_expect_eq(in, 1, "%s seed %.0f is in %d chunks", inc, seed, in);
+    }
+}
+
 Test(mpi, merged_report_equals_single_process_case_by_case, .timeout = 240)
 {
     need_mpi();
@@ -242,6 +286,7 @@ Test(mpi, merged_report_equals_single_process_case_by_case, .timeout = 240)
         dealt += cases;
     }
     cr_expect_eq(dealt, 8, "the ranks were dealt %d cases in all", dealt);
+    expect_deals_cover(sb, b, 0);
 
     /* junit.xml equal but for times; the same plots drawn. */
     char *ja = read_junit_untimed(one), *jb = read_junit_untimed(two);
@@ -496,6 +541,7 @@ Test(mpi, a_windowed_replay_equals_single_process_case_by_case, .timeout = 240)
         reported += cJSON_GetObjectItem(rk, "reported")->valueint;
     }
     cr_expect_eq(reported, 60, "the ranks reported %d cases in all", reported);
+    expect_deals_cover(sb, b, 1);
     char *ja = read_junit_untimed(one), *jb = read_junit_untimed(two);
     cr_expect_str_eq(ja, jb, "junit.xml differs beyond times");
     free(ja);

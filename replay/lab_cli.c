@@ -345,15 +345,17 @@ void lab_cli_variant_cmd(const char *lab_bin, const char *incident, const char *
     snprintf(buf, len, "%s replay --incident %s --variant %s --seeds %zu", lab_bin, incident, variant, seeds);
 }
 
-/* Appends to buf[0..len) at *k what fmt says, while it fits (*k past len: the rest is cut). */
+/* Appends to buf[0..len) at *k what fmt says, while it fits (*k past len: the rest is cut); *k counts on past len,
+ * to the length the whole text needs (buf may be NULL when len is 0). */
 static void lab_cli_add(char *buf, size_t len, int *k, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 static void lab_cli_add(char *buf, size_t len, int *k, const char *fmt, ...)
 {
-    if (*k < 0 || (size_t)*k >= len) return;
+    if (*k < 0) return;
+    int room = (size_t)*k < len;
     va_list ap;
     va_start(ap, fmt);
-    int w = vsnprintf(buf + *k, len - (size_t)*k, fmt, ap);
+    int w = vsnprintf(room ? buf + *k : NULL, room ? len - (size_t)*k : 0, fmt, ap);
     va_end(ap);
     *k = w < 0 ? -1 : *k + w;
 }
@@ -378,14 +380,15 @@ size_t lab_cli_sh_word(const char *s, char *buf, size_t len)
     return k;
 }
 
-/* Appends s as one word for sh (lab_cli_sh_word) to buf[0..len) at *k. */
+/* Appends s as one word for sh (lab_cli_sh_word) to buf[0..len) at *k, counting on past len as lab_cli_add does. */
 static void lab_cli_add_word(char *buf, size_t len, int *k, const char *s)
 {
-    if (*k < 0 || (size_t)*k >= len) return;
-    *k += (int)lab_cli_sh_word(s, buf + *k, len - (size_t)*k);
+    if (*k < 0) return;
+    int room = (size_t)*k < len;
+    *k += (int)lab_cli_sh_word(s, room ? buf + *k : NULL, room ? len - (size_t)*k : 0);
 }
 
-void lab_cli_resume_cmd(const lab_cli_resume *r, char *buf, size_t len)
+size_t lab_cli_resume_cmd(const lab_cli_resume *r, char *buf, size_t len)
 {
     int k = 0;
     char out[PATH_MAX + 16];
@@ -405,6 +408,7 @@ void lab_cli_resume_cmd(const lab_cli_resume *r, char *buf, size_t len)
     else snprintf(out, sizeof out, "%s-resumed", r->out ? r->out : "build/replay");
     lab_cli_add(buf, len, &k, " --backend %s --out ", r->backend);
     lab_cli_add_word(buf, len, &k, out);
+    return k < 0 ? 0 : (size_t)k;
 }
 
 void lab_cli_line(const char *lab_bin, const char *command, int argc, char *const *argv, char *buf, size_t len)

@@ -102,11 +102,12 @@ typedef struct {
     int part;               /* 0: the one command, into <out>-resumed; K >= 1: the K-th of several, <out>-resumed-K */
 } lab_cli_resume;
 
-/* The resume command into buf (cut at len): "<lab> replay [--incident ID]... [--variant V] [--seed S | --first-seed S
- * --seeds K | --first-seed S] --backend B --out <out>-resumed[-K]" (out NULL: build/replay), a shell command line:
- * the lab's path, the variant and the folder as lab_cli_sh_word writes them (a folder named `a b; rm x` stays one
- * word). */
-void lab_cli_resume_cmd(const lab_cli_resume *r, char *buf, size_t len);
+/* The resume command into buf (cut at len; buf may be NULL when len is 0): "<lab> replay [--incident ID]...
+ * [--variant V] [--seed S | --first-seed S --seeds K | --first-seed S] --backend B --out <out>-resumed[-K]" (out
+ * NULL: build/replay), a shell command line: the lab's path, the variant and the folder as lab_cli_sh_word writes
+ * them (a folder named `a b; rm x` stays one word). Returns the length the whole command needs, as snprintf does
+ * (len must exceed it for the command to be whole), so that a caller can make room for it. */
+size_t lab_cli_resume_cmd(const lab_cli_resume *r, char *buf, size_t len);
 
 /* s as one word for sh into buf (cut at len, as lab_cli_resume_cmd cuts): as it is when it holds only letters, digits
  * and `/._-+=:,@%`, else in single quotes with a quote inside as '\''. Returns the length the whole word needs (at

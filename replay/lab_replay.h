@@ -130,7 +130,8 @@ double lab_replay_watchdog(const lab_replay_opts *opts, const lab_incident *inc)
  * results.tap and plots. run (NULL: nothing failed) says what the runner knows beyond the records (a harness
  * failure, a failed MPI rank); the interrupt and the cases planned (n) are filled in here. *verdict gets the
  * one verdict all those outputs were written from. Returns an error only when an output file could not be
- * written (the error names it). */
+ * written (the error names it) or memory ran out (LAB_ERR_NOMEM: then an interrupted replay's resume commands are
+ * neither printed nor written, rather than printed with some left out, and the error says so). */
 lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case_record *recs, size_t n, double wall,
                              const lab_verdict_run *run, lab_verdict *verdict);
 

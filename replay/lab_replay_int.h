@@ -103,17 +103,19 @@ void lab_replay_print_rates(FILE *f, const lab_replay_opts *opts, const lab_verd
 void lab_replay_print_end(FILE *f, const lab_replay_opts *opts, size_t n, double wall, const char *line);
 /* The resume of an interrupted replay, incident by incident: from[i] is the lowest seed index of opts->incidents[i]
  * with an unfinished case (lab_replay_n_seeds(opts, incident) or more: every case of it finished). */
-#define LAB_REPLAY_RESUME_LEN 16384 /* the commands' text: one command of 64 incidents' ids and a long folder each */
 /* Fills from[0..opts->n_incidents) from the records recs[0..n) (an unfinished one: o.not_run). */
 void lab_replay_resume_unfinished(const lab_replay_opts *opts, const lab_case_record *recs, size_t n, size_t *from);
-/* The commands that replay exactly the seeds from[] leaves, into buf (cut at len), one a line ('\n' after each); returns
- * how many (0: buf "", nothing is left). An incident every case of which finished (or that has no selected variant) is
- * named by none; the others, in their order, share a command when they resume from the same seed over the same count
- * (when the seeds were not given, those from their start share one that leaves --seeds out: each runs its own default
- * count again); each command writes its own folder: <out>-resumed when there is one, <out>-resumed-K for the K-th of
- * several (lab_cli_resume_cmd). The command line cannot name holes: an incident's cases that finished above its
- * lowest unfinished seed (the pool interleaves) are run again. */
-size_t lab_replay_resume_cmds(const lab_replay_opts *opts, const size_t *from, char *buf, size_t len);
+/* The commands that replay exactly the seeds from[] leaves, one a line ('\n' after each), into *cmds (malloc'ed, the
+ * caller frees it; "" when nothing is left), and how many into *n_cmds (0: nothing is left). The text is as long as
+ * the commands are, every command whole: none is cut or left out, however many incidents and however long the folder.
+ * An incident every case of which finished (or that has no selected variant) is named by none; the others, in their
+ * order, share a command when they resume from the same seed over the same count (when the seeds were not given,
+ * those from their start share one that leaves --seeds out: each runs its own default count again); each command
+ * writes its own folder: <out>-resumed when there is one, <out>-resumed-K for the K-th of several
+ * (lab_cli_resume_cmd). The command line cannot name holes: an incident's cases that finished above its lowest
+ * unfinished seed (the pool interleaves) are run again. Errors: LAB_ERR_NOMEM saying the resume commands could not be
+ * written (*cmds NULL, *n_cmds 0): the caller reports it rather than a resume that leaves cases out. */
+lab_status lab_replay_resume_cmds(const lab_replay_opts *opts, const size_t *from, char **cmds, size_t *n_cmds);
 /* Prints the interrupt's lines after the table: "INTERRUPTED by SIG: N of M cases finished and are kept (NOT OK)",
  * then "resume: COMMAND" for each of cmds (n_cmds, one a line, as lab_replay_resume_cmds writes them; none: "resume:
  * (none: every case finished)") and, when the replay writes a set, how that set and the resumed ones make the whole

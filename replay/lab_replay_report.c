@@ -74,12 +74,19 @@ static int lab_replay_resume_alike(const lab_replay_opts *opts, const size_t *fr
            di == dj && ci == cj && opts->seeds[fi] == opts->seeds[fj];
 }
 
-size_t lab_replay_resume_cmds(const lab_replay_opts *opts, const size_t *from, char *buf, size_t len)
+lab_status lab_replay_resume_cmds(const lab_replay_opts *opts, const size_t *from, char **cmds, size_t *n_cmds)
 {
-    if (len) buf[0] = 0;
+    *cmds = NULL;
+    *n_cmds = 0;
+    /* the text grows as the commands come (each measured first): however many and long, none is cut or left out */
+    size_t cap = 1024, at = 0;
+    char *buf = malloc(cap);
+    const char **ids = malloc((opts->n_incidents ? opts->n_incidents : 1) * sizeof *ids);
+    if (!buf || !ids) goto nomem;
+    buf[0] = 0;
     /* the groups: led by the first incident of each key, in the incidents' order (n_incidents is at most
      * LAB_REQUEST_IDS_MAX from the command line, so the quadratic look-back is small) */
-    size_t groups = 0, first, count, at = 0;
+    size_t groups = 0, first, count;
     int dflt;
     for (int pass = 0; pass < 2; ++pass) {
         size_t part = 0;
@@ -90,22 +97,33 @@ size_t lab_replay_resume_cmds(const lab_replay_opts *opts, const size_t *from, c
             if (j < i) continue; /* in an earlier incident's command */
             ++part;
             if (pass == 0) continue;
-            const char *ids[LAB_REQUEST_IDS_MAX];
             size_t n_ids = 0;
-            for (size_t k = i; k < opts->n_incidents && n_ids < LAB_REQUEST_IDS_MAX; ++k)
+            for (size_t k = i; k < opts->n_incidents; ++k)
                 if (k == i || lab_replay_resume_alike(opts, from, i, k)) ids[n_ids++] = opts->incidents[k]->id;
             lab_cli_resume r = {opts->lab_bin, ids, n_ids, opts->variant, opts->n_seeds == 1, dflt, opts->seeds[first],
                                 count, lab_backend_name(opts->backend), opts->out_dir, groups > 1 ? (int)part : 0};
-            if (at + 1 < len) {
-                lab_cli_resume_cmd(&r, buf + at, len - at - 1);
-                at += strlen(buf + at);
-                buf[at++] = '\n';
-                buf[at] = 0;
+            size_t need = at + lab_cli_resume_cmd(&r, NULL, 0) + 2; /* the command, its '\n' and the end */
+            if (need > cap) {
+                while (cap < need) cap *= 2;
+                char *grown = realloc(buf, cap);
+                if (!grown) goto nomem;
+                buf = grown;
             }
+            lab_cli_resume_cmd(&r, buf + at, cap - at - 1);
+            at += strlen(buf + at);
+            buf[at++] = '\n';
+            buf[at] = 0;
         }
         groups = part;
     }
-    return groups;
+    free(ids);
+    *cmds = buf;
+    *n_cmds = groups;
+    return LAB_OK;
+nomem:
+    free(buf);
+    free(ids);
+    return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory: the resume commands could not be written");
 }
 
 void lab_replay_resume_print(FILE *f, const lab_replay_opts *opts, int sig, size_t n, size_t planned, const char *cmds,
@@ -228,17 +246,18 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
     if (shown > 20) fprintf(report, "... and %zu more (see results.jsonl)\n", shown - 20);
     lab_replay_print_rates(report, opts, t, nt);
     lab_replay_print_end(report, opts, n, wall, v.line);
-    char resume[LAB_REPLAY_RESUME_LEN] = "";
+    char *resume = NULL; /* an interrupt's resume commands (NULL: none) */
     if (sig) {
-        size_t *from = malloc((opts->n_incidents ? opts->n_incidents : 1) * sizeof *from);
-        if (!from) {
+        size_t *from = malloc((opts->n_incidents ? opts->n_incidents : 1) * sizeof *from), n_cmds = 0;
+        st2 = from ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+        if (st2 == LAB_OK) lab_replay_resume_unfinished(opts, recs_all, n_all, from);
+        if (st2 == LAB_OK) st2 = lab_replay_resume_cmds(opts, from, &resume, &n_cmds);
+        free(from);
+        if (st2 != LAB_OK) {
             free(t);
             if (recs != recs_all) free(recs);
-            return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+            return st2;
         }
-        lab_replay_resume_unfinished(opts, recs_all, n_all, from);
-        size_t n_cmds = lab_replay_resume_cmds(opts, from, resume, sizeof resume);
-        free(from);
         lab_replay_resume_print(report, opts, sig, n, n_all, resume, n_cmds);
     }
 
@@ -285,7 +304,7 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
             sig = lab_isolate_interrupted();
             run.interrupted = sig;
             v = lab_verdict_decide(t, nt, recs, n, &run);
-            resume[0] = 0; /* every case finished: nothing to resume */
+            free(resume), resume = NULL; /* every case finished: nothing to resume */
             fprintf(report, "INTERRUPTED by %s while writing the result set: all %zu cases finished and are kept (NOT "
                             "OK)%s\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n,
                     opts->plots ? "; the plots as far as they got" : "");
@@ -299,6 +318,7 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
         }
         if (st2 == LAB_OK) fprintf(report, "wrote %s/{results.jsonl,summary.json,junit.xml%s}\n", opts->out_dir, opts->tap ? ",results.tap" : "");
     }
+    free(resume);
     free(t);
     if (recs != recs_all) free(recs);
     *verdict = v;

@@ -177,26 +177,31 @@ static void lab_window_test_cut(FILE *journal, const lab_case_record *rec, const
 
 /* Replaces journal.resume (tmp, fdatasync, rename; then the folder synced, so that after a crash of the machine it
  * names no more than is on disk): the journal's first `bytes` hold every case of the incidents before `incident` and
- * of its seed indexes below `lowest` (0 unless it is the last); the command replays the rest (lab_replay_resume_cmds;
- * several, should the incidents left resume differently, in braces; when nothing is left it only says so, so that the
- * recovery is the same at every instant). */
+ * of its seed indexes below `lowest` (0 unless it is the last); the command replays the rest (lab_replay_resume_cmds,
+ * every one of them however long; several, should the incidents left resume differently, in braces; when nothing is
+ * left it only says so, so that the recovery is the same at every instant). Errors: LAB_ERR_NOMEM naming the file
+ * when the commands cannot be made (the journal.resume before stays), LAB_ERR_IO naming it when it cannot be
+ * written. */
 static lab_status lab_replay_win_commit(lab_replay_win *w, size_t incident, size_t lowest, off_t bytes)
 {
-    char path[PATH_MAX + 64], tmp[PATH_MAX + 64], resume[LAB_REPLAY_RESUME_LEN], quoted[4 * sizeof w->journal_path + 3];
+    char path[PATH_MAX + 64], tmp[PATH_MAX + 64], quoted[4 * sizeof w->journal_path + 3], *resume;
     const lab_replay_opts *opts = w->opts;
     for (size_t i = 0; i < opts->n_incidents; ++i) w->commit_from[i] = i < incident ? SIZE_MAX : i == incident ? lowest : 0;
-    size_t n_cmds = lab_replay_resume_cmds(opts, w->commit_from, resume, sizeof resume);
-    if (!n_cmds) snprintf(resume, sizeof resume, "echo 'nothing to replay: every case finished'\n");
-    lab_cli_sh_word(w->journal_path, quoted, sizeof quoted);
     snprintf(path, sizeof path, "%s/" LAB_WINDOW_JOURNAL_RESUME, w->stage);
+    size_t n_cmds;
+    if (lab_replay_resume_cmds(opts, w->commit_from, &resume, &n_cmds) != LAB_OK)
+        return lab_err_set(LAB_ERR_NOMEM, "%s: cannot write: out of memory for its resume commands", path);
+    lab_cli_sh_word(w->journal_path, quoted, sizeof quoted);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     int good = f && fprintf(f, "truncate -s %lld %s && %s", (long long)bytes, quoted, n_cmds > 1 ? "{ " : "") >= 0;
+    if (!n_cmds) good = good && fprintf(f, "echo 'nothing to replay: every case finished'") >= 0;
     for (const char *c = resume, *first = resume; good && *c;) { /* one line: "; " between the commands */
         size_t k = strcspn(c, "\n");
         good = fprintf(f, "%s%.*s", c == first ? "" : "; ", (int)k, c) >= 0;
         c += k + (c[k] == '\n');
     }
+    free(resume);
     good = good && fprintf(f, "%s\n", n_cmds > 1 ? "; }" : "") >= 0;
     if (f) good &= fflush(f) == 0 && fdatasync(fileno(f)) == 0, good &= fclose(f) == 0;
     if (!good || rename(tmp, path) != 0) return lab_err_set(LAB_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
@@ -501,11 +506,10 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
         lab_replay_print_rates(report, opts, w.t, w.nt);
         size_t n = w.n_done;
         lab_replay_print_end(report, opts, n, wall, v.line);
-        char resume[LAB_REPLAY_RESUME_LEN] = "";
-        if (sig) {
-            size_t n_cmds = lab_replay_resume_cmds(opts, w.from, resume, sizeof resume);
-            lab_replay_resume_print(report, opts, sig, n, planned, resume, n_cmds);
-        }
+        char *resume = NULL; /* an interrupt's resume commands (NULL: none) */
+        size_t n_cmds = 0;
+        if (sig) st = lab_replay_resume_cmds(opts, w.from, &resume, &n_cmds);
+        if (sig && st == LAB_OK) lab_replay_resume_print(report, opts, sig, n, planned, resume, n_cmds);
         if (opts->out_dir) {
             lab_stall_point(LAB_STALL_WRITING);
             char path[PATH_MAX + 32];
@@ -523,7 +527,7 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
                 sig = lab_isolate_interrupted();
                 run.interrupted = sig;
                 v = lab_verdict_decide_tallies(w.t, w.nt, &run);
-                resume[0] = 0; /* every case finished: nothing to resume */
+                free(resume), resume = NULL; /* every case finished: nothing to resume */
                 fprintf(report, "INTERRUPTED by %s while writing the result set: all %zu cases finished and are kept "
                                 "(NOT OK)%s\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n,
                         opts->plots ? "; the plots as far as they got" : "");
@@ -535,6 +539,7 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
                 fprintf(report, "wrote %s/{results.jsonl,summary.json,junit.xml%s}\n", opts->out_dir, opts->tap ? ",results.tap" : "");
             }
         }
+        free(resume);
         *verdict = v;
     }
     if (w.staged) {

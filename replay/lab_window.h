@@ -27,7 +27,8 @@
  * BYTES, so the recovery is to run journal.resume as it is: it cuts that away, then replays the rest, and the journal
  * and the resumed set are the whole replay, no case missing and none twice, whatever the instant of the kill. Both
  * files are removed just before the set is swapped in, so a finished or interrupted run leaves neither; a journal that
- * cannot be written stops the run (LAB_ERR_IO naming it). */
+ * cannot be written stops the run (LAB_ERR_IO naming it), and so does a journal.resume whose commands memory cannot
+ * hold (LAB_ERR_NOMEM naming it): journal.resume names every command it needs or is not replaced. */
 #define LAB_REPLAY_WINDOW_AT 65536   /* windowed above this many cases */
 #define LAB_REPLAY_WINDOW_CPU 4096   /* cases a window on the CPU (a small parent forks its workers fast) */
 #define LAB_REPLAY_WINDOW_CUDA 65536 /* on CUDA: a pool's workers start their contexts once a window */

@@ -453,15 +453,20 @@ Test(cli, one_option_table_for_replay_and_report)
 /* The resume command is a shell command line (summary.json, the interrupt's message, a windowed replay's
  * journal.resume, which the recovery runs with sh): a folder or variant the user named stays one word whatever it
  * holds, and plain words are written as they are. Run through sh with /bin/echo for the lab, the words come back as
- * given and the folder's `; touch` runs nothing. */
+ * given and the folder's `; touch` runs nothing. It says the length the whole command needs, so that a caller can make
+ * room for it (cut at a short buffer). */
 Test(cli, resume_command_keeps_every_user_word_one_shell_word)
 {
     const char *ids[] = {"0004-pow-grad-nan"};
     char buf[1024], want[1024];
     lab_cli_resume plain = {"build/lab", ids, 1, NULL, 0, 0, 5, 10, "cpu", "build/out"};
-    lab_cli_resume_cmd(&plain, buf, sizeof buf);
+    size_t need = lab_cli_resume_cmd(&plain, buf, sizeof buf);
     cr_expect_str_eq(buf, "build/lab replay --incident 0004-pow-grad-nan --first-seed 5 --seeds 10 --backend cpu "
                           "--out build/out-resumed");
+    cr_expect_eq(need, strlen(buf), "the length it needs: %zu", need);
+    cr_expect_eq(lab_cli_resume_cmd(&plain, NULL, 0), need, "measured without a buffer");
+    cr_expect_eq(lab_cli_resume_cmd(&plain, buf, 20), need, "cut: the length the whole command needs");
+    cr_expect_str_eq(buf, "build/lab replay --");
     char dir[256];
     lab_test_tmpdir(dir, sizeof dir, "resume");
     char out[512], marker[600];

@@ -1,14 +1,16 @@
 /* test_resume: what an interrupted replay says to resume it (the console's `resume:` lines, summary.json's "resume" and
  * "resume_commands"): exactly the seeds that have unfinished cases, incident by incident: an incident that finished is
  * not named, each incident resumes from its own lowest unfinished seed over its own seeds (its default_seeds when the
- * seeds were not given), incidents that differ go to commands of their own, each into a folder of its own; the
- * windowed replay too. */
+ * seeds were not given), incidents that differ go to commands of their own, each into a folder of its own, and every
+ * command is said however long their text; the windowed replay too. */
 #include <cJSON.h>
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lab_fs.h"
@@ -35,7 +37,7 @@ static const lab_incident inc_b = {.id = "9102-b", .title = "b", .summary = "syn
 static const lab_incident inc_c = {.id = "9103-c", .title = "c", .summary = "synthetic", .variants = fix_only,
                                    .n_variants = 1, .run_cpu = run_pass, .timeout_s = 5, .default_seeds = 16};
 
-static char dir[64], out[128];
+static char dir[64], out[1024];
 static void mk(void)
 {
     lab_test_tmpdir(dir, sizeof dir, "resume");
@@ -113,9 +115,14 @@ static char *resume_line(const char *console, int k)
  * interrupted set's folder), and "resume" the one line that runs them in turn. */
 static void expect_commands(const said *r, const char *const *want, size_t n)
 {
-    char buf[2048], line[8192] = "";
+    char *line = NULL, *buf;
+    size_t line_len = 0;
+    FILE *lf = open_memstream(&line, &line_len);
+    cr_assert_not_null(lf);
     for (size_t k = 0; k < n; ++k) {
-        snprintf(buf, sizeof buf, want[k], out);
+        size_t need = (size_t)snprintf(NULL, 0, want[k], out) + 1;
+        cr_assert_not_null(buf = malloc(need));
+        snprintf(buf, need, want[k], out);
         char *got = resume_line(r->console, (int)k);
         cr_expect(got && !strcmp(got, buf), "resume line %zu: %s\nwant: %s\nconsole:\n%s", k, got ? got : "(none)",
                   buf, r->console);
@@ -124,8 +131,10 @@ static void expect_commands(const said *r, const char *const *want, size_t n)
         const cJSON *c = cJSON_GetArrayItem(a, (int)k);
         cr_expect(cJSON_IsString(c) && !strcmp(c->valuestring, buf), "resume_commands[%zu]: %s\nwant: %s", k,
                   cJSON_IsString(c) ? c->valuestring : "(none)", buf);
-        snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s", k ? "; " : "", buf);
+        fprintf(lf, "%s%s", k ? "; " : "", buf);
+        free(buf);
     }
+    fclose(lf);
     char *extra = resume_line(r->console, (int)n);
     cr_expect(n == 0 || extra == NULL, "more resume lines than %zu:\n%s", n, r->console);
     free(extra);
@@ -133,6 +142,7 @@ static void expect_commands(const said *r, const char *const *want, size_t n)
     const cJSON *one = cJSON_GetObjectItem(r->summary, "resume");
     if (n) cr_expect(cJSON_IsString(one) && !strcmp(one->valuestring, line), "resume: %s\nwant: %s",
                      cJSON_IsString(one) ? one->valuestring : "(none)", line);
+    free(line);
 }
 
 static void said_free(said *r)
@@ -241,4 +251,63 @@ Test(resume, a_windowed_replay_resumes_only_what_is_left, .init = mk, .fini = rm
     cr_expect(second && !strcmp(second, want), "resume: %s\nwant: %s\n%s", second, want, text);
     cr_expect_null(third, "%s", text);
     free(first), free(second), free(third), free(text);
+}
+
+/* The most incidents one replay selects (LAB_REQUEST_IDS_MAX), each stopped at a seed of its own, into a folder of a
+ * long name: one command each, some 37 KB of them in all, and every one is said, the last too (they used to be built
+ * in 16 KB, and the commands past it were dropped without a word, the one at the edge cut short). */
+#define MANY 64
+static lab_incident many[MANY];
+static char many_ids[MANY][16];
+
+static void mk_long(void)
+{
+    mk();
+    size_t k = strlen(dir);
+    snprintf(out, sizeof out, "%s", dir);
+    for (int level = 0; level < 3; ++level) {
+        k += (size_t)snprintf(out + k, sizeof out - k, "/a-folder-of-a-long-name-%d-", level);
+        while (k % 160) out[k++] = 'x';
+        out[k] = 0;
+        cr_assert_eq(mkdir(out, 0755), 0, "mkdir %s: %s", out, strerror(errno));
+    }
+    snprintf(out + k, sizeof out - k, "/out");
+}
+
+Test(resume, commands_past_16_kib_are_all_written, .init = mk_long, .fini = rm)
+{
+    const lab_incident *incs[MANY];
+    size_t from[MANY];
+    for (size_t k = 0; k < MANY; ++k) {
+        snprintf(many_ids[k], sizeof many_ids[k], "9200-many-%02zu", k);
+        many[k] = (lab_incident){.id = many_ids[k], .title = "many", .summary = "synthetic", .variants = fix_only,
+                                 .n_variants = 1, .run_cpu = run_pass, .timeout_s = 5};
+        incs[k] = &many[k];
+        from[k] = k; /* incident k resumes from seed k + 1: no two alike */
+    }
+    lab_replay_opts o = opts_of(incs, MANY, 1, 70, 0);
+    said r = interrupted(&o, from, 0, NULL);
+    static char want_buf[MANY][128];
+    const char *want[MANY];
+    for (size_t k = 0; k < MANY; ++k) {
+        snprintf(want_buf[k], sizeof want_buf[k],
+                 "build/lab replay --incident 9200-many-%02zu --first-seed %zu --seeds %zu --backend cpu --out "
+                 "%%s-resumed-%zu", k, k + 1, 70 - k, k + 1);
+        want[k] = want_buf[k];
+    }
+    char last[1024];
+    size_t text = 0; /* the commands' text, one a line */
+    for (size_t k = 0; k < MANY; ++k) text += (size_t)snprintf(last, sizeof last, want[k], out) + 1;
+    cr_assert_gt(text, 16384, "the commands' text is only %zu bytes", text);
+    /* the count and the last command first, in few words (the console is long) */
+    size_t lines = 0;
+    for (const char *p = r.console; (p = strstr(p, "\nresume: ")) != NULL; ++p) ++lines;
+    const cJSON *cmds = cJSON_GetObjectItem(r.summary, "resume_commands");
+    cr_assert_eq(lines, MANY, "%zu resume lines on the console, not %d", lines, MANY);
+    cr_assert_eq(cJSON_GetArraySize(cmds), MANY, "%d resume_commands, not %d", cJSON_GetArraySize(cmds), MANY);
+    const cJSON *got = cJSON_GetArrayItem(cmds, MANY - 1);
+    cr_assert(cJSON_IsString(got) && !strcmp(got->valuestring, last), "the last command: %s\nwant: %s",
+              cJSON_IsString(got) ? got->valuestring : "(none)", last);
+    expect_commands(&r, want, MANY);
+    said_free(&r);
 }

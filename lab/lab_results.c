@@ -115,28 +115,45 @@ lab_status lab_results_write_summary(const char *path, const lab_verdict_tally *
     return st;
 }
 
-/* An interrupted replay's "resume_commands" (cmds: one a line) and "resume" (them in one shell line, "; " between;
- * none: "(none: every case finished)") added to root. Errors: LAB_ERR_NOMEM. */
+char *lab_results_join_cmds(const char *cmds)
+{
+    char *line = malloc(2 * strlen(cmds) + 1);
+    size_t k = 0;
+    if (!line) return NULL;
+    for (const char *c = cmds; *c;) {
+        size_t n = strcspn(c, "\n");
+        if (k) memcpy(line + k, "; ", 2), k += 2;
+        memcpy(line + k, c, n);
+        k += n;
+        c += n + (c[n] == '\n');
+    }
+    line[k] = 0;
+    return line;
+}
+
+/* An interrupted replay's "resume_commands" (cmds: one a line) and "resume" (lab_results_join_cmds; none: "(none:
+ * every case finished)") added to root. Errors: LAB_ERR_NOMEM. */
 static lab_status lab_results_add_resume(cJSON *root, const char *cmds)
 {
     cJSON *list = cJSON_AddArrayToObject(root, "resume_commands");
-    char *line = malloc(2 * strlen(cmds) + 1);
-    size_t k = 0;
+    char *line = lab_results_join_cmds(cmds);
     if (!list || !line) {
         free(line);
         return lab_err_set(LAB_ERR_NOMEM, "summary: out of memory");
     }
     for (const char *c = cmds; *c;) {
         size_t n = strcspn(c, "\n");
-        if (k) memcpy(line + k, "; ", 2), k += 2;
-        memcpy(line + k, c, n);
-        line[k + n] = 0;
-        cJSON_AddItemToArray(list, cJSON_CreateString(line + k));
-        k += n;
+        char *one = strndup(c, n);
+        cJSON *item = one ? cJSON_CreateString(one) : NULL;
+        free(one);
+        if (!item) {
+            free(line);
+            return lab_err_set(LAB_ERR_NOMEM, "summary: out of memory");
+        }
+        cJSON_AddItemToArray(list, item);
         c += n + (c[n] == '\n');
     }
-    line[k] = 0;
-    cJSON_AddStringToObject(root, "resume", k ? line : "(none: every case finished)");
+    cJSON_AddStringToObject(root, "resume", line[0] ? line : "(none: every case finished)");
     free(line);
     return LAB_OK;
 }

@@ -34,6 +34,10 @@ void lab_results_spell(const lab_results_cmd *cmd, const lab_case_record *c, cha
  * with their names listed under "nonfinite_metrics". */
 lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs, size_t n, const lab_results_cmd *cmd);
 
+/* The commands cmds (one a line, '\n' after each) as one shell line that runs them in turn, "; " between them, as
+ * summary.json's "resume" and journal.resume say it: malloc'ed ("" for none), NULL when out of memory. */
+char *lab_results_join_cmds(const char *cmds);
+
 struct cJSON;
 /* Adds a caller's own fields to summary.json's tree before it is written (lab_mpi: the ranks): summary is the
  * tree, to change in place (it may replace "ok"). An error stops the writing (nothing is written) and is

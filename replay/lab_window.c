@@ -193,16 +193,13 @@ static lab_status lab_replay_win_commit(lab_replay_win *w, size_t incident, size
         return lab_err_set(LAB_ERR_NOMEM, "%s: cannot write: out of memory for its resume commands", path);
     lab_cli_sh_word(w->journal_path, quoted, sizeof quoted);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int good = f && fprintf(f, "truncate -s %lld %s && %s", (long long)bytes, quoted, n_cmds > 1 ? "{ " : "") >= 0;
-    if (!n_cmds) good = good && fprintf(f, "echo 'nothing to replay: every case finished'") >= 0;
-    for (const char *c = resume, *first = resume; good && *c;) { /* one line: "; " between the commands */
-        size_t k = strcspn(c, "\n");
-        good = fprintf(f, "%s%.*s", c == first ? "" : "; ", (int)k, c) >= 0;
-        c += k + (c[k] == '\n');
-    }
+    char *line = lab_results_join_cmds(resume);
     free(resume);
-    good = good && fprintf(f, "%s\n", n_cmds > 1 ? "; }" : "") >= 0;
+    if (!line) return lab_err_set(LAB_ERR_NOMEM, "%s: cannot write: out of memory for its resume commands", path);
+    FILE *f = fopen(tmp, "w");
+    int good = f && fprintf(f, "truncate -s %lld %s && %s%s%s\n", (long long)bytes, quoted, n_cmds > 1 ? "{ " : "",
+                            n_cmds ? line : "echo 'nothing to replay: every case finished'", n_cmds > 1 ? "; }" : "") >= 0;
+    free(line);
     if (f) good &= fflush(f) == 0 && fdatasync(fileno(f)) == 0, good &= fclose(f) == 0;
     if (!good || rename(tmp, path) != 0) return lab_err_set(LAB_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     int dir = open(w->stage, O_RDONLY | O_DIRECTORY);

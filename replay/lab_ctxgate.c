@@ -9,18 +9,25 @@
 #include <time.h>
 #include <unistd.h>
 
-lab_status lab_ctxgate_open(lab_ctxgate *g, int width)
+lab_status lab_ctxgate_open(lab_ctxgate *g, int width, int lanes)
 {
-    int p[2];
-    g->rfd = g->wfd = -1;
-    if (width < 1) width = 1;
-    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return lab_err_set(LAB_ERR_IO, "context gate: pipe: %s", strerror(errno));
-    for (int i = 0; i < width; ++i)
-        if (write(p[1], "t", 1) != 1) {
-            close(p[0]), close(p[1]);
-            return lab_err_set(LAB_ERR_IO, "context gate: write: %s", strerror(errno));
+    g->lanes = 0;
+    if (lanes < 1) lanes = 1;
+    if (lanes > LAB_CTXGATE_LANES) lanes = LAB_CTXGATE_LANES;
+    int tokens = width / lanes > 0 ? width / lanes : 1;
+    for (int l = 0; l < lanes; ++l) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+            lab_ctxgate_close(g);
+            return lab_err_set(LAB_ERR_IO, "context gate: pipe: %s", strerror(errno));
         }
-    g->rfd = p[0], g->wfd = p[1];
+        g->rfd[l] = p[0], g->wfd[l] = p[1], g->lanes = l + 1;
+        for (int i = 0; i < tokens; ++i)
+            if (write(p[1], "t", 1) != 1) {
+                lab_ctxgate_close(g);
+                return lab_err_set(LAB_ERR_IO, "context gate: write: %s", strerror(errno));
+            }
+    }
     return LAB_OK;
 }
 
@@ -31,32 +38,38 @@ static double lab_ctxgate_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int lab_ctxgate_enter(const lab_ctxgate *g, double wait_s)
+int lab_ctxgate_enter(const lab_ctxgate *g, int lane, double wait_s)
 {
-    if (g->rfd < 0) return 0;
+    if (g->lanes < 1) return 0;
+    int fd = g->rfd[(lane < 0 ? -lane : lane) % g->lanes];
     double end = lab_ctxgate_now() + wait_s;
     for (;;) {
         char t;
-        ssize_t k = read(g->rfd, &t, 1); /* non-blocking: another worker may take the token poll saw */
+        ssize_t k = read(fd, &t, 1); /* non-blocking: another worker may take the token poll saw */
         if (k == 1) return 1;
         if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) return 0;
         double left = end - lab_ctxgate_now();
         if (left <= 0) return 0;
-        struct pollfd pf = {g->rfd, POLLIN, 0};
+        struct pollfd pf = {fd, POLLIN, 0};
         (void)poll(&pf, 1, (int)(left * 1000) + 1);
     }
 }
 
-void lab_ctxgate_leave(const lab_ctxgate *g, int took)
+void lab_ctxgate_leave(const lab_ctxgate *g, int lane, int took)
 {
-    if (took && g->wfd >= 0 && write(g->wfd, "t", 1) != 1) {
+    if (took && g->lanes > 0 && write(g->wfd[(lane < 0 ? -lane : lane) % g->lanes], "t", 1) != 1) {
         /* a full or closed pipe: the gate is gone, and nobody waits on it for longer than their wait_s */
     }
 }
 
 void lab_ctxgate_close(lab_ctxgate *g)
 {
-    if (g->rfd >= 0) close(g->rfd);
-    if (g->wfd >= 0) close(g->wfd);
-    g->rfd = g->wfd = -1;
+    for (int l = 0; l < g->lanes; ++l) close(g->rfd[l]), close(g->wfd[l]);
+    g->lanes = 0;
+}
+
+int lab_ctxgate_share(int width, int procs)
+{
+    int w = procs > 1 ? width / procs : width;
+    return w > 0 ? w : 1;
 }

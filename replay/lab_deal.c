@@ -124,6 +124,8 @@ size_t lab_deal_next(lab_deal *d, int rank, const unsigned char *accept, lab_dea
         size_t floor = (size_t)ceil(mine * (double)(end - g) / (double)groups_left);
         if (floor < d->part_floor[p]) floor = d->part_floor[p];
         for (; g < end && (taken < floor || acc + d->cost[g] <= target); ++g, ++taken) acc += d->cost[g];
+        if (d->part_floor[p] && end - g < d->part_floor[p] && d->part_left[p] - acc < target / 4.0)
+            for (; g < end; ++g, ++taken) acc += d->cost[g]; /* the shares' rounding: no late batch run of its own */
         c[k++] = (lab_deal_chunk){d->part_next[p], g, acc};
         d->part_next[p] = g;
         d->part_left[p] = g < end ? fmax(0.0, d->part_left[p] - acc) : 0.0;

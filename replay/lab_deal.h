@@ -53,7 +53,11 @@ void lab_deal_weight(lab_deal *d, int rank, int weight);
  * each costlier a case), and since such runs are long and cannot be split later they start first on every rank, as
  * the plain pool starts its costliest runs first; the incidents of small groups then even out the ranks' ends. (Dealt
  * by factoring, 0008's batch runs reached a rank as late as its later answers and ran alone for 5-6 s at the end of a
- * 2-rank replay on 2 x H200.) Out-of-range p: ignored. */
+ * 2-rank replay on 2 x H200.) What the shares' rounding leaves over (fewer groups than the floor, costing less than a
+ * quarter of the share) goes with the share: 3 seeds of 0008 left so were dealt 9.8 s into a 4-rank replay, and one
+ * seed's nine variants, one after another as in any batch run, took 5.9 s and were the replay's last cases
+ * (reports/multi-gpu-h200x4).
+ * Out-of-range p: ignored. */
 void lab_deal_floor(lab_deal *d, size_t part, size_t groups);
 
 /* Rank r is out (it died or hung): it is dealt nothing more and no longer counts among the ranks that share what is

@@ -43,6 +43,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict
 #include <time.h>
 #include <unistd.h>
 
+#include "lab_ctxgate.h"
 #include "lab_device.h"
 #include "lab_fs.h"
 #include "lab_isolate.h"
@@ -202,6 +203,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     lab_mpi_take_share(local_rank, local_size, &share, &host_gpus, me.device, sizeof me.device);
     lab_replay_opts opts = *opts_in;
     opts.progress = 0; /* one progress line per rank would interleave */
+    opts.ctx_gate = lab_ctxgate_share(LAB_CTXGATE_WIDTH, local_size); /* the host's contexts, not each rank's */
     if (opts.want_mps && opts.mps && share.ngpu > 0) {
         /* The rank's own daemons, for its own GPUs (lab_mps_replay.h) */
         char who[64];

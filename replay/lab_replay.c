@@ -114,32 +114,32 @@ static lab_status lab_replay_health(const lab_replay_opts *opts, const lab_case 
 
 /* A pool worker's first CUDA job: its context, made through the replay's gate (lab_ctxgate.h) before the case runs.
  * What the probe says is not used here: the case's own probe, a moment later, judges it. */
-static void lab_replay_warm(const lab_ctxgate *gate)
+static void lab_replay_warm(const lab_ctxgate *gate, int lane)
 {
-    if (gate->rfd < 0) return;
+    if (gate->lanes < 1) return;
     char why[240];
-    int took = lab_ctxgate_enter(gate, 10.0);
+    int took = lab_ctxgate_enter(gate, lane, 10.0);
 #ifdef LAB_HAVE_CUDA
     (void)(lab_replay_probe ? lab_replay_probe(why, sizeof why) : lab_cuda_ready(why, sizeof why));
 #else
     if (lab_replay_probe) (void)lab_replay_probe(why, sizeof why);
 #endif
-    lab_ctxgate_leave(gate, took);
+    lab_ctxgate_leave(gate, lane, took);
 }
 
 /* A worker's start: its GPU (lab_sched_bind), its MPS daemon or none, the replay's device probe, and in a pool of
- * CUDA workers its context, made through the gate. The pool runs it before the worker takes any work
+ * CUDA workers its context, made through its GPU's lane of the gate. The pool runs it before the worker takes any work
  * (lab_isolate_run_pool's init); elsewhere the worker's first job does. */
 void lab_replay_worker_init(void *vctx)
 {
     lab_replay_ctx *ctx = vctx;
-    lab_sched_bind(&ctx->machine, &ctx->plan, lab_isolate_worker_slot());
+    int slot = lab_isolate_worker_slot(), gpu = ctx->machine.ngpu > 0 ? slot % ctx->machine.ngpu : 0;
+    lab_sched_bind(&ctx->machine, &ctx->plan, slot);
     if (ctx->plan.gpus_per_worker > 0) /* a client of its GPU's MPS daemon, or (multi-GPU cases) of none */
-        lab_mps_client(ctx->opts->mps, lab_replay_poolable(ctx->opts, &ctx->plan) && ctx->machine.ngpu > 0
-                                            ? lab_isolate_worker_slot() % ctx->machine.ngpu : -1);
+        lab_mps_client(ctx->opts->mps, lab_replay_poolable(ctx->opts, &ctx->plan) && ctx->machine.ngpu > 0 ? gpu : -1);
     lab_replay_probe = ctx->opts->device_probe;
     ctx->bound = 1;
-    if (ctx->opts->backend == LAB_BACKEND_CUDA) lab_replay_warm(&ctx->gate);
+    if (ctx->opts->backend == LAB_BACKEND_CUDA) lab_replay_warm(&ctx->gate, gpu);
 }
 
 lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
@@ -312,8 +312,9 @@ static double lab_replay_cost(const lab_replay_ctx *ctx, const size_t *jobs, siz
  * 4.4x the CPU for 0008 (591 s against 135 s) and 66 s on one H200 where 33-34 s was the rule on hosts of that kind
  * (reports/multi-gpu-h200x2). The other parts' groups are dealt into LAB_SCHED_SHARES_PER_WORKER x workers runs, run
  * k holding the k-th slice of every such part, so one process runs its slice of every incident in one CUDA context.
- * The runs are laid out with the incidents taking turns, each one's runs costliest first (lab_sched_order_runs on the
- * incidents' declared costs, lab_sched_case_cost; a part's chunks one kind, the shares another): lab_isolate_run_ranges
+ * The runs are laid out with the incidents taking turns, each one's runs costliest first, the runs costing a good part of a fair
+ * share (LAB_SCHED_LEAD_SHARE) ahead of the rest (lab_sched_order_runs on the incidents' declared costs, lab_sched_case_cost; a part's
+ * chunks one kind, the shares another): lab_isolate_run_ranges
  * hands them to workers as they free up, so the long runs start first, beside other incidents' work, and the short
  * ones fill in behind, instead of each worker owning a fixed share whatever the others have left. */
 lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_replay_part *parts, size_t np,
@@ -369,7 +370,7 @@ lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_re
         }
         if (k > from) rs[nr] = from, rl[nr] = k - from, rk[nr] = np, rc[nr++] = lab_replay_cost(ctx, tmp + from, k - from);
     }
-    if (st == LAB_OK) st = lab_sched_order_runs(rc, rk, np + 1, nr, ri);
+    if (st == LAB_OK) st = lab_sched_order_runs(rc, rk, np + 1, nr, fair * LAB_SCHED_LEAD_SHARE, ri);
     if (st == LAB_OK) {
         size_t at = 0;
         for (size_t r = 0; r < nr; ++r) {
@@ -415,11 +416,13 @@ static lab_status lab_replay_pool_first(lab_replay_ctx *ctx, lab_replay_part *pa
     return st;
 }
 
-/* Opens the pool's context gate (lab_ctxgate.h) for its CUDA workers; when it cannot, says so and lets them make their
- * contexts all at once. */
+/* Opens the pool's context gate (lab_ctxgate.h) for its CUDA workers, a lane a GPU; when it cannot, says so and lets
+ * them make their contexts all at once. */
 void lab_replay_gate_open(lab_replay_ctx *ctx)
 {
-    if (ctx->opts->backend == LAB_BACKEND_CUDA && lab_ctxgate_open(&ctx->gate, LAB_CTXGATE_WIDTH) != LAB_OK)
+    int width = ctx->opts->ctx_gate > 0 ? ctx->opts->ctx_gate : LAB_CTXGATE_WIDTH;
+    int lanes = ctx->machine.ngpu > 0 ? ctx->machine.ngpu : 1;
+    if (ctx->opts->backend == LAB_BACKEND_CUDA && lab_ctxgate_open(&ctx->gate, width, lanes) != LAB_OK)
         fprintf(stderr, "replay: %s; the workers make their contexts all at once\n", lab_err_msg());
 }
 

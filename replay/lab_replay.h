@@ -38,6 +38,9 @@ typedef struct {
     int run_workers, run_gpus;             /* a fed execution that is a share of a larger run (--mpi): the
                                               workers and GPUs of all its processes together; its pool cuts seed
                                               batches as a plain replay of the whole run would (0: its own) */
+    int ctx_gate;                          /* contexts the pool's CUDA workers ask the driver for at once (0:
+                                              LAB_CTXGATE_WIDTH; under --mpi the host's divided among its ranks,
+                                              lab_ctxgate_share) */
     int device_ok;                         /* the replay's probe made a context on the GPU: from then on a CUDA
                                               case that finds no usable device is ERROR (device lost), never a
                                               neutral SKIP, and a case that met a device error is run again */

@@ -115,10 +115,11 @@ unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair, in
     return k >= floor ? (unsigned)k : (unsigned)floor;
 }
 
-/* A run's sort keys and index, sorted together (qsort takes no context): its turn (its place among its kind's runs,
- * costliest first; 0 for every run without kinds), its kind's place (the kinds by their costliest run), its cost. */
+/* A run's sort keys and index, sorted together (qsort takes no context): its tier (0: it leads, costing at least
+ * lead_at; 1: the rest), its turn (its place among its kind's runs of its tier, costliest first; 0 for every run
+ * without kinds), its kind's place (the kinds by their costliest run), its cost. */
 typedef struct {
-    size_t turn, place;
+    size_t tier, turn, place;
     double cost;
     size_t idx;
 } lab_sched_run;
@@ -126,28 +127,30 @@ typedef struct {
 static int lab_sched_run_cmp(const void *a, const void *b)
 {
     const lab_sched_run *x = a, *y = b;
+    if (x->tier != y->tier) return x->tier < y->tier ? -1 : 1;
     if (x->turn != y->turn) return x->turn < y->turn ? -1 : 1;
     if (x->place != y->place) return x->place < y->place ? -1 : 1;
     if (x->cost != y->cost) return x->cost > y->cost ? -1 : 1;
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-lab_status lab_sched_order_runs(const double *cost, const size_t *kind, size_t nkinds, size_t n, size_t *idx)
+lab_status lab_sched_order_runs(const double *cost, const size_t *kind, size_t nkinds, size_t n, double lead_at, size_t *idx)
 {
+    size_t nk = nkinds ? nkinds : 1;
     lab_sched_run *r = malloc((n ? n : 1) * sizeof *r);
-    size_t *seen = calloc(nkinds ? nkinds : 1, sizeof *seen), *place = calloc(nkinds ? nkinds : 1, sizeof *place);
+    size_t *seen = calloc(2 * nk, sizeof *seen), *place = calloc(nk, sizeof *place);
     if (!r || !seen || !place) {
         free(r), free(seen), free(place);
         return lab_err_set(LAB_ERR_NOMEM, "scheduler: out of memory ordering %zu runs", n);
     }
-    for (size_t i = 0; i < n; ++i) r[i] = (lab_sched_run){0, 0, cost[i], i};
+    for (size_t i = 0; i < n; ++i) r[i] = (lab_sched_run){lead_at > 0.0 && !(cost[i] >= lead_at), 0, 0, cost[i], i};
     qsort(r, n, sizeof *r, lab_sched_run_cmp);
-    if (kind) { /* the costliest-first order gives each run its turn within its kind, each kind its place */
+    if (kind) { /* the costliest-first order gives each run its turn within its kind and tier, each kind its place */
         size_t kinds = 0;
         for (size_t i = 0; i < n; ++i) {
             size_t k = kind[r[i].idx] < nkinds ? kind[r[i].idx] : 0;
-            if (seen[k]++ == 0) place[k] = kinds++;
-            r[i].turn = seen[k] - 1, r[i].place = place[k];
+            if (seen[k] + seen[nk + k] == 0) place[k] = kinds++;
+            r[i].turn = seen[r[i].tier * nk + k]++, r[i].place = place[k];
         }
         qsort(r, n, sizeof *r, lab_sched_run_cmp);
     }

@@ -88,6 +88,10 @@ double lab_sched_case_cost(const lab_incident *inc, lab_backend b, uint64_t seed
  * 1000-seed H100 replay took 6-10 s, and the last ones left workers idle for that long. */
 #define LAB_SCHED_SHARES_PER_WORKER 8
 
+/* A pool's runs that cost at least this part of one worker's fair share lead its order (lab_sched_order_runs): they
+ * need most of the pool's time, so they go to the first workers that come up. */
+#define LAB_SCHED_LEAD_SHARE 0.5
+
 /* The most seeds one seed-batch chunk may hold: bmax, cut so that a chunk of the incident's costliest seed group
  * (group_cost, lab_sched_case_cost summed over its cases) costs no more than `fair` (one worker's share of the pool),
  * but never below bmax / (2 ngpu) (and 2). On one GPU that floor is half of bmax: a batch is there to fill the GPU,
@@ -98,15 +102,21 @@ double lab_sched_case_cost(const lab_incident *inc, lab_backend b, uint64_t seed
  * its GPU, its nine variants one after another) was the whole replay's wall on four GPUs as on one. */
 unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair, int ngpu);
 
-/* Orders n runs for a pool whose workers take them in that order as they free up: idx[0..n) gets the run indices. With
- * kinds (kind[r] < nkinds; the replay's pool: each incident's seed-batch chunks one kind, the runs that mix the
- * incidents that do not batch another) the kinds take turns, the kind of the costliest run first, each kind's runs
- * costliest first; kind NULL: costliest first. Ties keep their order. The longest runs still start first, but the
- * workers that start together hold different incidents: costliest first alone gave the first workers every seed batch
- * of 0001, 0002 and 0008 at once (GPU-bound; 0001's cases took 4.8 times as long as beside other work) and left the
- * CPU-bound incidents for the end. 1000 seeds of the GPU incidents on one 2 x H200 host: one GPU 36.4 -> 35.2 s, two
- * 22.7 -> 20.9 s (reports/multi-gpu-h200x2). LAB_ERR_NOMEM (idx unset). */
-lab_status lab_sched_order_runs(const double *cost, const size_t *kind, size_t nkinds, size_t n, size_t *idx);
+/* Orders n runs for a pool whose workers take them in that order as they free up: idx[0..n) gets the run indices. The
+ * runs costing at least lead_at (> 0; 0: none) lead, the rest follow; within each of the two, with kinds (kind[r] <
+ * nkinds; the replay's pool: each incident's seed-batch chunks one kind, the runs that mix the incidents that do not
+ * batch another) the kinds take turns, the kind of the costliest run first, each kind's runs costliest first; kind
+ * NULL: costliest first. Ties keep their order. The workers that start together hold different incidents: costliest
+ * first alone gave the first workers every seed batch of 0001, 0002 and 0008 at once (GPU-bound; 0001's cases took
+ * 4.8 times as long as beside other work) and left the CPU-bound incidents for the end (1000 seeds of the GPU
+ * incidents on one 2 x H200 host: one GPU 36.4 -> 35.2 s, two 22.7 -> 20.9 s with turns, reports/multi-gpu-h200x2).
+ * Why the long runs lead: a pool's workers come up one after another (their contexts are made one at a time on the
+ * host), so a run's place is its start; in turns of four kinds the sixth T = 500 seed batch of 0008 came 21st and
+ * started on a worker ready 4 s after the first, and ended 4 s after every other run. Leading, 1000 seeds of the GPU
+ * incidents on the 4 GPUs of a 4 x H200 host took 18.5 s instead of 20.6 s and 18.8 s instead of 19.4 s on two hosts (means of 2 and 3
+ * rounds, reports/multi-gpu-h200x4). LAB_ERR_NOMEM (idx unset). */
+lab_status lab_sched_order_runs(const double *cost, const size_t *kind, size_t nkinds, size_t n, double lead_at,
+                                size_t *idx);
 
 /* The GPUs m->gpu[first .. first + count) (as many as m has) as a CUDA_VISIBLE_DEVICES value ("0,1", or UUIDs), into buf
  * ("" for none; cut at len). */

@@ -165,6 +165,27 @@ Test(deal, a_part_with_a_floor_is_dealt_by_shares_of_its_whole_cost)
     lab_deal_free(d);
 }
 
+static double cycling_cost(size_t part, size_t i) { (void)part; return i % 3 == 0 ? 0.055 : i % 3 == 1 ? 0.025 : 0.015; }
+
+/* Shares of a part with a floor, cut where the next group would pass the share, leave a few groups over: those go
+ * with the last share, never as a late chunk of their own. Four ranks, 1000 groups whose costs cycle as 0008's T
+ * does: four chunks, the last ending at the part's end. */
+Test(deal, a_part_with_a_floor_leaves_no_remainder_behind)
+{
+    size_t counts[] = {1000}, n;
+    lab_deal_group *g;
+    lab_deal *d = make_dealer(counts, 1, cycling_cost, 4, &g, &n);
+    lab_deal_floor(d, 0, 34);
+    lab_deal_chunk c[ROOM];
+    size_t chunks = 0, end = 0;
+    for (int r = 0; r < 8 && lab_deal_next(d, r % 4, NULL, c, ROOM) == 1; ++r) chunks++, end = c[0].end;
+    cr_expect_eq(chunks, 4u, "one share a rank, no remainder dealt later: %zu chunks", chunks);
+    cr_expect_eq(end, 1000u);
+    cr_expect_eq(lab_deal_left(d), 0u);
+    lab_deal_free(d);
+    free(g);
+}
+
 /* One part of equal groups, two ranks of weight 1: the chunks shrink, from a quarter of the work (half of one rank's
  * share) down to one group. */
 Test(deal, chunks_shrink_toward_the_end)

@@ -44,14 +44,34 @@ Test(sched, runs_are_ordered_costliest_first)
 {
     double cost[6] = {1.0, 5.0, 0.5, 5.0, 2.0, 0.0};
     size_t idx[6];
-    cr_assert_eq(lab_sched_order_runs(cost, NULL, 0, 6, idx), LAB_OK);
+    cr_assert_eq(lab_sched_order_runs(cost, NULL, 0, 6, 0.0, idx), LAB_OK);
     size_t want[6] = {1, 3, 4, 0, 2, 5};
     for (int i = 0; i < 6; ++i) cr_expect_eq(idx[i], want[i], "position %d: run %zu, want %zu", i, idx[i], want[i]);
     /* kinds take turns, the kind of the costliest run first, each kind costliest first: kind 1 holds runs 1, 3 and 5
      * (5, 5, 0), kind 0 runs 0 and 4 (1, 2), kind 2 run 2 (0.5) */
     size_t kind[6] = {0, 1, 2, 1, 0, 1}, mixed[6] = {1, 4, 2, 3, 0, 5};
-    cr_assert_eq(lab_sched_order_runs(cost, kind, 3, 6, idx), LAB_OK);
+    cr_assert_eq(lab_sched_order_runs(cost, kind, 3, 6, 0.0, idx), LAB_OK);
     for (int i = 0; i < 6; ++i) cr_expect_eq(idx[i], mixed[i], "with kinds, position %d: run %zu, want %zu", i, idx[i], mixed[i]);
+}
+
+/* The runs costing at least lead_at go first, taking turns among themselves; the rest follow in turns of their own. The
+ * replay's shape: one incident's six long seed batches (kind 0) come every fourth place in turns of four kinds, the
+ * last of them 16th; leading, they take the first places beside the one long run of kind 1. */
+Test(sched, runs_costing_a_fair_share_lead_in_turns)
+{
+    enum { N = 16 };
+    double cost[N];
+    size_t kind[N], idx[N];
+    for (int i = 0; i < N; ++i) cost[i] = 1.0, kind[i] = (size_t)i % 4;
+    cost[0] = 10.0, cost[4] = 9.0, cost[8] = 8.0, cost[12] = 7.0; /* kind 0 */
+    kind[1] = 0, cost[1] = 6.0, kind[2] = 0, cost[2] = 5.0;       /* two more of kind 0 */
+    cost[5] = 9.5;                                                /* kind 1's long run */
+    size_t lead[N] = {0, 5, 4, 8, 12, 1, 2, 9, 3, 6, 13, 7, 10, 11, 14, 15};
+    size_t turns[N] = {0, 5, 3, 6, 4, 9, 7, 10, 8, 13, 11, 14, 12, 15, 1, 2};
+    cr_assert_eq(lab_sched_order_runs(cost, kind, 4, N, 5.0, idx), LAB_OK);
+    for (int i = 0; i < N; ++i) cr_expect_eq(idx[i], lead[i], "leading at 5, position %d: run %zu, want %zu", i, idx[i], lead[i]);
+    cr_assert_eq(lab_sched_order_runs(cost, kind, 4, N, 0.0, idx), LAB_OK);
+    for (int i = 0; i < N; ++i) cr_expect_eq(idx[i], turns[i], "no lead, position %d: run %zu, want %zu", i, idx[i], turns[i]);
 }
 
 static lab_sched_machine host(int ncpu, int ngpu)

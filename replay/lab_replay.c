@@ -312,11 +312,11 @@ static double lab_replay_cost(const lab_replay_ctx *ctx, const size_t *jobs, siz
  * 4.4x the CPU for 0008 (591 s against 135 s) and 66 s on one H200 where 33-34 s was the rule on hosts of that kind
  * (reports/multi-gpu-h200x2). The other parts' groups are dealt into LAB_SCHED_SHARES_PER_WORKER x workers runs, run
  * k holding the k-th slice of every such part, so one process runs its slice of every incident in one CUDA context.
- * The runs are laid out with the incidents taking turns, each one's runs costliest first, the runs costing a good part of a fair
- * share (LAB_SCHED_LEAD_SHARE) ahead of the rest (lab_sched_order_runs on the incidents' declared costs, lab_sched_case_cost; a part's
- * chunks one kind, the shares another): lab_isolate_run_ranges
- * hands them to workers as they free up, so the long runs start first, beside other incidents' work, and the short
- * ones fill in behind, instead of each worker owning a fixed share whatever the others have left. */
+ * The runs are laid out with the incidents taking turns, each one's runs costliest first, the runs costing half a
+ * worker's fair share or more (LAB_SCHED_LEAD_SHARE) ahead of the rest (lab_sched_order_runs on the incidents' declared costs,
+ * lab_sched_case_cost; a part's chunks one kind, the shares another): lab_isolate_run_ranges hands them to workers as
+ * they free up, so the long runs start first, beside other incidents' work, and the short ones fill in behind, instead
+ * of each worker owning a fixed share whatever the others have left. */
 lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_replay_part *parts, size_t np,
                                   int workers, size_t **bounds_out, size_t *nranges)
 {

@@ -134,7 +134,8 @@ static int lab_sched_run_cmp(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-lab_status lab_sched_order_runs(const double *cost, const size_t *kind, size_t nkinds, size_t n, double lead_at, size_t *idx)
+lab_status lab_sched_order_runs(const double *cost, const size_t *kind, size_t nkinds, size_t n, double lead_at,
+                                size_t *idx)
 {
     size_t nk = nkinds ? nkinds : 1;
     lab_sched_run *r = malloc((n ? n : 1) * sizeof *r);

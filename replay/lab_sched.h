@@ -107,14 +107,14 @@ unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair, in
  * nkinds; the replay's pool: each incident's seed-batch chunks one kind, the runs that mix the incidents that do not
  * batch another) the kinds take turns, the kind of the costliest run first, each kind's runs costliest first; kind
  * NULL: costliest first. Ties keep their order. The workers that start together hold different incidents: costliest
- * first alone gave the first workers every seed batch of 0001, 0002 and 0008 at once (GPU-bound; 0001's cases took
- * 4.8 times as long as beside other work) and left the CPU-bound incidents for the end (1000 seeds of the GPU
- * incidents on one 2 x H200 host: one GPU 36.4 -> 35.2 s, two 22.7 -> 20.9 s with turns, reports/multi-gpu-h200x2).
- * Why the long runs lead: a pool's workers come up one after another (their contexts are made one at a time on the
- * host), so a run's place is its start; in turns of four kinds the sixth T = 500 seed batch of 0008 came 21st and
- * started on a worker ready 4 s after the first, and ended 4 s after every other run. Leading, 1000 seeds of the GPU
- * incidents on the 4 GPUs of a 4 x H200 host took 18.5 s instead of 20.6 s and 18.8 s instead of 19.4 s on two hosts (means of 2 and 3
- * rounds, reports/multi-gpu-h200x4). LAB_ERR_NOMEM (idx unset). */
+ * first alone gave the first workers every seed batch of 0001, 0002 and 0008 at once (GPU-bound; 0001's cases took 4.8
+ * times as long as beside other work) and left the CPU-bound incidents for the end (1000 seeds of the GPU incidents on
+ * one 2 x H200 host: one GPU 36.4 -> 35.2 s, two 22.7 -> 20.9 s with turns, reports/multi-gpu-h200x2). Why the long
+ * runs lead: a pool's workers come up one after another (their contexts are made one at a time on the host), so a run's
+ * place is its start; in turns of four kinds the sixth T = 500 seed batch of 0008 came 21st and started on a worker
+ * ready 4 s after the first, and ended 4 s after every other run. Leading, 1000 seeds of the GPU incidents on the 4
+ * GPUs of a 4 x H200 host took 18.5 s instead of 20.6 s and 18.8 s instead of 19.4 s on two hosts (means of 2 and 3
+ * rounds, reports/multi-gpu-h200x4; a one-GPU replay was not measured with it). LAB_ERR_NOMEM (idx unset). */
 lab_status lab_sched_order_runs(const double *cost, const size_t *kind, size_t nkinds, size_t n, double lead_at,
                                 size_t *idx);
 

@@ -346,7 +346,8 @@ int lab_mpi_failed(lab_mpi_ctx *x, int interrupted, int *lost)
 
 #define LAB_MPI_SPLIT "dealt on demand: rank 0 answers a request with a chunk of every incident asked for, each half " \
                       "of the asking rank's share of that incident's cost left (guided self-scheduling); an incident " \
-                      "run in seed batches by the rank's share of its whole cost at once, no less than one batch run"
+                      "run in seed batches by the rank's share of its whole cost at once, no less than one batch run, " \
+                      "what the shares' rounding leaves over going with the last share"
 
 /* mpi.deals: one object a deal, {"deal", "rank", "at_s", ("window"), "chunks": [{"incident", "first_seed",
  * "last_seed", "cases", "cost_s"}]}; mpi.deals_complete false when the log could not grow. */

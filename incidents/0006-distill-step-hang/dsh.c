@@ -36,6 +36,7 @@ void dsh_params_from_seed(uint64_t seed, int variant, dsh_params *p)
     p->steps = variant == DSH_VAR_LOGGED ? DSH_LOGGED_RAMP + 2 + (int)(u2 % 3u) : 3 + (int)(u2 % 4u);
     p->job_world = 5;
     p->transport_leaks = 1;
+    p->jobs = 1;
     p->crash_rank = -1;
 }
 
@@ -191,6 +192,7 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
         p.trainers = gpus - 1;
         p.job_world = gpus;
         p.transport_leaks = 0; /* ncclCommAbort frees an abandoned seed's communicator */
+        p.jobs = DSH_NCCL_JOBS;
         dsh_nccl_path(c->root, job, sizeof job);
 #else
         lab_result_skip(r, "built without CUDA: no NCCL job");
@@ -282,6 +284,8 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
     lab_result_metric(r, "job_s", jr.end_s);
     lab_result_metric(r, "startup_s", jr.startup_s);
     lab_result_metric(r, "comm_s", jr.comm_s);
+    lab_result_metric(r, "job", jr.job);
+    lab_result_metric(r, "job_wait_s", jr.wait_s);
     lab_result_metric(r, "first_bad_seq", (double)a.first_bad_seq);
     lab_result_metric(r, "first_step_seq", (double)a.first_step_seq);
     lab_result_metric(r, "collectives_matched", (double)a.n_matched);

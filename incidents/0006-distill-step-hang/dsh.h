@@ -23,8 +23,11 @@ typedef struct {
                          count up to job_world - 1 */
     int transport_leaks; /* 1 on MPI: abandoned seeds leak their buffers, so the job is restarted after
                             DSH_MPI_ABANDON_MAX of them */
+    int jobs;         /* jobs of this shape a lab process keeps, taking turns (1 to DSH_JOBS_MAX): while the job of a
+                         seed that was given up retires its communicator, the next seed runs on another */
     double startup_delay_s; /* tests: every rank sleeps this long before serving (a slow start-up); 0 in replays */
     int crash_rank;   /* tests: this job rank dies (SIGKILL) at its first collective of the seed; -1 none */
+    double retire_delay_s; /* tests: ranks take this long more to retire a communicator (NCCL's abort: 0.3-0.5 s) */
 } dsh_params;
 
 /* Draws a case's parameters from Philox (seed, DSH_STREAM_PARAMS), for the CPU job (job_world 5). Never fails. */
@@ -49,8 +52,17 @@ typedef struct { double stall_s, deadline_s, startup_s, quiet_s; } dsh_watch;
 #define DSH_QUIET_POLLS 64
 #define DSH_ABORT_GRACE_S 2.0 /* a hung seed's ranks have this long to leave it on the abort word, or the job is ended */
 
+/* Jobs a lab process keeps at most. The NCCL job keeps DSH_NCCL_JOBS: retiring a communicator (its abort and the
+ * next one's set-up) takes 0.3 to 0.5 s, about two seeds' time, and a seed of each bug variant is given up, so with
+ * four jobs a retired one is ready again before its turn comes (the MPI job keeps one: giving up a seed costs it
+ * nothing). Each job is a process a GPU with a context of its own. */
+#define DSH_JOBS_MAX 4
+#define DSH_NCCL_JOBS 4
+
 typedef struct {
     pid_t sid;             /* the job's session id (mpirun's pid) */
+    int job;               /* which of the process's jobs ran the seed (0 .. jobs-1) */
+    double wait_s;         /* seconds the seed waited for a job to finish retiring a communicator */
     int reused;            /* the job was already running: its start-up was paid by an earlier case */
     int respawned;         /* an earlier job of this process was ended first (gone, another shape, too many leaks) */
     int completed;         /* every rank reported its loop complete */
@@ -64,30 +76,28 @@ typedef struct {
     double startup_s;      /* a new job: launch until every rank served (0 when reused) */
     double end_s;          /* seconds from the seed's post to its end or to the verdict */
     double detect_s;       /* hung: the latest collective record (entry or completion, any rank) to the verdict */
-    double comm_s;         /* the seed's communicator: the longest any rank took to make it (after an abandoned seed:
-                              the old one's abort and the next one) */
+    double comm_s;         /* the seed's communicator: the longest any rank took to begin it (MPI: split it off;
+                              NCCL: the job's, made when the job started or when it retired the last one) */
     int orphans_found;     /* processes of an ended job still alive after mpirun was gone (then killed) */
     int orphans_left;      /* still alive 2 s after being killed: the case is an ERROR */
     char log_tail[200];    /* last line mpirun or a rank printed, when the job ended */
     char job_dir[512];     /* the job's directory (control file, log): on every rank's command line */
 } dsh_job_result;
 
-/* Runs seed `seed` of p on this process's long-lived job of job_bin (distill_job or distill_nccl), starting the
- * job first when there is none (or it is gone, of another shape, or has leaked enough), with traces in dir (which
- * must exist), under watchdog w. A hung seed is abandoned: its ranks leave it on the abort word and the job serves
- * the next seed on a new communicator; ranks that do not leave within DSH_ABORT_GRACE_S end the job, and its
- * processes are checked gone. LAB_ERR_UNSUPPORTED when mpirun or the job binary is missing (message says which),
- * LAB_ERR_IO when fork fails. */
-/* Runs the job of p on world = p->trainers + 1 ranks with mpirun (its own session, oversubscribed,
- * allowed as root), writing traces into dir (which must exist), under watchdog w; kills the whole job on
- * a hang and checks that no process of it survives. LAB_ERR_UNSUPPORTED when mpirun or the job binary
- * is missing (message says which), LAB_ERR_IO when fork fails. */
+/* Runs seed `seed` of p on one of this process's long-lived jobs of job_bin (distill_job or distill_nccl; mpirun in
+ * a session of its own, oversubscribed, allowed as root), with traces in dir (which must exist), under watchdog w.
+ * The job: the one of the last seed when it is ready, else another ready one, else a new one while fewer than
+ * p->jobs run, else the first to become ready (a job is ready unless it is still retiring the communicator of a seed
+ * given up); jobs that are gone, of another shape or binary, or have leaked enough are ended first. A hung seed is
+ * abandoned: its ranks leave it on the abort word and retire its communicator while the next seed runs; ranks that
+ * do not leave within DSH_ABORT_GRACE_S end the job, and its processes are checked gone. LAB_ERR_UNSUPPORTED when
+ * mpirun or the job binary is missing (message says which), LAB_ERR_IO when fork fails. */
 lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, const dsh_watch *w, const char *dir,
                        dsh_job_result *jr);
 /* The last seed's communicator must not serve the next (its collectives did not pair up: messages may be left on
- * it): the next seed makes a new one, as after a hang. */
+ * it): its job retires it, as after a hang. */
 void dsh_job_retire_comm(void);
-/* Ends this process's job, if any (the quit word, then SIGKILL to what is left); registered with atexit. */
+/* Ends this process's jobs, if any (the quit word, then SIGKILL to what is left); registered with atexit. */
 void dsh_job_stop(void);
 /* Removes a directory's files and the directory (a case's traces, a job's control directory). */
 void dsh_rmdir(const char *dir);

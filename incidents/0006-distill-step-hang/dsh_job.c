@@ -1,6 +1,6 @@
-/* dsh_job: incident 0006's launcher: the long-lived MPI or NCCL job of this process (started with mpirun at its
- * first seed, reused for the next), one seed at a time through the control file, the hang rule, the abort of a
- * stalled seed and the orphan check (dsh.h). */
+/* dsh_job: incident 0006's launcher: the long-lived MPI or NCCL jobs of this process (each started with mpirun when
+ * a seed needs it, reused for the next seeds; several take turns while one retires a given-up communicator), one seed
+ * at a time through the control file, the hang rule, the abort of a stalled seed and the orphan check (dsh.h). */
 #define _GNU_SOURCE
 #include "dsh.h"
 
@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* This process's job. */
+/* One of this process's jobs. */
 typedef struct {
     pid_t pid;                 /* mpirun, leader of the job's session; 0: no job */
     int reaped;                /* mpirun exited (and was waited for): only what it left behind can remain */
@@ -28,12 +28,13 @@ typedef struct {
     int world;
     double delay;              /* --startup-delay it was started with */
     uint64_t epoch;
-    int fresh;                 /* the last epoch was abandoned */
+    uint64_t retiring;         /* the epoch whose communicator its ranks retire (abort_epoch); 0: none */
     int abandoned;             /* epochs abandoned since it started */
     int exit_code;             /* mpirun's status once it exited (-1 killed) */
 } dsh_job_state;
 
-static dsh_job_state dsh_job;
+static dsh_job_state dsh_jobs[DSH_JOBS_MAX];
+static dsh_job_state *dsh_last; /* the job of the last seed */
 
 static double dsh_mono(void)
 {
@@ -185,79 +186,101 @@ void dsh_rmdir(const char *dir)
 /* Ends the job: the quit word, `grace` seconds for mpirun to exit, then SIGKILL to its session and to every process
  * with the job's directory on its command line, checked until none is left (2 s at most). The counts go to
  * *found and *left (may be NULL). */
-static void dsh_job_end(double grace, int *found, int *left)
+static void dsh_job_end(dsh_job_state *j, double grace, int *found, int *left)
 {
     int f = 0, l = 0;
-    if (dsh_job.pid > 0) {
-        if (!dsh_job.reaped) {
-            if (dsh_job.ctrl) dsh_st32(&dsh_job.ctrl->quit, 1);
+    if (j->pid > 0) {
+        if (!j->reaped) {
+            if (j->ctrl) dsh_st32(&j->ctrl->quit, 1);
             int status = 0;
             double until = dsh_mono() + grace;
             pid_t r = 0;
-            while ((r = waitpid(dsh_job.pid, &status, WNOHANG)) == 0 && dsh_mono() < until) dsh_sleep(0.005);
+            while ((r = waitpid(j->pid, &status, WNOHANG)) == 0 && dsh_mono() < until) dsh_sleep(0.005);
             if (r == 0) {
-                kill(-dsh_job.pid, SIGKILL);
-                kill(dsh_job.pid, SIGKILL);
-                waitpid(dsh_job.pid, &status, 0);
+                kill(-j->pid, SIGKILL);
+                kill(j->pid, SIGKILL);
+                waitpid(j->pid, &status, 0);
             }
         }
-        f = dsh_orphans(dsh_job.pid, dsh_job.dir, 1);
+        f = dsh_orphans(j->pid, j->dir, 1);
         double until = dsh_mono() + 2.0;
         do {
-            l = dsh_orphans(dsh_job.pid, dsh_job.dir, 1);
+            l = dsh_orphans(j->pid, j->dir, 1);
             if (!l) break;
             dsh_sleep(0.02);
         } while (dsh_mono() < until);
     }
-    dsh_ctrl_unmap(dsh_job.ctrl);
-    if (dsh_job.dir[0]) dsh_rmdir(dsh_job.dir);
-    memset(&dsh_job, 0, sizeof dsh_job);
+    dsh_ctrl_unmap(j->ctrl);
+    if (j->dir[0]) dsh_rmdir(j->dir);
+    memset(j, 0, sizeof *j);
+    if (j == dsh_last) dsh_last = NULL;
     if (found) *found = f;
     if (left) *left = l;
 }
 
-void dsh_job_retire_comm(void)
+/* The job's ranks retire the communicator of its last epoch (they see abort_epoch between epochs, dsh_proto.h). */
+static void dsh_job_retire(dsh_job_state *j)
 {
-    if (dsh_job.fresh) return;
-    dsh_job.fresh = 1;
-    dsh_job.abandoned++;
+    if (j->retiring == j->epoch) return;
+    dsh_st64(&j->ctrl->abort_epoch, j->epoch);
+    j->retiring = j->epoch;
+    j->abandoned++;
 }
 
-static pid_t dsh_job_owner; /* the process whose atexit ends the job (a forked child must not) */
+void dsh_job_retire_comm(void)
+{
+    if (dsh_last && dsh_last->pid > 0 && !dsh_last->reaped) dsh_job_retire(dsh_last);
+}
+
+/* 1 when every rank of the job has retired what it was told to (or nothing was), -1 when mpirun is gone, else 0. */
+static int dsh_job_ready(dsh_job_state *j)
+{
+    int status = 0;
+    if (j->reaped || waitpid(j->pid, &status, WNOHANG) == j->pid) {
+        j->reaped = 1;
+        return -1;
+    }
+    for (int r = 0; r < j->world; ++r)
+        if (dsh_ld64(&j->ctrl->ready_epoch[r]) < j->retiring) return 0;
+    return 1;
+}
+
+static pid_t dsh_job_owner; /* the process whose atexit ends the jobs (a forked child must not) */
 
 void dsh_job_stop(void)
 {
-    if (getpid() == dsh_job_owner) dsh_job_end(1.0, NULL, NULL);
+    if (getpid() != dsh_job_owner) return;
+    for (int k = 0; k < DSH_JOBS_MAX; ++k) dsh_job_end(&dsh_jobs[k], 1.0, NULL, NULL);
 }
 
-/* Starts the job: world ranks of bin under mpirun in a session of its own, and waits until every rank is serving
+/* Starts job *j: world ranks of bin under mpirun in a session of its own, and waits until every rank is serving
  * (startup_s at most). LAB_OK with *started 0 when it did not come up in time (it is then ended). */
-static lab_status dsh_job_start(const char *bin, int world, double delay, double startup_s, int *started,
-                                double *took, char *tail, size_t tail_cap, char *dir_out, size_t dir_cap)
+static lab_status dsh_job_start(dsh_job_state *j, const char *bin, int world, double delay, double startup_s,
+                                int *started, double *took, char *tail, size_t tail_cap, char *dir_out, size_t dir_cap)
 {
     *started = 0;
     const char *tmp = getenv("TMPDIR");
-    snprintf(dsh_job.dir, sizeof dsh_job.dir, "%s/lab-0006-job-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    if (!mkdtemp(dsh_job.dir)) {
-        lab_status st = lab_err_set(LAB_ERR_IO, "0006: mkdtemp %s: %s", dsh_job.dir, strerror(errno));
-        dsh_job.dir[0] = 0;
+    snprintf(j->dir, sizeof j->dir, "%s/lab-0006-job-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    if (!mkdtemp(j->dir)) {
+        lab_status st = lab_err_set(LAB_ERR_IO, "0006: mkdtemp %s: %s", j->dir, strerror(errno));
+        j->dir[0] = 0;
         return st;
     }
-    snprintf(dir_out, dir_cap, "%s", dsh_job.dir);
+    snprintf(dir_out, dir_cap, "%s", j->dir);
     char ctrl[600], log[600], np[16], dl[32];
-    snprintf(ctrl, sizeof ctrl, "%s/ctrl", dsh_job.dir);
-    snprintf(log, sizeof log, "%s/mpirun.log", dsh_job.dir);
+    snprintf(ctrl, sizeof ctrl, "%s/ctrl", j->dir);
+    snprintf(log, sizeof log, "%s/mpirun.log", j->dir);
     snprintf(np, sizeof np, "%d", world);
     snprintf(dl, sizeof dl, "%.3f", delay);
-    dsh_job.ctrl = dsh_ctrl_map(ctrl, 1, world);
-    if (!dsh_job.ctrl) {
+    j->ctrl = dsh_ctrl_map(ctrl, 1, world);
+    if (!j->ctrl) {
         lab_status st = lab_err_set(LAB_ERR_IO, "0006: %s", lab_err_msg());
-        dsh_job_end(0, NULL, NULL);
+        dsh_job_end(j, 0, NULL, NULL);
         return st;
     }
-    snprintf(dsh_job.bin, sizeof dsh_job.bin, "%s", bin);
-    dsh_job.world = world;
-    dsh_job.delay = delay;
+    snprintf(j->bin, sizeof j->bin, "%s", bin);
+    j->world = world;
+    j->delay = delay;
     const char *argv[] = {"mpirun", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader", "--mca",
                           "btl_vader_single_copy_mechanism", "none", "-np", np, bin, "--ctrl", ctrl,
                           delay > 0 ? "--startup-delay" : NULL, dl, NULL};
@@ -266,7 +289,7 @@ static lab_status dsh_job_start(const char *bin, int world, double delay, double
     pid_t pid = fork();
     if (pid < 0) {
         lab_status st = lab_err_set(LAB_ERR_IO, "0006: fork: %s", strerror(errno));
-        dsh_job_end(0, NULL, NULL);
+        dsh_job_end(j, 0, NULL, NULL);
         return st;
     }
     if (pid == 0) {
@@ -287,24 +310,24 @@ static lab_status dsh_job_start(const char *bin, int world, double delay, double
         fprintf(stderr, "exec mpirun: %s\n", strerror(errno));
         _exit(127);
     }
-    dsh_job.pid = pid;
+    j->pid = pid;
     if (dsh_job_owner != getpid()) {
         dsh_job_owner = getpid();
         atexit(dsh_job_stop);
     }
     for (;;) {
         int up = 0, status = 0;
-        for (int r = 0; r < world; ++r) up += dsh_ld64(&dsh_job.ctrl->alive[r]) > 0;
+        for (int r = 0; r < world; ++r) up += dsh_ld64(&j->ctrl->alive[r]) > 0;
         if (up == world) break;
         if (waitpid(pid, &status, WNOHANG) == pid) {
             dsh_last_line(log, tail, tail_cap);
-            dsh_job.reaped = 1;
-            dsh_job_end(0, NULL, NULL);
+            j->reaped = 1;
+            dsh_job_end(j, 0, NULL, NULL);
             return LAB_OK;
         }
         if (dsh_mono() - m0 > startup_s) {
             dsh_last_line(log, tail, tail_cap);
-            dsh_job_end(0, NULL, NULL);
+            dsh_job_end(j, 0, NULL, NULL);
             return LAB_OK;
         }
         dsh_sleep(0.005);
@@ -350,6 +373,40 @@ static void dsh_snap_read(const char *dir, int world, dsh_snap *s)
     }
 }
 
+/* The job for the next seed, among the first njobs slots: the last seed's when it is ready, else the first ready one,
+ * else a free slot (pid 0: the caller starts a job there), else the first to become ready. A job found gone is ended
+ * and its slot taken; one that is still not ready after startup_s (a rank that cannot retire its communicator) is
+ * ended too. *waited: the seconds spent waiting. */
+static dsh_job_state *dsh_job_pick(int njobs, double startup_s, double *waited)
+{
+    double m0 = dsh_mono();
+    dsh_job_state *j = NULL;
+    for (;;) {
+        if (dsh_last && dsh_last < dsh_jobs + njobs && dsh_last->pid > 0 && dsh_job_ready(dsh_last) == 1) {
+            j = dsh_last;
+            break;
+        }
+        dsh_job_state *free_slot = NULL;
+        for (int k = 0; k < njobs && !j; ++k) {
+            dsh_job_state *o = &dsh_jobs[k];
+            int ready = o->pid > 0 ? dsh_job_ready(o) : 0;
+            if (ready < 0) dsh_job_end(o, 0, NULL, NULL);
+            if (o->pid <= 0) free_slot = free_slot ? free_slot : o;
+            else if (ready == 1) j = o;
+        }
+        if (!j) j = free_slot;
+        if (j) break;
+        if (dsh_mono() - m0 > startup_s) {
+            j = &dsh_jobs[0];
+            dsh_job_end(j, 1.0, NULL, NULL);
+            break;
+        }
+        dsh_sleep(0.002);
+    }
+    *waited = dsh_mono() - m0;
+    return j;
+}
+
 lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, const dsh_watch *w, const char *dir,
                        dsh_job_result *jr)
 {
@@ -362,23 +419,29 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
         return lab_err_set(LAB_ERR_UNSUPPORTED, "%s: %s (not built: run make, which installs Open MPI and builds it)",
                            job_bin, strerror(errno));
     int world = p->job_world > p->trainers + 1 ? p->job_world : p->trainers + 1;
-    /* A job that is gone, of another shape or binary, or that carries too many abandoned MPI seeds is ended. */
-    if (dsh_job.pid > 0) {
+    int njobs = p->jobs < 1 ? 1 : p->jobs > DSH_JOBS_MAX ? DSH_JOBS_MAX : p->jobs;
+    /* Jobs that are gone, of another shape or binary, or that carry too many abandoned MPI seeds are ended, and so are
+     * those beyond the jobs p keeps. */
+    for (int k = 0; k < DSH_JOBS_MAX; ++k) {
+        dsh_job_state *o = &dsh_jobs[k];
+        if (o->pid <= 0) continue;
         int status = 0;
-        if (waitpid(dsh_job.pid, &status, WNOHANG) == dsh_job.pid) dsh_job.reaped = 1;
-        if (dsh_job.reaped || dsh_job.world != world || strcmp(dsh_job.bin, job_bin) || dsh_job.delay != p->startup_delay_s ||
-            (p->transport_leaks && dsh_job.abandoned >= DSH_MPI_ABANDON_MAX)) {
+        if (!o->reaped && waitpid(o->pid, &status, WNOHANG) == o->pid) o->reaped = 1;
+        if (k >= njobs || o->reaped || o->world != world || strcmp(o->bin, job_bin) || o->delay != p->startup_delay_s ||
+            (p->transport_leaks && o->abandoned >= DSH_MPI_ABANDON_MAX)) {
             jr->respawned = 1;
-            dsh_job_end(1.0, NULL, NULL);
+            dsh_job_end(o, 1.0, NULL, NULL);
         }
     }
-    jr->reused = dsh_job.pid > 0;
+    dsh_job_state *j = dsh_job_pick(njobs, w->startup_s, &jr->wait_s);
+    jr->job = (int)(j - dsh_jobs);
+    jr->reused = j->pid > 0;
     if (!jr->reused) {
         snprintf(jr->job_dir, sizeof jr->job_dir, "(starting)");
         int started = 0;
         double took = NAN;
-        lab_status st = dsh_job_start(job_bin, world, p->startup_delay_s, w->startup_s, &started, &took, jr->log_tail,
-                                      sizeof jr->log_tail, jr->job_dir, sizeof jr->job_dir);
+        lab_status st = dsh_job_start(j, job_bin, world, p->startup_delay_s, w->startup_s, &started, &took,
+                                      jr->log_tail, sizeof jr->log_tail, jr->job_dir, sizeof jr->job_dir);
         if (st != LAB_OK) return st;
         if (!started) {
             jr->never_started = 1;
@@ -387,24 +450,25 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
         }
         jr->startup_s = took;
     }
-    dsh_ctrl *c = dsh_job.ctrl;
+    dsh_last = j;
+    dsh_ctrl *c = j->ctrl;
     int n = p->trainers + 1;
-    jr->sid = dsh_job.pid;
-    snprintf(jr->job_dir, sizeof jr->job_dir, "%s", dsh_job.dir);
+    jr->sid = j->pid;
+    snprintf(jr->job_dir, sizeof jr->job_dir, "%s", j->dir);
     c->variant = p->variant, c->trainers = p->trainers, c->g = p->g, c->steps = p->steps, c->seed = seed;
     c->crash_rank = p->crash_rank;
-    c->fresh = dsh_job.fresh;
+    c->retire_delay_s = p->retire_delay_s;
     snprintf(c->trace_dir, sizeof c->trace_dir, "%s", dir);
     double t0 = dsh_real(), m0 = dsh_mono();
     c->t0 = t0;
-    uint64_t ep = ++dsh_job.epoch;
+    uint64_t ep = ++j->epoch;
     dsh_st64(&c->epoch, ep);
 
     dsh_snap *s = calloc((size_t)n, sizeof *s), *prev = calloc((size_t)n, sizeof *prev);
     uint64_t *polls0 = calloc((size_t)n, sizeof *polls0);
     if (!s || !prev || !polls0) {
         free(s), free(prev), free(polls0);
-        dsh_job_end(0, NULL, NULL);
+        dsh_job_end(j, 0, NULL, NULL);
         return lab_err_set(LAB_ERR_NOMEM, "0006: out of memory");
     }
     double quiet_since = m0, started = NAN;
@@ -412,8 +476,8 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
     for (;;) {
         double now = dsh_mono();
         int status = 0;
-        if (waitpid(dsh_job.pid, &status, WNOHANG) == dsh_job.pid) {
-            dsh_job.reaped = 1;
+        if (waitpid(j->pid, &status, WNOHANG) == j->pid) {
+            j->reaped = 1;
             jr->exited = 1;
             jr->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
             jr->end_s = dsh_real() - t0;
@@ -472,29 +536,27 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
                 left = 0;
                 for (int r = 0; r < world; ++r) left += dsh_ld64(&c->done_epoch[r]) == ep;
                 if (left == world) break;
-                if (waitpid(dsh_job.pid, &status, WNOHANG) == dsh_job.pid) {
-                    dsh_job.reaped = 1;
+                if (waitpid(j->pid, &status, WNOHANG) == j->pid) {
+                    j->reaped = 1;
                     break;
                 }
                 dsh_sleep(0.002);
             }
             jr->abandoned_clean = left == world;
             if (left != world) job_gone = 1;
-            dsh_job.fresh = 1;
-            dsh_job.abandoned++;
+            else dsh_job_retire(j); /* its ranks retire the communicator while the next seed runs elsewhere */
             break;
         }
         dsh_sleep(0.002);
     }
     for (int r = 0; r < world; ++r) /* every rank made the communicator before it traced */
         if (c->begin_s[r] > jr->comm_s) jr->comm_s = c->begin_s[r];
-    if (!jr->hung) dsh_job.fresh = 0;
     free(s), free(prev), free(polls0);
     if (job_gone) {
         char log[600];
-        snprintf(log, sizeof log, "%s/mpirun.log", dsh_job.dir);
+        snprintf(log, sizeof log, "%s/mpirun.log", j->dir);
         dsh_last_line(log, jr->log_tail, sizeof jr->log_tail);
-        dsh_job_end(0.0, &jr->orphans_found, &jr->orphans_left);
+        dsh_job_end(j, 0.0, &jr->orphans_found, &jr->orphans_left);
     }
     return LAB_OK;
 }

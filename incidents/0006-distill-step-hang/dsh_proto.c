@@ -80,7 +80,7 @@ static double dp_now(double t0)
 
 static void dp_nap(long ns)
 {
-    struct timespec ts = {0, ns};
+    struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
     nanosleep(&ts, NULL);
 }
 
@@ -231,12 +231,26 @@ static int dp_run(dp_epoch *e, int steps)
 
 int dsh_serve(dsh_xport *x, dsh_ctrl *ctrl, int jrank, int jworld)
 {
-    uint64_t seen = 0, beat = 0;
+    uint64_t seen = 0, beat = 0, retired = 0;
     for (;;) {
         long ns = 50000;
         uint64_t ep;
         for (;;) {
             if (dsh_ld32(&ctrl->quit)) return 0;
+            if (seen && retired != seen && dsh_ld64(&ctrl->abort_epoch) == seen) {
+                /* the lab said the epoch's communicator must not serve again: every rank retires it now */
+                double r0 = dp_now(0);
+                if (ctrl->retire_delay_s > 0) dp_nap((long)(ctrl->retire_delay_s * 1e9));
+                if (x->retire(x) != 0) {
+                    fprintf(stderr, "%s: rank %d: cannot retire the communicator of epoch %llu\n", x->name, jrank,
+                            (unsigned long long)seen);
+                    return -1;
+                }
+                ctrl->retire_s[jrank] = dp_now(0) - r0;
+                retired = seen;
+                dsh_st64(&ctrl->ready_epoch[jrank], seen);
+                ns = 50000;
+            }
             ep = dsh_ld64(&ctrl->epoch);
             if (ep > seen) break;
             dsh_st64(&ctrl->alive[jrank], ++beat);
@@ -251,7 +265,7 @@ int dsh_serve(dsh_xport *x, dsh_ctrl *ctrl, int jrank, int jworld)
         e.crash = ctrl->crash_rank == jrank;
         int steps = ctrl->steps, member = 0, how = DP_OK;
         double b0 = dp_now(0);
-        int bad = e.trainers < 1 || e.trainers > jworld - 1 || x->begin(x, e.trainers, ctrl->fresh, &member, &e.rank) != 0;
+        int bad = e.trainers < 1 || e.trainers > jworld - 1 || x->begin(x, e.trainers, &member, &e.rank) != 0;
         ctrl->begin_s[jrank] = dp_now(0) - b0;
         if (bad) {
             fprintf(stderr, "%s: rank %d: cannot make the communicator of %d trainers + 1 (job of %d)\n", x->name,

@@ -4,16 +4,22 @@
  *
  * The control file (dsh_ctrl, a shared file mapping) is the only channel between the lab and the ranks:
  *   lab:   writes the case (variant, trainers, G, steps, seed, trace directory), then bumps `epoch`;
- *          to abandon a stalled seed sets `abort_epoch` = epoch; to end the job sets `quit`.
+ *          to abandon a stalled seed sets `abort_epoch` = epoch; to end the job sets `quit`. A seed whose
+ *          communicator must not serve again (abandoned, or its collectives did not pair up) gets `abort_epoch`
+ *          too, after it ended.
  *   ranks: each waits for a new epoch (sleeping, a heartbeat in `alive`), makes the seed's communicator
  *          (all ranks of the job take part; ranks the seed does not use idle through it), runs the protocol,
  *          tracing every collective (dsh_trace), and stores `done_epoch` and `done_how` (release order).
+ *          Waiting for the next epoch, a rank that sees `abort_epoch` equal to the epoch it served retires that
+ *          epoch's communicator together with the other ranks (the transport's `retire`: NCCL aborts it and
+ *          makes the next one) and stores `ready_epoch`; the lab posts no epoch to the job before every rank
+ *          has, and runs other seeds on other jobs meanwhile (dsh_job.c).
  * A rank waits on a collective by testing it with a growing sleep; each test bumps its trace's `polls`, and
  * `waiting` is 1 while it waits, so the lab can tell a rank that is blocked (testing, getting nowhere) from
  * one that is not running. A rank that sees abort_epoch == its epoch leaves the wait: the transport abandons
- * the communicator (NCCL: ncclCommAbort; MPI: the seed's communicator is left with its pending requests and
- * never used again, its buffers leaked, which is why the lab restarts an MPI job after DSH_MPI_ABANDON_MAX
- * abandoned seeds). The next epoch then makes a fresh communicator. */
+ * the communicator when it retires it (NCCL: ncclCommAbort; MPI: the seed's communicator is left with its pending
+ * requests and never used again, its buffers leaked, which is why the lab restarts an MPI job after
+ * DSH_MPI_ABANDON_MAX abandoned seeds). */
 #ifndef DSH_PROTO_H
 #define DSH_PROTO_H
 
@@ -37,7 +43,7 @@ typedef enum {
 } dsh_variant;
 #define DSH_LOGGED_RAMP 2
 
-#define DSH_CTRL_MAGIC 0x314c525443485344ull /* "DSHCTRL1" */
+#define DSH_CTRL_MAGIC 0x324c525443485344ull /* "DSHCTRL2" */
 #define DSH_MPI_ABANDON_MAX 32               /* abandoned seeds an MPI job carries before the lab restarts it */
 
 /* How a rank left an epoch. */
@@ -52,7 +58,7 @@ typedef struct {
     /* the case of the epoch, written before epoch is bumped */
     int32_t variant, trainers, g, steps;
     int32_t crash_rank;                   /* tests: this job rank dies (SIGKILL) at its first collective; -1 none */
-    int32_t fresh;                        /* the previous epoch was abandoned: make a new communicator */
+    double retire_delay_s;                /* tests: ranks take this long more to retire a communicator */
     uint64_t seed;
     double t0;                            /* the epoch's start (CLOCK_REALTIME seconds) */
     char trace_dir[512];
@@ -60,8 +66,9 @@ typedef struct {
     uint64_t alive[DSH_TRACE_MAXRANK];    /* heartbeat while waiting for an epoch (0: not started yet) */
     uint64_t done_epoch[DSH_TRACE_MAXRANK];
     int32_t done_how[DSH_TRACE_MAXRANK];  /* DSH_DONE_* of done_epoch */
-    double begin_s[DSH_TRACE_MAXRANK];    /* seconds the epoch's communicator took (an abort and a new one after an
-                                             abandoned seed), written before the rank traces */
+    double begin_s[DSH_TRACE_MAXRANK];    /* seconds the epoch's communicator took, written before the rank traces */
+    uint64_t ready_epoch[DSH_TRACE_MAXRANK]; /* the latest abort_epoch whose communicator this rank has retired */
+    double retire_s[DSH_TRACE_MAXRANK];   /* seconds that retirement took */
 } dsh_ctrl;
 
 /* Maps the control file at path (create: made and zeroed, world stored; else opened as it is). NULL with lab_err
@@ -83,10 +90,14 @@ int dsh_g_at(int variant, int g, int step);
  * (printed). test returns 1 when everything posted has completed, 0 when not yet, -1 on an error. */
 typedef struct dsh_xport {
     void *ctx;
-    /* Every rank of the job, at each epoch: dispose of the previous epoch's communicator (freed; fresh: the lab
-     * abandoned that epoch, so it is aborted or left as it is) and make this one over job ranks 0..trainers-1 and
-     * world-1; *member is 0 for a rank the seed does not use, else *rank is its rank there. 0 or -1. */
-    int (*begin)(struct dsh_xport *x, int trainers, int fresh, int *member, int *rank);
+    /* Every rank of the job, at each epoch: the epoch's communicator over job ranks 0..trainers-1 and world-1
+     * (MPI: the previous one freed, this one split off; NCCL: the one the job holds); *member is 0 for a rank the
+     * seed does not use, else *rank is its rank there. 0 or -1. */
+    int (*begin)(struct dsh_xport *x, int trainers, int *member, int *rank);
+    /* Every rank of the job, between epochs, once the lab said the last epoch's communicator must not serve again
+     * (abandoned, or its collectives did not pair up): dispose of it (NCCL: abort it, which ends its hung kernels,
+     * and make the next; MPI: leave it as it is, never used again). 0 or -1. */
+    int (*retire)(struct dsh_xport *x);
     int (*post_bcast)(struct dsh_xport *x, long long shape[2]);      /* from trainer 0; in place */
     /* trainers send n tokens to the distiller; the distiller receives n from each trainer into all (n * trainers) */
     int (*post_gather)(struct dsh_xport *x, const int32_t *mine, int32_t *all, size_t n);

@@ -364,8 +364,9 @@ Test(dsh_job, old_counters_with_g1_complete, .timeout = 120)
  * outlives its end. */
 static const dsh_watch test_watch = {DSH_STALL_S, DSH_DEADLINE_S, DSH_STARTUP_S, DSH_QUIET_S};
 
-static dsh_job_result job_seed(int variant, uint64_t seed, const dsh_watch *w, int crash_rank, double delay,
-                               dsh_analysis *a)
+/* Seed `seed` of variant on this process's jobs of distill_job, `jobs` of them taking turns. */
+static dsh_job_result job_seed_of(int jobs, int variant, uint64_t seed, const dsh_watch *w, int crash_rank, double delay,
+                                  dsh_analysis *a)
 {
     char job[1024];
     dsh_job_path(".", job, sizeof job);
@@ -375,6 +376,8 @@ static dsh_job_result job_seed(int variant, uint64_t seed, const dsh_watch *w, i
     dsh_params_from_seed(seed, variant, &p);
     p.crash_rank = crash_rank;
     p.startup_delay_s = delay;
+    p.jobs = jobs;
+    p.retire_delay_s = jobs > 1 ? 0.5 : 0; /* as long as NCCL's abort can take */
     dsh_job_result jr;
     cr_assert_eq(dsh_job_run(job, &p, seed, w, dir, &jr), LAB_OK, "%s", lab_err_msg());
     if (a && !jr.never_started) {
@@ -386,6 +389,12 @@ static dsh_job_result job_seed(int variant, uint64_t seed, const dsh_watch *w, i
     }
     dsh_rmdir(dir);
     return jr;
+}
+
+static dsh_job_result job_seed(int variant, uint64_t seed, const dsh_watch *w, int crash_rank, double delay,
+                               dsh_analysis *a)
+{
+    return job_seed_of(1, variant, seed, w, crash_rank, delay, a);
 }
 
 /* No process of the job: not in its session, not with the job's directory on its command line. */
@@ -426,6 +435,30 @@ Test(dsh_job, a_hung_seed_is_abandoned_and_the_next_runs_on_the_same_job, .timeo
 /* A host with no ssh or rsh (the GPU images): Open MPI 4 refuses to start without a launch agent even for a job on
  * this host alone; the launcher names one where none is set and the job starts. PATH here holds mpirun and what it
  * execs, nothing else. */
+/* Jobs that take turns (the NCCL job keeps DSH_NCCL_JOBS; here two MPI jobs): the seed after a hung one runs on the
+ * other job while the hung one's ranks retire its communicator, the next seeds stay there, and the retired job serves
+ * again once its ranks are ready, its new communicator clean. */
+Test(dsh_job, a_hung_seeds_job_retires_while_the_next_runs_on_another, .timeout = 90)
+{
+    if (!have_mpi()) return;
+    dsh_analysis a;
+    dsh_job_result bug = job_seed_of(2, DSH_VAR_BUG, 5, &test_watch, -1, 0, &a);
+    cr_assert(bug.hung && bug.abandoned_clean, "the bug hangs and every rank leaves it");
+    dsh_job_result fix = job_seed_of(2, DSH_VAR_FIX, 1, &test_watch, -1, 0, &a);
+    cr_assert(fix.completed && !fix.hung, "%s", a.verdict);
+    cr_assert(fix.job != bug.job && fix.sid != bug.sid, "the seed after the hang ran on the other job");
+    dsh_job_result again = job_seed_of(2, DSH_VAR_FIX, 2, &test_watch, -1, 0, &a);
+    cr_assert(again.completed && again.job == fix.job && again.reused, "a ready job keeps serving");
+    dsh_job_result bug2 = job_seed_of(2, DSH_VAR_BUG, 6, &test_watch, -1, 0, &a);
+    cr_assert(bug2.hung && bug2.job == fix.job);
+    dsh_job_result back = job_seed_of(2, DSH_VAR_FIX, 3, &test_watch, -1, 0, &a);
+    cr_assert(back.reused && back.job == bug.job && back.sid == bug.sid, "the first job, retired, serves again");
+    cr_assert(back.completed && !back.hung && a.first_bad_seq == -1, "after its retirement: %s", a.verdict);
+    dsh_job_stop();
+    assert_job_gone(&bug);
+    assert_job_gone(&fix);
+}
+
 Test(dsh_job, starts_on_a_host_without_ssh, .timeout = 60)
 {
     if (!have_mpi()) return;

@@ -31,12 +31,21 @@ typedef struct {
     int nreq;
 } dj_mpi;
 
-static int dj_begin(dsh_xport *x, int trainers, int fresh, int *member, int *rank)
+/* The seed's communicator, given up: left with its pending requests (MPI cannot cancel a collective), never used or
+ * freed again. */
+static int dj_retire(dsh_xport *x)
 {
     dj_mpi *m = (dj_mpi *)x->ctx;
-    /* The previous seed's communicator: freed when the seed ended cleanly; abandoned (pending requests and all)
-     * when the lab gave it up. */
-    if (m->data != MPI_COMM_NULL && !fresh) MPI_Comm_free(&m->data);
+    m->data = MPI_COMM_NULL;
+    m->nreq = 0;
+    return 0;
+}
+
+static int dj_begin(dsh_xport *x, int trainers, int *member, int *rank)
+{
+    dj_mpi *m = (dj_mpi *)x->ctx;
+    /* The previous seed's communicator, unless it was retired: it ended cleanly, so it is freed. */
+    if (m->data != MPI_COMM_NULL) MPI_Comm_free(&m->data);
     m->data = MPI_COMM_NULL;
     m->nreq = 0;
     int in = m->jrank < trainers || m->jrank == m->jworld - 1;
@@ -146,7 +155,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "distill_job: rank %d: %s\n", m.jrank, lab_err_msg());
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    dsh_xport x = {&m, dj_begin, dj_bcast, dj_gather, dj_scatter, dj_test, "distill_job"};
+    dsh_xport x = {&m, dj_begin, dj_retire, dj_bcast, dj_gather, dj_scatter, dj_test, "distill_job"};
     int rc = dsh_serve(&x, ctrl, m.jrank, m.jworld);
     /* Pending requests of abandoned seeds would keep MPI_Finalize waiting: leave without it (the lab ends the
      * job's processes either way). */

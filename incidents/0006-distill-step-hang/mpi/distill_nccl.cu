@@ -1,18 +1,20 @@
 /* distill_nccl: incident 0006's long-lived job over NCCL (dsh_proto.h), one process per GPU: MPI only starts the
  * processes and hands out NCCL unique ids. The shape is an ncclBroadcast from rank 0; the gather to the distiller
  * and the scatter back are grouped ncclSend/ncclRecv (how torch.distributed gathers over NCCL). One communicator
- * serves seed after seed; when the lab abandons a stalled seed, every rank retires it at the next seed's start
- * (ncclCommAbort, which ends the hung kernels, then its stream drains) and makes a new one there. Built by
- * incident.mk where nvcc and NCCL exist.
+ * serves seed after seed; when the lab gives a seed up, every rank retires its communicator as soon as it has left
+ * the seed (ncclCommAbort, which ends the hung kernels, then its stream drains) and makes a new one, between epochs.
+ * Built by incident.mk where nvcc and NCCL exist.
  *
- * One communicator at a time, and nothing beside a seed: NCCL's kernels wait for their peers, and any CUDA call
- * that allocates or frees (an abort, a communicator's set-up, growing a buffer) can wait for every kernel of the
- * device, so a rank doing such a thing while its seed has a collective in flight can wait on a peer that waits on
- * it (NCCL's guide: communicators used at different epochs, not side by side). A pool of spare communicators made
- * and connected by a helper thread while seeds ran (and aborts on threads of their own) was measured faster and
- * gave false alarms with 3 trainers: fix seeds judged stalls, a rank stuck in a call for 1.5 s
- * (reports/multi-gpu-h200x4, sixth visit). The stream and the staging, sized for the largest exchange of any seed,
- * are made once before the first communicator, so a seed allocates nothing.
+ * One communicator at a time, and nothing beside a seed in this process: NCCL's kernels wait for their peers, and
+ * any CUDA call that allocates or frees (an abort, a communicator's set-up, growing a buffer) can wait for every
+ * kernel of the context, so a rank doing such a thing while its seed has a collective in flight can wait on a peer
+ * that waits on it (NCCL's guide: communicators used at different epochs, not side by side). A pool of spare
+ * communicators made and connected by a helper thread while seeds ran (and aborts on threads of their own) was
+ * measured faster and gave false alarms with 3 trainers: fix seeds judged stalls, a rank stuck in a call for 1.5 s
+ * (reports/multi-gpu-h200x4, sixth visit). The lab instead keeps several such jobs, processes of their own with a
+ * context each, and runs the next seed on another job while this one retires (dsh_job.c). The stream and the
+ * staging, sized for the largest exchange of any seed, are made once before the first communicator, so a seed
+ * allocates nothing.
  *
  * DSH_NCCL_TIMES=PREFIX: each rank appends what its communicators cost to PREFIX.rankN (abort_s, init_s), for the
  * report's cost figures.
@@ -103,7 +105,7 @@ static int dn_make(dn_nccl *n)
     return 0;
 }
 
-static int dn_begin(dsh_xport *x, int trainers, int fresh, int *member, int *rank)
+static int dn_begin(dsh_xport *x, int trainers, int *member, int *rank)
 {
     dn_nccl *n = (dn_nccl *)x->ctx;
     if (trainers != n->world - 1) {
@@ -113,9 +115,14 @@ static int dn_begin(dsh_xport *x, int trainers, int fresh, int *member, int *ran
     }
     *member = 1;
     *rank = n->rank;
-    if (!fresh) return 0;
-    /* The abandoned seed's communicator: abort it (its hung kernels end), let the copies queued behind them drain
-     * (what they bring back is nobody's), then a new one. */
+    return 0;
+}
+
+/* The given-up seed's communicator: abort it (its hung kernels end), let the copies queued behind them drain (what
+ * they bring back is nobody's), then make the next. Between epochs, so nothing of this job runs beside it. */
+static int dn_retire(dsh_xport *x)
+{
+    dn_nccl *n = (dn_nccl *)x->ctx;
     double t0 = dn_now();
     n->out_bytes = 0;
     ncclCommAbort(n->comm);
@@ -239,7 +246,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
     if (dn_stage(&n) || dn_make(&n)) MPI_Abort(MPI_COMM_WORLD, 3);
-    dsh_xport x = {&n, dn_begin, dn_bcast, dn_gather, dn_scatter, dn_test, "distill_nccl"};
+    dsh_xport x = {&n, dn_begin, dn_retire, dn_bcast, dn_gather, dn_scatter, dn_test, "distill_nccl"};
     int rc = dsh_serve(&x, ctrl, n.rank, n.world);
     if (n.comm) ncclCommAbort(n.comm);
     if (n.times) fclose(n.times);

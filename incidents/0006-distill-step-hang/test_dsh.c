@@ -365,8 +365,8 @@ Test(dsh_job, old_counters_with_g1_complete, .timeout = 120)
 static const dsh_watch test_watch = {DSH_STALL_S, DSH_DEADLINE_S, DSH_STARTUP_S, DSH_QUIET_S};
 
 /* Seed `seed` of variant on this process's jobs of distill_job, `jobs` of them taking turns. */
-static dsh_job_result job_seed_of(int jobs, int variant, uint64_t seed, const dsh_watch *w, int crash_rank, double delay,
-                                  dsh_analysis *a)
+static dsh_job_result job_seed_of(int jobs, int variant, uint64_t seed, const dsh_watch *w, int crash_rank,
+                                  double delay, dsh_analysis *a)
 {
     char job[1024];
     dsh_job_path(".", job, sizeof job);

@@ -239,14 +239,12 @@ int dsh_serve(dsh_xport *x, dsh_ctrl *ctrl, int jrank, int jworld)
             if (dsh_ld32(&ctrl->quit)) return 0;
             if (seen && retired != seen && dsh_ld64(&ctrl->abort_epoch) == seen) {
                 /* the lab said the epoch's communicator must not serve again: every rank retires it now */
-                double r0 = dp_now(0);
                 if (ctrl->retire_delay_s > 0) dp_nap((long)(ctrl->retire_delay_s * 1e9));
                 if (x->retire(x) != 0) {
                     fprintf(stderr, "%s: rank %d: cannot retire the communicator of epoch %llu\n", x->name, jrank,
                             (unsigned long long)seen);
                     return -1;
                 }
-                ctrl->retire_s[jrank] = dp_now(0) - r0;
                 retired = seen;
                 dsh_st64(&ctrl->ready_epoch[jrank], seen);
                 ns = 50000;

@@ -68,7 +68,6 @@ typedef struct {
     int32_t done_how[DSH_TRACE_MAXRANK];  /* DSH_DONE_* of done_epoch */
     double begin_s[DSH_TRACE_MAXRANK];    /* seconds the epoch's communicator took, written before the rank traces */
     uint64_t ready_epoch[DSH_TRACE_MAXRANK]; /* the latest abort_epoch whose communicator this rank has retired */
-    double retire_s[DSH_TRACE_MAXRANK];   /* seconds that retirement took */
 } dsh_ctrl;
 
 /* Maps the control file at path (create: made and zeroed, world stored; else opened as it is). NULL with lab_err

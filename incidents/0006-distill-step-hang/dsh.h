@@ -86,9 +86,10 @@ typedef struct {
 
 /* Runs seed `seed` of p on one of this process's long-lived jobs of job_bin (distill_job or distill_nccl; mpirun in
  * a session of its own, oversubscribed, allowed as root), with traces in dir (which must exist), under watchdog w.
- * The job: the one of the last seed when it is ready, else another ready one, else a new one while fewer than
- * p->jobs run, else the first to become ready (a job is ready unless it is still retiring the communicator of a seed
- * given up); jobs that are gone, of another shape or binary, or have leaked enough are ended first. A hung seed is
+ * The job: the one of the last seed when it is ready, else the next ready one after it, else a new one while fewer
+ * than p->jobs run, else the first to become ready (a job is ready unless it is still retiring the communicator of a
+ * seed given up; none ready within w->startup_s: all are ended and a new one starts); jobs that are gone, of another
+ * shape or binary, or have leaked enough are ended first. A hung seed is
  * abandoned: its ranks leave it on the abort word and retire its communicator while the next seed runs; ranks that
  * do not leave within DSH_ABORT_GRACE_S end the job, and its processes are checked gone. LAB_ERR_UNSUPPORTED when
  * mpirun or the job binary is missing (message says which), LAB_ERR_IO when fork fails. */

@@ -373,22 +373,19 @@ static void dsh_snap_read(const char *dir, int world, dsh_snap *s)
     }
 }
 
-/* The job for the next seed, among the first njobs slots: the last seed's when it is ready, else the first ready one,
- * else a free slot (pid 0: the caller starts a job there), else the first to become ready. A job found gone is ended
- * and its slot taken; one that is still not ready after startup_s (a rank that cannot retire its communicator) is
- * ended too. *waited: the seconds spent waiting. */
+/* The job for the next seed, among the first njobs slots, looked at from the last seed's on (so it keeps serving while
+ * it is ready, and the others take turns after it): the first ready one, else a free slot (pid 0: the caller starts a
+ * job there), else the first to become ready. A job found gone is ended and its slot taken; jobs still not ready after
+ * startup_s (ranks that cannot retire their communicator) are all ended. *waited: the seconds spent waiting. */
 static dsh_job_state *dsh_job_pick(int njobs, double startup_s, double *waited)
 {
     double m0 = dsh_mono();
+    int first = dsh_last && dsh_last < dsh_jobs + njobs ? (int)(dsh_last - dsh_jobs) : 0;
     dsh_job_state *j = NULL;
     for (;;) {
-        if (dsh_last && dsh_last < dsh_jobs + njobs && dsh_last->pid > 0 && dsh_job_ready(dsh_last) == 1) {
-            j = dsh_last;
-            break;
-        }
         dsh_job_state *free_slot = NULL;
-        for (int k = 0; k < njobs && !j; ++k) {
-            dsh_job_state *o = &dsh_jobs[k];
+        for (int i = 0; i < njobs && !j; ++i) {
+            dsh_job_state *o = &dsh_jobs[(first + i) % njobs];
             int ready = o->pid > 0 ? dsh_job_ready(o) : 0;
             if (ready < 0) dsh_job_end(o, 0, NULL, NULL);
             if (o->pid <= 0) free_slot = free_slot ? free_slot : o;
@@ -397,8 +394,8 @@ static dsh_job_state *dsh_job_pick(int njobs, double startup_s, double *waited)
         if (!j) j = free_slot;
         if (j) break;
         if (dsh_mono() - m0 > startup_s) {
+            for (int k = 0; k < njobs; ++k) dsh_job_end(&dsh_jobs[k], 1.0, NULL, NULL);
             j = &dsh_jobs[0];
-            dsh_job_end(j, 1.0, NULL, NULL);
             break;
         }
         dsh_sleep(0.002);

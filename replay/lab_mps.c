@@ -19,6 +19,7 @@ extern char **environ;
 
 #define LAB_MPS_CONTROL "nvidia-cuda-mps-control"
 #define LAB_MPS_WAIT_S 5 /* longest wait for the control program, and for the daemon's exit */
+#define LAB_MPS_SM_VAR "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"
 
 static int lab_mps_confirmed;
 
@@ -106,7 +107,26 @@ static void lab_mps_clear(lab_mps *m)
         if (m->gpu_dir[k][0]) nftw(m->gpu_dir[k], lab_mps_rm_one, 8, FTW_DEPTH | FTW_PHYS);
     unsetenv("CUDA_MPS_PIPE_DIRECTORY");
     unsetenv("CUDA_MPS_LOG_DIRECTORY");
+    if (m->sm_share_set) unsetenv(LAB_MPS_SM_VAR);
     memset(m, 0, sizeof *m);
+}
+
+/* The user's own share (the variable set and not empty), or NULL. */
+static const char *lab_mps_sm_user(void)
+{
+    const char *v = getenv(LAB_MPS_SM_VAR);
+    return v && *v ? v : NULL;
+}
+
+const char *lab_mps_sm_share(void) { return lab_mps_sm_user() ? lab_mps_sm_user() : LAB_MPS_SM_PERCENT; }
+
+/* The why line's note on the share of a GPU each client may use. */
+static void lab_mps_say_share(char *why, size_t len)
+{
+    size_t n = strlen(why);
+    if (n < len)
+        snprintf(why + n, len - n, "; each client may use %s%% of its GPU's SMs (%s%s)", lab_mps_sm_share(),
+                 LAB_MPS_SM_VAR, lab_mps_sm_user() ? " as set" : " unset: the lab's");
 }
 
 /* A fresh private folder with pipe/ and log/ under TMPDIR into dir. */
@@ -160,6 +180,10 @@ lab_status lab_mps_start(lab_mps *m, char *why, size_t len)
     setenv("CUDA_MPS_PIPE_DIRECTORY", sub, 1);
     snprintf(sub, sizeof sub, "%s/log", m->dir);
     setenv("CUDA_MPS_LOG_DIRECTORY", sub, 1);
+    char say[160] = "";
+    lab_mps_say_share(say, sizeof say);
+    m->sm_share_set = !lab_mps_sm_user();
+    setenv(LAB_MPS_SM_VAR, lab_mps_sm_share(), 1);
     int rc = lab_mps_control(exe, "-d", NULL);
     if (rc != 0) {
         snprintf(why, len, LAB_MPS_CONTROL " -d failed (exit status %d)", rc);
@@ -167,7 +191,7 @@ lab_status lab_mps_start(lab_mps *m, char *why, size_t len)
         return lab_err_set(LAB_ERR_IO, "%s", why);
     }
     m->running = 1;
-    snprintf(why, len, "workers share the GPU through a private MPS daemon (%s)", m->dir);
+    snprintf(why, len, "workers share the GPU through a private MPS daemon (%s)%s", m->dir, say);
     return LAB_OK;
 }
 
@@ -236,21 +260,23 @@ lab_status lab_mps_start_per_gpu(lab_mps *m, const char *const *uuids, int n, ch
     }
     size_t ne = 0;
     while (environ[ne]) ++ne;
-    char **envp = malloc((ne + 4) * sizeof *envp);
+    char **envp = malloc((ne + 5) * sizeof *envp);
     if (!envp) return lab_err_set(LAB_ERR_NOMEM, "MPS: out of memory");
     lab_status st = LAB_OK;
     for (int k = 0; k < n && st == LAB_OK; ++k) {
         m->ngpu = k + 1;
         snprintf(m->gpu_uuid[k], sizeof m->gpu_uuid[k], "%s", uuids[k]);
         if ((st = lab_mps_folder(m->gpu_dir[k], sizeof m->gpu_dir[k], why, len)) != LAB_OK) break;
-        char e1[320], e2[320], e3[96];
+        char e1[320], e2[320], e3[96], e4[64];
         snprintf(e1, sizeof e1, "CUDA_MPS_PIPE_DIRECTORY=%s/pipe", m->gpu_dir[k]);
         snprintf(e2, sizeof e2, "CUDA_MPS_LOG_DIRECTORY=%s/log", m->gpu_dir[k]);
         snprintf(e3, sizeof e3, "CUDA_VISIBLE_DEVICES=%s", uuids[k]);
         size_t j = 0;
+        snprintf(e4, sizeof e4, "%s=%.32s", LAB_MPS_SM_VAR, lab_mps_sm_share());
         for (size_t i = 0; i < ne; ++i)
-            if (strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21)) envp[j++] = environ[i];
-        envp[j++] = e1, envp[j++] = e2, envp[j++] = e3, envp[j] = NULL;
+            if (strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21) && strncmp(environ[i], LAB_MPS_SM_VAR "=", sizeof LAB_MPS_SM_VAR))
+                envp[j++] = environ[i];
+        envp[j++] = e1, envp[j++] = e2, envp[j++] = e3, envp[j++] = e4, envp[j] = NULL;
         int rc = lab_mps_control_env(exe, "-d", NULL, envp);
         if (rc != 0) {
             snprintf(why, len, LAB_MPS_CONTROL " -d for GPU %s failed (exit status %d)", uuids[k], rc);
@@ -268,6 +294,7 @@ lab_status lab_mps_start_per_gpu(lab_mps *m, const char *const *uuids, int n, ch
         return lab_err_set(st, "%s", keep);
     }
     snprintf(why, len, "workers share each GPU through a private MPS daemon of its own (%d daemons, %s ...)", n, m->gpu_dir[0]);
+    lab_mps_say_share(why, len);
     return LAB_OK;
 }
 
@@ -286,4 +313,5 @@ void lab_mps_client(const lab_mps *m, int k)
     snprintf(v, sizeof v, "%s/log", m->gpu_dir[k]);
     setenv("CUDA_MPS_LOG_DIRECTORY", v, 1);
     setenv("CUDA_VISIBLE_DEVICES", m->gpu_uuid[k], 1);
+    setenv(LAB_MPS_SM_VAR, lab_mps_sm_share(), 1);
 }

@@ -37,8 +37,20 @@ extern "C" {
  * server takes no new client until they have all exited. The lab's memory-bug variants are contained by construction
  * (their strays land in guard zones they allocated, lab_case_result.memory_contained), so a replay has no device
  * fault to share; one that does happen shows as ERROR in the cases running beside it, and `--no-mps` replays them
- * with the contexts time-sliced again. compute-sanitizer does not run MPS clients: `--sanitize` replays without it. */
+ * with the contexts time-sliced again. compute-sanitizer does not run MPS clients: `--sanitize` replays without it.
+ *
+ * The share of a GPU a client may use: every client of the lab's daemons (the daemons themselves, the probe, the
+ * workers) runs with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = LAB_MPS_SM_PERCENT, or the value the environment already
+ * holds (100 gives a client the whole GPU again). Why: a client may otherwise fill every SM with one long kernel (0001's
+ * contention run, 0002's atomics, 0003's GEMMs) while the 15 to 31 other workers of its GPU wait with small launches.
+ * 1000 seeds of the one-GPU incidents on 2 x H200 (one call): one GPU 28.8 s at half the SMs, 28.6-28.9 s at a
+ * quarter, 33.0-33.4 s at all of them, 41.7 s at an eighth (seed-batch kernels then take the tail); two GPUs 19.1 s,
+ * 20.2-21.4 s and 21.9-22.3 s; every outcome the same case by case. On 2 x H100 (another call) half beat a quarter:
+ * 28.9-29.2 s against 29.8-30.2 s on one GPU, 19.9-20.0 s against 20.3-21.2 s on two (reports/mps-sm-share).
+ * A context comes up no faster with a smaller share (cuda_start_probe). The user's own MPS is left as
+ * it is, this variable included. */
 #define LAB_MPS_MAX_GPUS 64
+#define LAB_MPS_SM_PERCENT "50"
 
 typedef struct {
     int running;
@@ -46,7 +58,12 @@ typedef struct {
     int ngpu;           /* lab_mps_start_per_gpu: daemons, one a GPU (0: the one daemon of dir) */
     char gpu_dir[LAB_MPS_MAX_GPUS][256];  /* daemon k's folder */
     char gpu_uuid[LAB_MPS_MAX_GPUS][64];  /* the GPU daemon k serves, by UUID */
+    int sm_share_set;   /* lab_mps_start put the share in this process's environment (removed at the stop) */
 } lab_mps;
+
+/* The share in per cent of a GPU's SMs each client of the lab's daemons may use: the environment's
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE where set and not empty, else LAB_MPS_SM_PERCENT. */
+const char *lab_mps_sm_share(void);
 
 lab_status lab_mps_start(lab_mps *m, char *why, size_t len);
 
@@ -61,7 +78,8 @@ lab_status lab_mps_start_per_gpu(lab_mps *m, const char *const *uuids, int n, ch
 
 /* In a worker: makes this process a client of the daemon of GPU k (CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY,
  * and CUDA_VISIBLE_DEVICES = that GPU's UUID), or of none (k < 0: both MPS variables unset, so its contexts are
- * plain ones). Does nothing for a single daemon (its variables are already in the environment) or none. */
+ * plain ones), with the share of lab_mps_sm_share. Does nothing for a single daemon (its variables are already in the
+ * environment) or none. */
 void lab_mps_client(const lab_mps *m, int k);
 
 void lab_mps_stop(lab_mps *m);

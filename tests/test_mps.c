@@ -17,7 +17,8 @@ static char dir[64], old_path[8192];
 static const char *fake_control =
     "#!/bin/sh\n"
     "echo \"args:$*\" >> \"$FAKE_LOG\"\n"
-    "if [ \"$1\" = -d ]; then echo \"pipe:$CUDA_MPS_PIPE_DIRECTORY\" >> \"$FAKE_LOG\"; echo \"vis:$CUDA_VISIBLE_DEVICES\" >> \"$FAKE_LOG\"; exit 0; fi\n"
+    "if [ \"$1\" = -d ]; then echo \"pipe:$CUDA_MPS_PIPE_DIRECTORY\" >> \"$FAKE_LOG\"; echo \"vis:$CUDA_VISIBLE_DEVICES\" >> \"$FAKE_LOG\";\n"
+    "  echo \"sm:$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\" >> \"$FAKE_LOG\"; exit 0; fi\n"
     "while read -r line; do echo \"stdin:$line\" >> \"$FAKE_LOG\";\n"
     "  [ \"$line\" = quit ] && echo 'Control 1] Exit with status 0' >> \"$CUDA_MPS_LOG_DIRECTORY/control.log\"; done\n"
     "exit 0\n";
@@ -41,6 +42,7 @@ static void mk(void)
     setenv("TMPDIR", dir, 1);
     unsetenv("CUDA_MPS_PIPE_DIRECTORY");
     unsetenv("CUDA_MPS_LOG_DIRECTORY");
+    unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
 }
 
 static void rm(void)
@@ -81,12 +83,16 @@ Test(mps, starts_a_private_daemon_and_stops_it_without_a_trace, .init = mk, .fin
     char want[400];
     snprintf(want, sizeof want, "args:-d\npipe:%s\n", pipe);
     cr_expect(strstr(calls(), want) != NULL, "calls:\n%s", calls());
+    cr_expect(strstr(calls(), "sm:" LAB_MPS_SM_PERCENT "\n") != NULL, "the daemon's share: calls:\n%s", calls());
+    cr_expect_str_eq(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), LAB_MPS_SM_PERCENT, "the workers' share");
+    cr_expect(strstr(why, "each client may use " LAB_MPS_SM_PERCENT "% of its GPU's SMs") != NULL, "%s", why);
     char folder[256];
     snprintf(folder, sizeof folder, "%s", m.dir);
     lab_mps_stop(&m);
     cr_expect(strstr(calls(), "stdin:quit") != NULL, "calls:\n%s", calls());
     cr_expect_null(getenv("CUDA_MPS_PIPE_DIRECTORY"));
     cr_expect_null(getenv("CUDA_MPS_LOG_DIRECTORY"));
+    cr_expect_null(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "the share the lab set is gone");
     cr_expect_neq(stat(folder, &sb), 0, "%s still exists", folder);
     lab_mps_stop(&m); /* twice: nothing */
 }
@@ -189,7 +195,7 @@ Test(mps, one_daemon_a_gpu_each_with_its_gpu_and_clients_pick_theirs, .init = mk
     cr_expect_str_eq(getenv("CUDA_VISIBLE_DEVICES"), "0,1", "the runner's own list is untouched");
     char want[700];
     for (int k = 0; k < 2; ++k) {
-        snprintf(want, sizeof want, "args:-d\npipe:%s/pipe\nvis:%s\n", m.gpu_dir[k], uuids[k]);
+        snprintf(want, sizeof want, "args:-d\npipe:%s/pipe\nvis:%s\nsm:" LAB_MPS_SM_PERCENT "\n", m.gpu_dir[k], uuids[k]);
         cr_expect(strstr(calls(), want) != NULL, "daemon %d: calls:\n%s", k, calls());
     }
     cr_expect_str_neq(m.gpu_dir[0], m.gpu_dir[1]);
@@ -197,6 +203,8 @@ Test(mps, one_daemon_a_gpu_each_with_its_gpu_and_clients_pick_theirs, .init = mk
     snprintf(want, sizeof want, "%s/pipe", m.gpu_dir[1]);
     cr_expect_str_eq(getenv("CUDA_MPS_PIPE_DIRECTORY"), want);
     cr_expect_str_eq(getenv("CUDA_VISIBLE_DEVICES"), "GPU-bbbb-1");
+    cr_expect_str_eq(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), LAB_MPS_SM_PERCENT, "a client's share");
+    unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
     lab_mps_client(&m, -1);
     cr_expect_null(getenv("CUDA_MPS_PIPE_DIRECTORY"), "a multi-GPU worker is no client");
     char f0[256], f1[256];
@@ -208,5 +216,24 @@ Test(mps, one_daemon_a_gpu_each_with_its_gpu_and_clients_pick_theirs, .init = mk
     struct stat sb;
     cr_expect_neq(stat(f0, &sb), 0, "%s still exists", f0);
     cr_expect_neq(stat(f1, &sb), 0, "%s still exists", f1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+/* A share the user set (here the whole GPU) reaches the daemons and the clients as it is, and the lab leaves it set. */
+Test(mps, a_share_of_the_users_own_reaches_daemons_and_clients, .init = mk, .fini = rm)
+{
+    static lab_mps m;
+    char why[320];
+    const char *uuids[1] = {"GPU-aaaa-0"};
+    setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100", 1);
+    cr_assert_eq(lab_mps_start_per_gpu(&m, uuids, 1, why, sizeof why), LAB_OK, "%s", why);
+    cr_expect(strstr(calls(), "sm:100\n") != NULL, "calls:\n%s", calls());
+    cr_expect(strstr(why, "100% of its GPU's SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE as set)") != NULL, "%s", why);
+    lab_mps_client(&m, 0);
+    cr_expect_str_eq(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "100");
+    lab_mps_stop(&m);
+    cr_assert_eq(lab_mps_start(&m, why, sizeof why), LAB_OK, "%s", why);
+    lab_mps_stop(&m);
+    cr_expect_str_eq(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "100", "the user's share stays set");
     unsetenv("CUDA_VISIBLE_DEVICES");
 }

@@ -1,7 +1,7 @@
 /* lab_compare: compares two report folders (lab report): outcomes that changed per incident and variant,
  * metrics that moved beyond a factor, incidents and variants new or missing. */
 #include "lab_compare.h"
-#include "lab_bench.h" /* [issue 14] */
+#include "lab_bench.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -428,7 +428,7 @@ lab_status lab_compare_reports(const char *dir_a, const char *dir_b, const lab_c
         }
     }
 
-    size_t perf_reg = 0; /* [issue 14] benchmarks: a fix whose ratio got worse beyond its spread is a regression */
+    size_t perf_reg = 0; /* benchmarks: a fix whose ratio got worse beyond its spread is a regression */
     if ((st = lab_bench_compare(ra, rb, out, &perf_reg)) != LAB_OK) fprintf(out, "benchmarks not compared: %s\n", lab_err_msg());
     res->regressions += perf_reg;
     res->failed = res->regressions > 0 || (o->strict && (res->moves > 0 || res->missing > 0));

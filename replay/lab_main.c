@@ -423,7 +423,7 @@ static int lab_cmd_case(int argc, char **argv)
 }
 
 /* bench: each selected incident's benchmark, one after another (never two at once: they time the device), each in
- * its own process (lab_bench). --json: the bench section (records) on stdout, the free text on stderr. [issue 14] */
+ * its own process (lab_bench). --json: the bench section (records) on stdout, the free text on stderr. */
 static int lab_cmd_bench(int argc, char **argv)
 {
     int json = 0, n = 0, study = 0;
@@ -512,7 +512,7 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
         lab_replay_result_free(&res);
         return rc;
     }
-    if (lab_bench_report_step(out, bench, stdout) != LAB_OK) /* [issue 14] bench.json, into report.json */
+    if (lab_bench_report_step(out, bench, stdout) != LAB_OK) /* bench.json, into report.json */
         fprintf(stderr, "lab report: benchmarks: %s\n", lab_err_msg());
     lab_stall_point(LAB_STALL_HTML);
     if (lab_isolate_interrupted()) {

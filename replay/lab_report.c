@@ -3,7 +3,7 @@
  * lab_html, index.html. */
 #define _GNU_SOURCE
 #include "lab_report.h"
-#include "lab_bench.h" /* [issue 14] */
+#include "lab_bench.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -566,7 +566,7 @@ static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, 
     }
     cJSON *build = lab_device_build_json();
     if (build) cJSON_AddItemToObject(root, "build", build);
-    lab_status bst = lab_bench_attach(root, dir, opts->since); /* [issue 14] <dir>/bench.json as "bench" */
+    lab_status bst = lab_bench_attach(root, dir, opts->since); /* <dir>/bench.json as "bench" */
     if (bst != LAB_OK) fprintf(stderr, "lab report: benchmarks left out: %s\n", lab_err_msg());
 
     cJSON *sum = cJSON_AddObjectToObject(root, "summary");

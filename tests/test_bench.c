@@ -1,4 +1,4 @@
-/* test_bench: benchmarks as data (issue 14): record lines parsed, the regression rule, `lab compare` on report folders whose bench sections differ (a planted performance regression is reported with exit 1, identical reports are quiet), bench.json attached to a report, `lab bench --json`; on a GPU, the deterministic CRF kernels give the same bits under any launch configuration and the fast NVFP4 remap the CPU's bytes on ragged shapes. */
+/* test_bench: benchmarks as data: record lines parsed, the regression rule, `lab compare` on report folders whose bench sections differ (a planted performance regression is reported with exit 1, identical reports are quiet), bench.json attached to a report, `lab bench --json`; on a GPU, the deterministic CRF kernels give the same bits under any launch configuration and the fast NVFP4 remap the CPU's bytes on ragged shapes. */
 #include <cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>

@@ -114,7 +114,7 @@ Test(cli, golden_verify_names_the_corrupt_file)
 }
 
 /* Numbers that once crashed the lab, wrapped or were taken silently: each is a usage error naming the flag
- * and the range (issue 20). */
+ * and the range. */
 Test(cli, huge_and_wrapping_numbers_are_usage_errors_naming_the_flag)
 {
     struct { const char *args, *want; } cases[] = {

@@ -1,4 +1,4 @@
-/* test_seedbatch: seed batches (issue 12): the layout that puts one variant's seeds side by side, the group cache a batch reads, the runner handing a batch's results out case by case, and 0008's batched launches against its cases run alone. */
+/* test_seedbatch: seed batches: the layout that puts one variant's seeds side by side, the group cache a batch reads, the runner handing a batch's results out case by case, and 0008's batched launches against its cases run alone. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>

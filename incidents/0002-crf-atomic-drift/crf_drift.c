@@ -349,7 +349,7 @@ static lab_status cd_bench(FILE *out)
     char why[240];
     lab_status st = lab_cuda_ready(why, sizeof why);
     if (st != LAB_OK) return st == LAB_ERR_UNSUPPORTED ? lab_err_set(LAB_ERR_UNSUPPORTED, "%s", why) : st;
-    /* bench shapes (issue 14): the training shape, a small batch of short sequences (launch and reduction
+    /* bench shapes: the training shape, a small batch of short sequences (launch and reduction
      * overheads weigh most), and every lane real with short durations */
     static const int shapes[3][4] = {{32, 500, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C}, {8, 200, LAB_SEMICRF_K_MAX, LAB_SEMICRF_C},
                                      {64, 300, 10, LAB_SEMICRF_C_PAD}};

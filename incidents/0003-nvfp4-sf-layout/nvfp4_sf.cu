@@ -13,7 +13,7 @@ int nvfp4_sf_cuda_stale_reused = 0, nvfp4_sf_cuda_stale_buffers = 0;
 /* A GPU run of a workload keeps its buffers on one stream: allocated (cudaMallocAsync), filled, used and freed
  * (cudaFreeAsync) in stream order, so the run waits once, for its output. On a GPU that other processes' contexts
  * share, every wait costs a time slice: a case made of one wait per call (allocations, copies, launches, frees;
- * about a hundred per case) spent most of a loaded replay waiting (issue 12). */
+ * about a hundred per case) spent most of a loaded replay waiting. */
 static lab_status nv_dev_upload(uint8_t **dst, const void *host, size_t len, cudaStream_t s)
 {
     LAB_CUDA_CHECK(cudaMallocAsync((void **)dst, len, s));

@@ -38,10 +38,13 @@ static double lab_ctxgate_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Lane `lane` of an open gate, taken modulo its lanes. */
+static int lab_ctxgate_lane(const lab_ctxgate *g, int lane) { return (lane < 0 ? -lane : lane) % g->lanes; }
+
 int lab_ctxgate_enter(const lab_ctxgate *g, int lane, double wait_s)
 {
     if (g->lanes < 1) return 0;
-    int fd = g->rfd[(lane < 0 ? -lane : lane) % g->lanes];
+    int fd = g->rfd[lab_ctxgate_lane(g, lane)];
     double end = lab_ctxgate_now() + wait_s;
     for (;;) {
         char t;
@@ -57,7 +60,7 @@ int lab_ctxgate_enter(const lab_ctxgate *g, int lane, double wait_s)
 
 void lab_ctxgate_leave(const lab_ctxgate *g, int lane, int took)
 {
-    if (took && g->lanes > 0 && write(g->wfd[(lane < 0 ? -lane : lane) % g->lanes], "t", 1) != 1) {
+    if (took && g->lanes > 0 && write(g->wfd[lab_ctxgate_lane(g, lane)], "t", 1) != 1) {
         /* a full or closed pipe: the gate is gone, and nobody waits on it for longer than their wait_s */
     }
 }

@@ -120,13 +120,13 @@ static const char *lab_mps_sm_user(void)
 
 const char *lab_mps_sm_share(void) { return lab_mps_sm_user() ? lab_mps_sm_user() : LAB_MPS_SM_PERCENT; }
 
-/* The why line's note on the share of a GPU each client may use. */
-static void lab_mps_say_share(char *why, size_t len)
+/* The why line's note on the share of a GPU each client may use; lab_set: the share is the lab's, not the user's. */
+static void lab_mps_say_share(char *why, size_t len, int lab_set)
 {
     size_t n = strlen(why);
     if (n < len)
         snprintf(why + n, len - n, "; each client may use %s%% of its GPU's SMs (%s%s)", lab_mps_sm_share(),
-                 LAB_MPS_SM_VAR, lab_mps_sm_user() ? " as set" : " unset: the lab's");
+                 LAB_MPS_SM_VAR, lab_set ? " unset: the lab's" : " as set");
 }
 
 /* A fresh private folder with pipe/ and log/ under TMPDIR into dir. */
@@ -180,8 +180,6 @@ lab_status lab_mps_start(lab_mps *m, char *why, size_t len)
     setenv("CUDA_MPS_PIPE_DIRECTORY", sub, 1);
     snprintf(sub, sizeof sub, "%s/log", m->dir);
     setenv("CUDA_MPS_LOG_DIRECTORY", sub, 1);
-    char say[160] = "";
-    lab_mps_say_share(say, sizeof say);
     m->sm_share_set = !lab_mps_sm_user();
     setenv(LAB_MPS_SM_VAR, lab_mps_sm_share(), 1);
     int rc = lab_mps_control(exe, "-d", NULL);
@@ -191,7 +189,8 @@ lab_status lab_mps_start(lab_mps *m, char *why, size_t len)
         return lab_err_set(LAB_ERR_IO, "%s", why);
     }
     m->running = 1;
-    snprintf(why, len, "workers share the GPU through a private MPS daemon (%s)%s", m->dir, say);
+    snprintf(why, len, "workers share the GPU through a private MPS daemon (%s)", m->dir);
+    lab_mps_say_share(why, len, m->sm_share_set);
     return LAB_OK;
 }
 
@@ -294,7 +293,7 @@ lab_status lab_mps_start_per_gpu(lab_mps *m, const char *const *uuids, int n, ch
         return lab_err_set(st, "%s", keep);
     }
     snprintf(why, len, "workers share each GPU through a private MPS daemon of its own (%d daemons, %s ...)", n, m->gpu_dir[0]);
-    lab_mps_say_share(why, len);
+    lab_mps_say_share(why, len, !lab_mps_sm_user());
     return LAB_OK;
 }
 

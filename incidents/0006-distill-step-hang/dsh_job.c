@@ -232,14 +232,18 @@ void dsh_job_retire_comm(void)
     if (dsh_last && dsh_last->pid > 0 && !dsh_last->reaped) dsh_job_retire(dsh_last);
 }
 
+/* 1 when the job's mpirun has exited (reaped now or before). */
+static int dsh_job_gone(dsh_job_state *j)
+{
+    int status = 0;
+    if (!j->reaped && waitpid(j->pid, &status, WNOHANG) == j->pid) j->reaped = 1;
+    return j->reaped;
+}
+
 /* 1 when every rank of the job has retired what it was told to (or nothing was), -1 when mpirun is gone, else 0. */
 static int dsh_job_ready(dsh_job_state *j)
 {
-    int status = 0;
-    if (j->reaped || waitpid(j->pid, &status, WNOHANG) == j->pid) {
-        j->reaped = 1;
-        return -1;
-    }
+    if (dsh_job_gone(j)) return -1;
     for (int r = 0; r < j->world; ++r)
         if (dsh_ld64(&j->ctrl->ready_epoch[r]) < j->retiring) return 0;
     return 1;
@@ -422,9 +426,7 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
     for (int k = 0; k < DSH_JOBS_MAX; ++k) {
         dsh_job_state *o = &dsh_jobs[k];
         if (o->pid <= 0) continue;
-        int status = 0;
-        if (!o->reaped && waitpid(o->pid, &status, WNOHANG) == o->pid) o->reaped = 1;
-        if (k >= njobs || o->reaped || o->world != world || strcmp(o->bin, job_bin) || o->delay != p->startup_delay_s ||
+        if (k >= njobs || dsh_job_gone(o) || o->world != world || strcmp(o->bin, job_bin) || o->delay != p->startup_delay_s ||
             (p->transport_leaks && o->abandoned >= DSH_MPI_ABANDON_MAX)) {
             jr->respawned = 1;
             dsh_job_end(o, 1.0, NULL, NULL);

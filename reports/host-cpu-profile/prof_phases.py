@@ -7,7 +7,6 @@ worker's start-up, the runner. The patterns name lab functions; a sample with no
 module."""
 import argparse
 import collections
-import glob
 import os
 import re
 import sys
@@ -42,24 +41,13 @@ def main():
     syms = P.Symbols()
     phases = [(name, re.compile(rx)) for name, rx in PHASES]
     count, total = collections.Counter(), 0
-    for binf in glob.glob(os.path.join(a.dir, "prof.*.bin")):
-        base = binf[:-4]
-        data = open(binf, "rb").read()
-        if len(data) < P.HEADER.size or data[:8] != b"LABPROF1":
+    for pr in P.processes(a.dir):
+        if os.path.basename(pr.exe) != "lab" and not (a.exe and os.path.basename(pr.exe) == os.path.basename(a.exe)):
             continue
-        maps = sorted(P.read_maps(base + ".maps"))
-        starts = [m[0] for m in maps]
-        _magic, _pid, text_lo, _text_hi = P.HEADER.unpack_from(data)
-        exe = P.locate(maps, starts, text_lo)[0]
-        if os.path.basename(exe) != "lab" and not (a.exe and os.path.basename(exe) == os.path.basename(a.exe)):
-            continue
-        binary = a.exe or exe
-        for i in range((len(data) - P.HEADER.size) // P.SAMPLE.size):
-            rip, _tid, k, *ret = P.SAMPLE.unpack_from(data, P.HEADER.size + i * P.SAMPLE.size)
+        binary = a.exe or pr.exe
+        for _tid, path, off, ret in pr.samples():
             total += 1
-            path, off = P.locate(maps, starts, rip)
-            frames = ([syms.name(binary, off)] if path == exe else []) + [
-                syms.name(binary, P.locate(maps, starts, r)[1]) for r in ret[:k]]
+            frames = ([syms.name(binary, off)] if path == pr.exe else []) + [syms.name(binary, pr.locate(r)[1]) for r in ret]
             name = next((n for n, rx in phases if any(rx.search(f) for f in frames)), None)
             if name is None:
                 name = "other: leaf in %s" % os.path.basename(path) if not frames else "other: %s" % frames[0][:40]

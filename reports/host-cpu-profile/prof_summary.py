@@ -108,6 +108,51 @@ def locate(maps, starts, addr):
     return "[unmapped]", addr
 
 
+class Process:
+    """One sampled process: its maps, threads (names, CPU seconds from /proc), dropped count and samples."""
+
+    def __init__(self, binf):
+        base = binf[:-4]
+        self.data = open(binf, "rb").read()
+        self.ok = len(self.data) >= HEADER.size and self.data[:8] == b"LABPROF1"
+        self.maps = sorted(read_maps(base + ".maps"))
+        self.starts = [m[0] for m in self.maps]
+        self.pid, text_lo = (HEADER.unpack_from(self.data)[1:3]) if self.ok else (0, 0)
+        self.exe = self.locate(text_lo)[0]  # the main program: the object whose code the header names
+        self.names, self.cpu, self.dropped = {}, {}, 0
+        try:
+            for line in open(base + ".tasks"):
+                m = re.match(r"(\d+) \((.*)\) (.*)", line)
+                if m:
+                    tid, f = int(m.group(1)), m.group(3).split()  # from field 3 (state): utime, stime are 14, 15
+                    self.names[tid] = m.group(2)
+                    self.cpu[tid] = (int(f[11]) + int(f[12])) / TICK
+                elif line.startswith("dropped "):
+                    self.dropped += int(line.split()[1])
+        except OSError:
+            pass
+
+    def locate(self, addr):
+        return locate(self.maps, self.starts, addr)
+
+    def thread(self, tid):
+        return "%s (%s)" % (self.names.get(tid, "?"), "main" if tid == self.pid else "other")
+
+    def samples(self):
+        """(tid, leaf path, leaf file offset, main-program return addresses) per sample"""
+        for i in range((len(self.data) - HEADER.size) // SAMPLE.size if self.ok else 0):
+            rip, tid, k, *ret = SAMPLE.unpack_from(self.data, HEADER.size + i * SAMPLE.size)
+            path, off = self.locate(rip)
+            yield tid, path, off, ret[:k]
+
+
+def processes(directory):
+    for binf in sorted(glob.glob(os.path.join(directory, "prof.*.bin"))):
+        p = Process(binf)
+        if p.ok:
+            yield p
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
@@ -118,46 +163,24 @@ def main():
     per_prog, per_thread, per_module, per_leaf, per_caller, per_chain, per_tmod = (collections.Counter() for _ in range(7))
     total, procs, dropped = 0, 0, 0
     thread_cpu = collections.Counter()
-    for binf in sorted(glob.glob(os.path.join(a.dir, "prof.*.bin"))):
-        base = binf[:-4]
-        data = open(binf, "rb").read()
-        if len(data) < HEADER.size or data[:8] != b"LABPROF1":
-            continue
-        maps = sorted(read_maps(base + ".maps"))
-        starts = [m[0] for m in maps]
-        _magic, pid, text_lo, _text_hi = HEADER.unpack_from(data)
-        exe = locate(maps, starts, text_lo)[0]  # the main program: the object whose code the header names
-        names = {}
-        try:
-            for line in open(base + ".tasks"):
-                m = re.match(r"(\d+) \((.*)\) (.*)", line)
-                if m:
-                    names[int(m.group(1))] = m.group(2)
-                    f = m.group(3).split()  # from field 3 (state): utime and stime are fields 14 and 15, in ticks
-                    thread_cpu["%s (%s)" % (m.group(2), "main" if int(m.group(1)) == pid else "other")] += (int(f[11]) + int(f[12])) / TICK
-                elif line.startswith("dropped "):
-                    dropped += int(line.split()[1])
-        except OSError:
-            pass
+    for pr in processes(a.dir):
         procs += 1
-        n = (len(data) - HEADER.size) // SAMPLE.size
-        for i in range(n):
-            rip, tid, k, *ret = SAMPLE.unpack_from(data, HEADER.size + i * SAMPLE.size)
+        dropped += pr.dropped
+        for tid, sec in pr.cpu.items():
+            thread_cpu[pr.thread(tid)] += sec
+        exe = pr.exe
+        binary = a.exe or exe
+        for tid, path, off, ret in pr.samples():
             total += 1
             per_prog[os.path.basename(exe)] += 1
-            per_thread["%s (%s)" % (names.get(tid, "?"), "main" if tid == pid else "other")] += 1
-            path, off = locate(maps, starts, rip)
+            per_thread[pr.thread(tid)] += 1
             mod = os.path.basename(path)
             per_module[mod] += 1
-            per_tmod["%s thread, leaf in %s" % ("main" if tid == pid else "other", mod)] += 1
-            sympath = a.exe if (a.exe and path == exe) else path
-            leaf = syms.name(sympath, off) if path.startswith("/") else "%s+0x%x" % (mod, off)
+            per_tmod["%s thread, leaf in %s" % ("main" if tid == pr.pid else "other", mod)] += 1
+            leaf = syms.name(binary if path == exe else path, off) if path.startswith("/") else "%s+0x%x" % (mod, off)
             per_leaf["%s  [%s]" % (leaf, mod)] += 1
-            if path != exe and k > 0:
-                callers = []
-                for r in ret[:k]:
-                    p2, o2 = locate(maps, starts, r)
-                    callers.append(syms.name(a.exe if (a.exe and p2 == exe) else p2, o2))
+            if path != exe and ret:
+                callers = [syms.name(binary, pr.locate(r)[1]) for r in ret]
                 per_caller["%s  <- %s" % (mod, callers[0])] += 1
                 per_chain["%s <- %s" % (mod, " <- ".join(dict.fromkeys(callers[:4])))] += 1
     if not total:

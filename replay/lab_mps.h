@@ -43,12 +43,9 @@ extern "C" {
  * workers) runs with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = LAB_MPS_SM_PERCENT, or the value the environment already
  * holds (100 gives a client the whole GPU again). Why: a client may otherwise fill every SM with one long kernel (0001's
  * contention run, 0002's atomics, 0003's GEMMs) while the 15 to 31 other workers of its GPU wait with small launches.
- * 1000 seeds of the one-GPU incidents on 2 x H200 (one call): one GPU 28.8 s at half the SMs, 28.6-28.9 s at a
- * quarter, 33.0-33.4 s at all of them, 41.7 s at an eighth (seed-batch kernels then take the tail); two GPUs 19.1 s,
- * 20.2-21.4 s and 21.9-22.3 s; every outcome the same case by case. On 2 x H100 (another call) half beat a quarter:
- * 28.9-29.2 s against 29.8-30.2 s on one GPU, 19.9-20.0 s against 20.3-21.2 s on two (reports/mps-sm-share).
- * A context comes up no faster with a smaller share (cuda_start_probe). The user's own MPS is left as
- * it is, this variable included. */
+ * Half the SMs measured fastest (reports/mps-sm-share): 1000 seeds of the one-GPU incidents 13% faster on one GPU and
+ * 9-14% on two than with whole GPUs, within the rounds' spread on four; a quarter was no faster and an eighth slower;
+ * every outcome the same case by case. The user's own MPS is left as it is, this variable included. */
 #define LAB_MPS_MAX_GPUS 64
 #define LAB_MPS_SM_PERCENT "50"
 

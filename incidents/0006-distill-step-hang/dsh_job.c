@@ -535,10 +535,7 @@ lab_status dsh_job_run(const char *job_bin, const dsh_params *p, uint64_t seed, 
                 left = 0;
                 for (int r = 0; r < world; ++r) left += dsh_ld64(&c->done_epoch[r]) == ep;
                 if (left == world) break;
-                if (waitpid(j->pid, &status, WNOHANG) == j->pid) {
-                    j->reaped = 1;
-                    break;
-                }
+                if (dsh_job_gone(j)) break;
                 dsh_sleep(0.002);
             }
             jr->abandoned_clean = left == world;

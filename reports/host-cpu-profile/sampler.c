@@ -220,7 +220,8 @@ static void prof_timer_end(void *p)
     free(p);
 }
 
-/* SIGPROF stays deliverable: a mask that would block it is passed on without it */
+/* SIGPROF stays deliverable: a mask that would block it is passed on without it, to libc's own function (which also
+ * keeps its internal signals out of the mask) */
 static const sigset_t *prof_unblocked(int how, const sigset_t *set, sigset_t *copy)
 {
     if (!set || how == SIG_UNBLOCK || !prof_dir[0]) return set;
@@ -231,15 +232,18 @@ static const sigset_t *prof_unblocked(int how, const sigset_t *set, sigset_t *co
 
 int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
+    static int (*real)(int, const sigset_t *, sigset_t *);
+    if (!real) real = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "pthread_sigmask");
     sigset_t copy;
-    set = prof_unblocked(how, set, &copy);
-    return syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8) == 0 ? 0 : errno;
+    return real(how, prof_unblocked(how, set, &copy), old);
 }
 
 int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
+    static int (*real)(int, const sigset_t *, sigset_t *);
+    if (!real) real = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "sigprocmask");
     sigset_t copy;
-    return (int)syscall(SYS_rt_sigprocmask, how, prof_unblocked(how, set, &copy), old, _NSIG / 8);
+    return real(how, prof_unblocked(how, set, &copy), old);
 }
 
 typedef struct {
@@ -254,7 +258,7 @@ static void *prof_thread_main(void *p)
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGPROF);
-    syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &set, NULL, _NSIG / 8); /* a thread made with every signal blocked */
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL); /* a thread made with every signal blocked */
     prof_thread_arm();
     return s.fn(s.arg);
 }

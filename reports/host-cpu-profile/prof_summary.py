@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """prof_summary.py DIR [--top N]: where the CPU time sampled by sampler.so (LD_PRELOAD, LAB_PROF_DIR=DIR) went.
 
-Each sample is one expiry of a thread's 1 ms CPU-time timer (coarser where the kernel's tick is): shares, not
-seconds; the threads' own CPU seconds come from /proc. Prints, over every process in DIR: samples per program; per thread name;
+Each sample is one expiry of a thread's 1 ms CPU-time timer (coarser where the kernel's tick is; wall time and
+another period under LAB_PROF_CLOCK=wall and LAB_PROF_US): shares, not seconds; the threads' own CPU seconds come from /proc. Prints, over every process in DIR: samples per program; per thread name;
 per module of the interrupted instruction (the leaf); the leaf functions; and, for leaves outside the main program
 (the CUDA runtime and driver, libc, the kernel's time inside a system call), the innermost main-program function found
 on the stack above them (the caller that paid). Symbols come from `nm` (the main program's own symbols, a library's

@@ -1,4 +1,5 @@
-/* sampler.so: a CPU-time sampling profiler for GPU machines that have no perf (LD_PRELOAD it).
+/* sampler.so: a CPU-time (or wall-time: LAB_PROF_CLOCK=wall) sampling profiler for GPU machines that have no perf
+ * (LD_PRELOAD it).
  *
  * With LAB_PROF_DIR set, every thread of every process that loads it (and of every child it forks) takes a SIGPROF
  * each millisecond of its own CPU time (a CLOCK_THREAD_CPUTIME_ID timer aimed at that thread, made at the thread's
@@ -194,7 +195,14 @@ static int prof_main_text(struct dl_phdr_info *info, size_t size, void *data)
     return 1; /* the first object is the main program */
 }
 
-/* a SIGPROF each millisecond of the calling thread's CPU time, delivered to that thread */
+/* LAB_PROF_CLOCK=wall: the timers count wall time instead, so a thread is also sampled while it waits (a lock, a
+ * system call, a device wait) and the samples say where the threads' time went, not only their CPU. A thread asleep in
+ * a system call is woken by each sample: one that returns EINTR regardless of SA_RESTART (poll, nanosleep) comes back
+ * early to a caller that must retry. */
+static clockid_t prof_clock = CLOCK_THREAD_CPUTIME_ID;
+static long prof_period_ns = 1000000; /* LAB_PROF_US: the timers' period in microseconds (1 to 999999; default 1000) */
+
+/* a SIGPROF each millisecond of the calling thread's CPU time (or of wall time), delivered to that thread */
 static void prof_thread_arm(void)
 {
     if (!prof_dir[0]) return;
@@ -205,11 +213,11 @@ static void prof_thread_arm(void)
     sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
     timer_t *t = malloc(sizeof *t);
     if (!t) return;
-    if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, t) != 0) {
+    if (timer_create(prof_clock, &sev, t) != 0) {
         free(t);
         return;
     }
-    struct itimerspec its = {{0, 1000000}, {0, 1000000}};
+    struct itimerspec its = {{0, prof_period_ns}, {0, prof_period_ns}};
     timer_settime(*t, 0, &its, NULL);
     pthread_setspecific(prof_timer_key, t);
 }
@@ -323,6 +331,10 @@ __attribute__((constructor)) static void prof_init(void)
     if (!d || !*d || strlen(d) >= sizeof prof_dir) return;
     if (pthread_key_create(&prof_timer_key, prof_timer_end) != 0) return;
     memcpy(prof_dir, d, strlen(d) + 1);
+    const char *c = getenv("LAB_PROF_CLOCK");
+    if (c && strcmp(c, "wall") == 0) prof_clock = CLOCK_MONOTONIC;
+    const char *us = getenv("LAB_PROF_US");
+    if (us && atol(us) > 0 && atol(us) < 1000000) prof_period_ns = 1000 * atol(us);
     dl_iterate_phdr(prof_main_text, NULL);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -202,7 +202,8 @@ static int prof_main_text(struct dl_phdr_info *info, size_t size, void *data)
 static clockid_t prof_clock = CLOCK_THREAD_CPUTIME_ID;
 static long prof_period_ns = 1000000; /* LAB_PROF_US: the timers' period in microseconds (1 to 999999; default 1000) */
 
-/* a SIGPROF each millisecond of the calling thread's CPU time (or of wall time), delivered to that thread */
+/* a SIGPROF each period (a millisecond unless LAB_PROF_US) of the calling thread's CPU time (or of wall time),
+ * delivered to that thread */
 static void prof_thread_arm(void)
 {
     if (!prof_dir[0]) return;

@@ -118,7 +118,11 @@ static const char *lab_mps_sm_user(void)
     return v && *v ? v : NULL;
 }
 
-const char *lab_mps_sm_share(void) { return lab_mps_sm_user() ? lab_mps_sm_user() : LAB_MPS_SM_PERCENT; }
+const char *lab_mps_sm_share(void)
+{
+    const char *v = lab_mps_sm_user();
+    return v ? v : LAB_MPS_SM_PERCENT;
+}
 
 /* The why line's note on the share of a GPU each client may use; lab_set: the share is the lab's, not the user's. */
 static void lab_mps_say_share(char *why, size_t len, int lab_set)

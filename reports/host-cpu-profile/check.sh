@@ -9,10 +9,10 @@ trap 'rm -rf "$tmp"' EXIT
 cc -O2 -Wall -Wextra -shared -fPIC -o "$tmp/sampler.so" "$here/sampler.c"
 cc -O1 -o "$tmp/check_threads" "$here/check_threads.c" -lpthread
 check() { # CLOCK EXPECTED-RATIO
-rm -rf "$tmp/prof"; mkdir "$tmp/prof"
-LAB_PROF_CLOCK=$1 LAB_PROF_DIR="$tmp/prof" LD_PRELOAD="$tmp/sampler.so" "$tmp/check_threads"
-python3 "$here/prof_summary.py" "$tmp/prof" > "$tmp/summary.txt"
-python3 - "$tmp/summary.txt" "$1" "$2" <<'PY'
+    rm -rf "$tmp/prof"; mkdir "$tmp/prof"
+    LAB_PROF_CLOCK=$1 LAB_PROF_DIR="$tmp/prof" LD_PRELOAD="$tmp/sampler.so" "$tmp/check_threads"
+    python3 "$here/prof_summary.py" "$tmp/prof" > "$tmp/summary.txt"
+    python3 - "$tmp/summary.txt" "$1" "$2" <<'PY'
 import re, sys
 text, clock, want = open(sys.argv[1]).read(), sys.argv[2], float(sys.argv[3])
 dropped = int(re.search(r"; (\d+) dropped", text).group(1))

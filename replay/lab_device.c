@@ -17,6 +17,7 @@
 #include "lab_cpus.h"
 #include "lab_cuda.h"
 #include "lab_isolate.h"
+#include "lab_phase.h"
 
 #if defined(__has_include)
 #if __has_include("lab_buildinfo.h")
@@ -244,7 +245,9 @@ static lab_status lab_device_gpu_job(void *ctx, size_t job, lab_case_result *r)
         setenv("CUDA_VISIBLE_DEVICES", first, 1);
     lab_sched_one_queue();
     char why[200];
+    lab_phase("device probe: making a context");
     lab_status st = lab_cuda_ready(why, sizeof why);
+    lab_phase("device probe: context made");
     if (st == LAB_ERR_UNSUPPORTED) {
         lab_result_skip(r, "%s", why);
         return LAB_OK;

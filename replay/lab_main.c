@@ -21,6 +21,7 @@
 #include "lab_json.h"
 #include "lab_mpi.h"
 #include "lab_new.h"
+#include "lab_phase.h"
 #include "lab_plot.h"
 #include "lab_sanitize.h"
 #include "lab_stall.h"
@@ -594,6 +595,7 @@ static int lab_cmd_compare(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    lab_phase_begin();
     const char *lab_bin = argv[0];
     if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         const char *one = NULL;

@@ -43,15 +43,16 @@ static int lab_mps_find(char *out, size_t len)
     return 0;
 }
 
-/* Runs the control program with args, stdin from `input` (NULL: /dev/null), stdout and stderr to /dev/null; waits.
- * Its exit status, or -1 when it could not be started or died by a signal. */
-static int lab_mps_control_env(const char *exe, const char *arg, const char *input, char **envp);
-static int lab_mps_control(const char *exe, const char *arg, const char *input)
+static double lab_mps_now(void)
 {
-    return lab_mps_control_env(exe, arg, input, environ);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int lab_mps_control_env(const char *exe, const char *arg, const char *input, char **envp)
+/* Starts the control program with arg, stdin from `input` (NULL: /dev/null), stdout and stderr to /dev/null, in the
+ * environment envp: its pid, or -1 when it could not be started. */
+static pid_t lab_mps_spawn(const char *exe, const char *arg, const char *input, char **envp)
 {
     int fd[2] = {-1, -1};
     if (input && pipe(fd) != 0) return -1;
@@ -74,23 +75,36 @@ static int lab_mps_control_env(const char *exe, const char *arg, const char *inp
         }
         close(fd[1]);
     }
-    if (rc != 0) return -1;
-    /* at most LAB_MPS_WAIT_S: a control program that does not answer is killed, never waited for forever */
+    return rc == 0 ? pid : -1;
+}
+
+/* Waits for the control program pid until `deadline` (lab_mps_now's clock), killing it past that: a control program
+ * that does not answer is never waited for forever. Its exit status, or -1 when it was not started, died by a signal
+ * or was killed. */
+static int lab_mps_reap(pid_t pid, double deadline)
+{
+    if (pid < 0) return -1;
     int status;
-    for (int i = 0;; ++i) {
+    for (;;) {
         pid_t w = waitpid(pid, &status, WNOHANG);
         if (w == pid) break;
         if (w < 0 && errno != EINTR) return -1;
-        if (i >= LAB_MPS_WAIT_S * 50) {
+        if (lab_mps_now() >= deadline) {
             kill(pid, SIGKILL);
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
             }
             return -1;
         }
-        struct timespec ts = {0, 20 * 1000 * 1000};
+        struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The control program run to its end (at most LAB_MPS_WAIT_S): its exit status, or -1 (lab_mps_reap). */
+static int lab_mps_control(const char *exe, const char *arg, const char *input)
+{
+    return lab_mps_reap(lab_mps_spawn(exe, arg, input, environ), lab_mps_now() + LAB_MPS_WAIT_S);
 }
 
 static int lab_mps_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -209,30 +223,62 @@ static int lab_mps_exited(const char *log)
     return done;
 }
 
-/* Asks the daemon of folder dir to quit and waits for its exit (at most LAB_MPS_WAIT_S): the daemon logs "Exit with
- * status N" once its server is down. */
-static void lab_mps_quit(const char *exe, const char *dir)
+/* This process's environment without the variables of drop ("NAME=" each), then the n entries of add: an array the
+ * caller frees (its strings are environ's and add's). NULL when out of memory. */
+static char **lab_mps_envp(const char *const *drop, size_t ndrop, char *const *add, size_t n)
 {
-    char pipe[300], logdir[300], log[300], e1[320], e2[320];
-    snprintf(pipe, sizeof pipe, "%s/pipe", dir);
-    snprintf(logdir, sizeof logdir, "%s/log", dir);
-    snprintf(e1, sizeof e1, "CUDA_MPS_PIPE_DIRECTORY=%s", pipe);
-    snprintf(e2, sizeof e2, "CUDA_MPS_LOG_DIRECTORY=%s", logdir);
-    size_t n = 0;
-    while (environ[n]) ++n;
-    char **envp = malloc((n + 3) * sizeof *envp);
-    if (envp) {
-        size_t k = 0;
-        for (size_t i = 0; i < n; ++i)
-            if (strncmp(environ[i], "CUDA_MPS_PIPE_DIRECTORY=", 24) && strncmp(environ[i], "CUDA_MPS_LOG_DIRECTORY=", 23))
-                envp[k++] = environ[i];
-        envp[k++] = e1, envp[k++] = e2, envp[k] = NULL;
-        (void)lab_mps_control_env(exe, NULL, "quit\n", envp);
-        free(envp);
+    size_t ne = 0;
+    while (environ[ne]) ++ne;
+    char **envp = malloc((ne + n + 1) * sizeof *envp);
+    if (!envp) return NULL;
+    size_t j = 0;
+    for (size_t i = 0; i < ne; ++i) {
+        int keep = 1;
+        for (size_t d = 0; d < ndrop; ++d) keep &= strncmp(environ[i], drop[d], strlen(drop[d])) != 0;
+        if (keep) envp[j++] = environ[i];
     }
-    snprintf(log, sizeof log, "%s/control.log", logdir);
-    for (int i = 0; i < LAB_MPS_WAIT_S * 20 && !lab_mps_exited(log); ++i) {
-        struct timespec ts = {0, 50 * 1000 * 1000};
+    for (size_t i = 0; i < n; ++i) envp[j++] = add[i];
+    envp[j] = NULL;
+    return envp;
+}
+
+static const char *const lab_mps_dir_vars[] = {"CUDA_MPS_PIPE_DIRECTORY=", "CUDA_MPS_LOG_DIRECTORY=", "CUDA_VISIBLE_DEVICES=",
+                                               LAB_MPS_SM_VAR "="};
+
+/* Starts the control program with arg and input (lab_mps_spawn) as the client of the daemon of folder dir: its pid,
+ * or -1. */
+static pid_t lab_mps_spawn_in(const char *exe, const char *dir, const char *arg, const char *input)
+{
+    char e1[320], e2[320];
+    snprintf(e1, sizeof e1, "CUDA_MPS_PIPE_DIRECTORY=%s/pipe", dir);
+    snprintf(e2, sizeof e2, "CUDA_MPS_LOG_DIRECTORY=%s/log", dir);
+    char *add[2] = {e1, e2};
+    char **envp = lab_mps_envp(lab_mps_dir_vars, 2, add, 2);
+    pid_t pid = envp ? lab_mps_spawn(exe, arg, input, envp) : -1;
+    free(envp);
+    return pid;
+}
+
+/* Asks the daemons of the n folders dirs[0..n) to quit ("quit" on each control pipe, all at once) and waits until
+ * every one has logged its exit ("Exit with status N", once its server is down), at most about 2 x LAB_MPS_WAIT_S in
+ * all. Why all at once: a server's exit takes its GPU's context down, and daemons quit one after another add those
+ * up at the end of every replay of several GPUs. */
+static void lab_mps_quit_all(const char *exe, char (*dirs)[256], int n)
+{
+    pid_t pid[LAB_MPS_MAX_GPUS];
+    for (int k = 0; k < n; ++k) pid[k] = lab_mps_spawn_in(exe, dirs[k], NULL, "quit\n");
+    double deadline = lab_mps_now() + LAB_MPS_WAIT_S;
+    for (int k = 0; k < n; ++k) (void)lab_mps_reap(pid[k], deadline);
+    int left = n;
+    char done[LAB_MPS_MAX_GPUS] = {0};
+    for (deadline = lab_mps_now() + LAB_MPS_WAIT_S; left > 0; ) {
+        for (int k = 0; k < n; ++k) {
+            char log[300];
+            snprintf(log, sizeof log, "%s/log/control.log", dirs[k]);
+            if (!done[k] && lab_mps_exited(log)) done[k] = 1, --left;
+        }
+        if (left == 0 || lab_mps_now() >= deadline) break;
+        struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
 }
@@ -245,12 +291,14 @@ void lab_mps_stop(lab_mps *m)
     }
     char exe[1024];
     if (lab_mps_find(exe, sizeof exe)) {
-        if (m->ngpu == 0) lab_mps_quit(exe, m->dir);
-        for (int k = 0; k < m->ngpu; ++k) lab_mps_quit(exe, m->gpu_dir[k]);
+        if (m->ngpu == 0) lab_mps_quit_all(exe, &m->dir, 1);
+        else lab_mps_quit_all(exe, m->gpu_dir, m->ngpu);
     }
     lab_mps_clear(m);
 }
 
+/* Why the daemons start all at once: `nvidia-cuda-mps-control -d` took about 0.11 s, so four of them one after
+ * another took 0.45 s before the first probe on a host of 4 H200s (LAB_PHASES, reports/multi-gpu-h200x4). */
 lab_status lab_mps_start_per_gpu(lab_mps *m, const char *const *uuids, int n, char *why, size_t len)
 {
     memset(m, 0, sizeof *m);
@@ -261,33 +309,33 @@ lab_status lab_mps_start_per_gpu(lab_mps *m, const char *const *uuids, int n, ch
         snprintf(why, len, "%d GPUs: one MPS daemon a GPU serves 1 to %d", n, LAB_MPS_MAX_GPUS);
         return lab_err_set(LAB_ERR_ARG, "%s", why);
     }
-    size_t ne = 0;
-    while (environ[ne]) ++ne;
-    char **envp = malloc((ne + 5) * sizeof *envp);
-    if (!envp) return lab_err_set(LAB_ERR_NOMEM, "MPS: out of memory");
     lab_status st = LAB_OK;
+    pid_t pid[LAB_MPS_MAX_GPUS];
     for (int k = 0; k < n && st == LAB_OK; ++k) {
         m->ngpu = k + 1;
+        pid[k] = -1;
         snprintf(m->gpu_uuid[k], sizeof m->gpu_uuid[k], "%s", uuids[k]);
         if ((st = lab_mps_folder(m->gpu_dir[k], sizeof m->gpu_dir[k], why, len)) != LAB_OK) break;
         char e1[320], e2[320], e3[96], e4[64];
         snprintf(e1, sizeof e1, "CUDA_MPS_PIPE_DIRECTORY=%s/pipe", m->gpu_dir[k]);
         snprintf(e2, sizeof e2, "CUDA_MPS_LOG_DIRECTORY=%s/log", m->gpu_dir[k]);
         snprintf(e3, sizeof e3, "CUDA_VISIBLE_DEVICES=%s", uuids[k]);
-        size_t j = 0;
         snprintf(e4, sizeof e4, "%s=%.32s", LAB_MPS_SM_VAR, lab_mps_sm_share());
-        for (size_t i = 0; i < ne; ++i)
-            if (strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21) && strncmp(environ[i], LAB_MPS_SM_VAR "=", sizeof LAB_MPS_SM_VAR))
-                envp[j++] = environ[i];
-        envp[j++] = e1, envp[j++] = e2, envp[j++] = e3, envp[j++] = e4, envp[j] = NULL;
-        int rc = lab_mps_control_env(exe, "-d", NULL, envp);
-        if (rc != 0) {
+        char *add[4] = {e1, e2, e3, e4};
+        char **envp = lab_mps_envp(lab_mps_dir_vars, 4, add, 4);
+        if (!envp) st = lab_err_set(LAB_ERR_NOMEM, "MPS: out of memory");
+        else pid[k] = lab_mps_spawn(exe, "-d", NULL, envp);
+        free(envp);
+        m->running = 1;
+    }
+    double deadline = lab_mps_now() + LAB_MPS_WAIT_S;
+    for (int k = 0; k < m->ngpu; ++k) {
+        int rc = lab_mps_reap(pid[k], deadline);
+        if (rc != 0 && st == LAB_OK) {
             snprintf(why, len, LAB_MPS_CONTROL " -d for GPU %s failed (exit status %d)", uuids[k], rc);
             st = lab_err_set(LAB_ERR_IO, "%s", why);
         }
-        m->running = 1;
     }
-    free(envp);
     if (st != LAB_OK) {
         char keep[320];
         snprintf(keep, sizeof keep, "%s", why);

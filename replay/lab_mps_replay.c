@@ -7,6 +7,7 @@
 
 #include "lab_device.h"
 #include "lab_isolate.h"
+#include "lab_phase.h"
 
 #ifdef LAB_HAVE_CUDA
 #include "lab_cuda.h"
@@ -16,8 +17,10 @@ static lab_status lab_mps_replay_probe_job(void *ctx, size_t job, lab_case_resul
     char why[200];
     lab_sched_one_queue(); /* as the workers' contexts will be */
     if (ctx) lab_mps_client((const lab_mps *)ctx, (int)job); /* GPU job's daemon */
+    lab_phase("MPS probe: making a context");
     if (lab_cuda_ready(why, sizeof why) == LAB_OK) lab_result_verdict(r, 1, "CUDA device ready");
     else lab_result_skip(r, "%s", why);
+    lab_phase("MPS probe: done");
     return LAB_OK;
 }
 #endif
@@ -78,6 +81,7 @@ static lab_status lab_mps_replay_begin(lab_mps *m, char *why, size_t len)
         free(host);
     }
     if (st != LAB_OK) return st;
+    lab_phase("MPS daemons started");
     char pwhy[240];
     int per_gpu = m->ngpu > 0;
     if ((per_gpu ? lab_mps_replay_probe(m, pwhy, sizeof pwhy) : lab_mps_replay_one(pwhy, sizeof pwhy)) != LAB_OK) {
@@ -86,6 +90,7 @@ static lab_status lab_mps_replay_begin(lab_mps *m, char *why, size_t len)
                  per_gpu ? "a GPU's MPS daemon" : "MPS", pwhy, per_gpu ? "s" : "");
         return lab_err_set(LAB_ERR_DEVICE, "%s", why);
     }
+    lab_phase("MPS daemons probed");
     lab_mps_confirm(m);
     return LAB_OK;
 }

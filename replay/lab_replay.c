@@ -19,6 +19,7 @@
 #include "lab_ctxgate.h"
 #include "lab_device.h"
 #include "lab_fs.h"
+#include "lab_phase.h"
 #include "lab_replay_int.h"
 #include "lab_sanitize.h"
 #include "lab_sched.h"
@@ -140,6 +141,7 @@ void lab_replay_worker_init(void *vctx)
     lab_replay_probe = ctx->opts->device_probe;
     ctx->bound = 1;
     if (ctx->opts->backend == LAB_BACKEND_CUDA) lab_replay_warm(&ctx->gate, gpu);
+    lab_phase("worker ready");
 }
 
 lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)

@@ -11,6 +11,7 @@
 #include "lab_fs.h"
 #include "lab_isolate.h"
 #include "lab_mps_replay.h"
+#include "lab_phase.h"
 #include "lab_replay_int.h"
 #include "lab_resultset.h"
 #include "lab_sanitize.h"
@@ -35,6 +36,7 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict
         return st;
     }
     double t0 = lab_replay_now();
+    lab_phase("replay clock starts");
     lab_stall_point(LAB_STALL_PLANNING);
     if (lab_isolate_interrupted()) /* interrupted while planning: no case starts */
         for (size_t j = 0; j < n; ++j) {
@@ -45,6 +47,7 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict
     else
         st = lab_replay_execute_records(opts, recs, n, NULL, NULL);
     if (st != LAB_OK) fprintf(report, "replay: %s (the cases not started are ERROR)\n", lab_err_msg());
+    lab_phase("cases done");
     lab_verdict_run run = {.harness_failed = st != LAB_OK};
     lab_status st2 = lab_replay_report(opts, report, recs, n, lab_replay_now() - t0, &run, verdict);
     *recs_out = recs;
@@ -127,7 +130,9 @@ lab_status lab_replay_request_run(const lab_request *req, const lab_replay_how *
     lab_status st;
     lab_backend backend;
     int cuda_ok;
-    if ((st = lab_replay_backend(req, how->diag, &backend, &cuda_ok)) != LAB_OK) {
+    st = lab_replay_backend(req, how->diag, &backend, &cuda_ok);
+    lab_phase("backend decided (device probe)");
+    if (st != LAB_OK) {
         res->said = 1;
         return st;
     }
@@ -161,7 +166,9 @@ lab_status lab_replay_request_run(const lab_request *req, const lab_replay_how *
      * rank (lab_mpi.h, LAB_MPI_INTERRUPT_WAIT_S). */
     if (lab_isolate_catch_signals() != LAB_OK) fprintf(how->diag, "lab replay: %s\n", lab_err_msg());
     st = (req->mpi ? how->scale_out : lab_replay_run)(&o, how->report, &res->verdict, &res->recs, &res->n_recs);
+    lab_phase("replay done");
     lab_mps_stop(&mps);
+    lab_phase("MPS daemons stopped");
     res->backend = backend;
     if (st == LAB_OK && how->keep_set && res->recs) {
         /* the finished cases, as the result set's results.jsonl holds them */

@@ -13,6 +13,7 @@
 
 #include "lab_cli.h"
 #include "lab_fs.h"
+#include "lab_phase.h"
 #include "lab_plot.h"
 #include "lab_replay_int.h"
 #include "lab_resultset.h"
@@ -420,6 +421,7 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
     }
     size_t window = lab_replay_window(opts), bad = 0, started = 0;
     double t0 = lab_replay_now();
+    lab_phase("replay clock starts");
     lab_stall_point(LAB_STALL_PLANNING);
     lab_status run_st = LAB_OK;
     lab_case_record *recs = NULL;
@@ -483,6 +485,7 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
     }
     if (run_st != LAB_OK) fprintf(report, "replay: %s (the cases not started are not in the set)\n", lab_err_msg());
     double wall = lab_replay_now() - t0;
+    lab_phase("cases done");
 
     /* The report, as lab_replay_report's, from the tallies and spools. */
     if (st == LAB_OK) {

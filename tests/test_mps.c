@@ -237,3 +237,55 @@ Test(mps, a_share_of_the_users_own_reaches_daemons_and_clients, .init = mk, .fin
     cr_expect_str_eq(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "100", "the user's share stays set");
     unsetenv("CUDA_VISIBLE_DEVICES");
 }
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The daemons of several GPUs start together and quit together: with a stand-in whose start and whose quit each take
+ * 0.6 s, four daemons take about 0.6 s each way, where one after another they took 2.4 s. A daemon that fails to
+ * start is still named with its exit status, and every daemon started is stopped. */
+Test(mps, the_daemons_of_several_gpus_start_and_quit_together, .init = mk, .fini = rm, .timeout = 60)
+{
+    char tool[128];
+    snprintf(tool, sizeof tool, "%s/nvidia-cuda-mps-control", dir);
+    FILE *f = fopen(tool, "w");
+    cr_assert_not_null(f);
+    fputs("#!/bin/sh\n"
+          "echo \"args:$*\" >> \"$FAKE_LOG\"\n"
+          "sleep 0.6\n"
+          "if [ \"$1\" = -d ]; then [ \"$CUDA_VISIBLE_DEVICES\" = GPU-bad ] && exit 5; exit 0; fi\n"
+          "read -r line; [ \"$line\" = quit ] && echo 'Control 1] Exit with status 0' >> \"$CUDA_MPS_LOG_DIRECTORY/control.log\"\n"
+          "exit 0\n", f);
+    fclose(f);
+    static lab_mps m;
+    char why[320];
+    const char *uuids[4] = {"GPU-a", "GPU-b", "GPU-c", "GPU-d"};
+    double t0 = mono();
+    cr_assert_eq(lab_mps_start_per_gpu(&m, uuids, 4, why, sizeof why), LAB_OK, "%s", why);
+    double t1 = mono();
+    lab_mps_stop(&m);
+    double t2 = mono();
+    cr_expect_lt(t1 - t0, 1.8, "4 daemons took %.2f s to start (one after another: 2.4 s)", t1 - t0);
+    cr_expect_lt(t2 - t1, 1.8, "4 daemons took %.2f s to quit (one after another: 2.4 s)", t2 - t1);
+    cr_expect_geq(t2 - t1, 0.55, "the stop waited for the daemons' exits: %.2f s", t2 - t1);
+    const char *c = calls();
+    int starts = 0, quits = 0;
+    for (const char *p = c; (p = strstr(p, "args:-d")); ++p) ++starts;
+    for (const char *p = c; (p = strstr(p, "args:\n")); ++p) ++quits;
+    cr_expect_eq(starts, 4, "calls:\n%s", c);
+    cr_expect_eq(quits, 4, "calls:\n%s", c);
+
+    const char *bad[3] = {"GPU-a", "GPU-bad", "GPU-c"};
+    cr_expect_eq(lab_mps_start_per_gpu(&m, bad, 3, why, sizeof why), LAB_ERR_IO);
+    cr_expect(strstr(why, "for GPU GPU-bad failed (exit status 5)") != NULL, "%s", why);
+    cr_expect_eq(m.running, 0);
+    char *o, cmd[160];
+    snprintf(cmd, sizeof cmd, "ls -d '%s'/lab-mps-* 2>/dev/null | wc -l", dir);
+    lab_test_sh(cmd, &o);
+    cr_expect_eq(atoi(o), 0, "private folders left: %s", o);
+    free(o);
+}

@@ -223,38 +223,33 @@ static int lab_mps_exited(const char *log)
     return done;
 }
 
-/* This process's environment without the variables of drop ("NAME=" each), then the n entries of add: an array the
- * caller frees (its strings are environ's and add's). NULL when out of memory. */
-static char **lab_mps_envp(const char *const *drop, size_t ndrop, char *const *add, size_t n)
-{
-    size_t ne = 0;
-    while (environ[ne]) ++ne;
-    char **envp = malloc((ne + n + 1) * sizeof *envp);
-    if (!envp) return NULL;
-    size_t j = 0;
-    for (size_t i = 0; i < ne; ++i) {
-        int keep = 1;
-        for (size_t d = 0; d < ndrop; ++d) keep &= strncmp(environ[i], drop[d], strlen(drop[d])) != 0;
-        if (keep) envp[j++] = environ[i];
-    }
-    for (size_t i = 0; i < n; ++i) envp[j++] = add[i];
-    envp[j] = NULL;
-    return envp;
-}
+/* The variables by which a control program or a client finds its daemon, and what that daemon's clients may use. */
+static const char *const lab_mps_vars[] = {"CUDA_MPS_PIPE_DIRECTORY=", "CUDA_MPS_LOG_DIRECTORY=", "CUDA_VISIBLE_DEVICES=",
+                                           LAB_MPS_SM_VAR "="};
 
-static const char *const lab_mps_dir_vars[] = {"CUDA_MPS_PIPE_DIRECTORY=", "CUDA_MPS_LOG_DIRECTORY=", "CUDA_VISIBLE_DEVICES=",
-                                               LAB_MPS_SM_VAR "="};
-
-/* Starts the control program with arg and input (lab_mps_spawn) as the client of the daemon of folder dir: its pid,
- * or -1. */
-static pid_t lab_mps_spawn_in(const char *exe, const char *dir, const char *arg, const char *input)
+/* Starts the control program with arg and input (lab_mps_spawn) for the daemon of folder dir: in this process's
+ * environment with lab_mps_vars replaced by that folder's pipe and log, and when uuid is not NULL (a daemon being
+ * started) by that GPU and the clients' share of it. Its pid, or -1. */
+static pid_t lab_mps_spawn_in(const char *exe, const char *dir, const char *uuid, const char *arg, const char *input)
 {
-    char e1[320], e2[320];
+    char e1[320], e2[320], e3[96], e4[64];
     snprintf(e1, sizeof e1, "CUDA_MPS_PIPE_DIRECTORY=%s/pipe", dir);
     snprintf(e2, sizeof e2, "CUDA_MPS_LOG_DIRECTORY=%s/log", dir);
-    char *add[2] = {e1, e2};
-    char **envp = lab_mps_envp(lab_mps_dir_vars, 2, add, 2);
-    pid_t pid = envp ? lab_mps_spawn(exe, arg, input, envp) : -1;
+    snprintf(e3, sizeof e3, "CUDA_VISIBLE_DEVICES=%s", uuid ? uuid : "");
+    snprintf(e4, sizeof e4, "%s=%.32s", LAB_MPS_SM_VAR, lab_mps_sm_share());
+    char *add[4] = {e1, e2, e3, e4};
+    size_t nadd = uuid ? 4 : 2, nvar = sizeof lab_mps_vars / sizeof *lab_mps_vars, ne = 0, j = 0;
+    while (environ[ne]) ++ne;
+    char **envp = malloc((ne + nadd + 1) * sizeof *envp);
+    if (!envp) return -1;
+    for (size_t i = 0; i < ne; ++i) {
+        int keep = 1;
+        for (size_t v = 0; v < nvar; ++v) keep &= strncmp(environ[i], lab_mps_vars[v], strlen(lab_mps_vars[v])) != 0;
+        if (keep) envp[j++] = environ[i];
+    }
+    for (size_t i = 0; i < nadd; ++i) envp[j++] = add[i];
+    envp[j] = NULL;
+    pid_t pid = lab_mps_spawn(exe, arg, input, envp);
     free(envp);
     return pid;
 }
@@ -266,7 +261,7 @@ static pid_t lab_mps_spawn_in(const char *exe, const char *dir, const char *arg,
 static void lab_mps_quit_all(const char *exe, char (*dirs)[256], int n)
 {
     pid_t pid[LAB_MPS_MAX_GPUS];
-    for (int k = 0; k < n; ++k) pid[k] = lab_mps_spawn_in(exe, dirs[k], NULL, "quit\n");
+    for (int k = 0; k < n; ++k) pid[k] = lab_mps_spawn_in(exe, dirs[k], NULL, NULL, "quit\n");
     double deadline = lab_mps_now() + LAB_MPS_WAIT_S;
     for (int k = 0; k < n; ++k) (void)lab_mps_reap(pid[k], deadline);
     int left = n;
@@ -317,16 +312,7 @@ lab_status lab_mps_start_per_gpu(lab_mps *m, const char *const *uuids, int n, ch
         pid[k] = -1;
         snprintf(m->gpu_uuid[k], sizeof m->gpu_uuid[k], "%s", uuids[k]);
         if ((st = lab_mps_folder(m->gpu_dir[k], sizeof m->gpu_dir[k], why, len)) != LAB_OK) break;
-        char e1[320], e2[320], e3[96], e4[64];
-        snprintf(e1, sizeof e1, "CUDA_MPS_PIPE_DIRECTORY=%s/pipe", m->gpu_dir[k]);
-        snprintf(e2, sizeof e2, "CUDA_MPS_LOG_DIRECTORY=%s/log", m->gpu_dir[k]);
-        snprintf(e3, sizeof e3, "CUDA_VISIBLE_DEVICES=%s", uuids[k]);
-        snprintf(e4, sizeof e4, "%s=%.32s", LAB_MPS_SM_VAR, lab_mps_sm_share());
-        char *add[4] = {e1, e2, e3, e4};
-        char **envp = lab_mps_envp(lab_mps_dir_vars, 4, add, 4);
-        if (!envp) st = lab_err_set(LAB_ERR_NOMEM, "MPS: out of memory");
-        else pid[k] = lab_mps_spawn(exe, "-d", NULL, envp);
-        free(envp);
+        pid[k] = lab_mps_spawn_in(exe, m->gpu_dir[k], uuids[k], "-d", NULL);
         m->running = 1;
     }
     double deadline = lab_mps_now() + LAB_MPS_WAIT_S;

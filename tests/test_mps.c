@@ -12,13 +12,13 @@
 
 static char dir[64], old_path[8192];
 
-/* The stand-in: appends its arguments and its stdin to $FAKE_LOG; on "quit" logs its exit where the real daemon
- * does. */
+/* The stand-in: appends its arguments and its stdin to $FAKE_LOG (a daemon's start as one write, since daemons start
+ * together); on "quit" logs its exit where the real daemon does. */
 static const char *fake_control =
     "#!/bin/sh\n"
+    "if [ \"$1\" = -d ]; then printf 'args:%s\\npipe:%s\\nvis:%s\\nsm:%s\\n' \"$*\" \"$CUDA_MPS_PIPE_DIRECTORY\" \"$CUDA_VISIBLE_DEVICES\" \\\n"
+    "  \"$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\" >> \"$FAKE_LOG\"; exit 0; fi\n"
     "echo \"args:$*\" >> \"$FAKE_LOG\"\n"
-    "if [ \"$1\" = -d ]; then echo \"pipe:$CUDA_MPS_PIPE_DIRECTORY\" >> \"$FAKE_LOG\"; echo \"vis:$CUDA_VISIBLE_DEVICES\" >> \"$FAKE_LOG\";\n"
-    "  echo \"sm:$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\" >> \"$FAKE_LOG\"; exit 0; fi\n"
     "while read -r line; do echo \"stdin:$line\" >> \"$FAKE_LOG\";\n"
     "  [ \"$line\" = quit ] && echo 'Control 1] Exit with status 0' >> \"$CUDA_MPS_LOG_DIRECTORY/control.log\"; done\n"
     "exit 0\n";

@@ -1,5 +1,6 @@
 /* lab_cuda: is a CUDA device usable, what is it, and CUDA errors as lab statuses; plain C may include it. */
 #include "lab_cuda.h"
+#include "lab_clock.h"
 #include "lab_devmem.h"
 #include "lab_isolate.h"
 
@@ -128,13 +129,6 @@ __global__ void lab_cuda_spin(long long cycles)
     }
 }
 
-static double lab_cuda_wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 extern "C" lab_status lab_cuda_wait_probe(double kernel_ms, double *cpu_frac, double *wait_ms)
 {
     if (!(kernel_ms >= 1 && kernel_ms <= 10000)) return lab_err_set(LAB_ERR_ARG, "lab_cuda_wait_probe: kernel_ms %g outside 1..10000", kernel_ms);
@@ -146,9 +140,9 @@ extern "C" lab_status lab_cuda_wait_probe(double kernel_ms, double *cpu_frac, do
     lab_status st = LAB_OK;
     lab_cuda_spin<<<1, 1>>>((long long)(kernel_ms * (double)khz));
     cudaError_t e = cudaEventRecord(done);
-    double c0 = lab_isolate_cpu_seconds(), w0 = lab_cuda_wall_now();
+    double c0 = lab_isolate_cpu_seconds(), w0 = lab_clock_now();
     if (e == cudaSuccess) e = cudaEventSynchronize(done);
-    double c1 = lab_isolate_cpu_seconds(), w1 = lab_cuda_wall_now();
+    double c1 = lab_isolate_cpu_seconds(), w1 = lab_clock_now();
     if (e != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaEventSynchronize", cudaGetErrorString(e));
     cudaEventDestroy(done);
     if (st == LAB_OK) {

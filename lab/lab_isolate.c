@@ -1,6 +1,7 @@
 /* lab_isolate: run jobs in child processes under a watchdog, several at a time; crash and hang are outcomes. */
 #include "lab_isolate.h"
 
+#include "lab_clock.h"
 #include "lab_cpus.h"
 
 #include <errno.h>
@@ -158,13 +159,6 @@ static int lab_isolate_overdue(const lab_isolate_slot *s, double now, double tim
 /* The slots of the run in progress (for lab_isolate_slowest). */
 static lab_isolate_slot *lab_isolate_cur_slots;
 static int lab_isolate_cur_jobs;
-
-static double lab_isolate_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* When this process started its first run of jobs (lab_job_outcome.done_s counts from it); 0 before. */
 static double lab_isolate_epoch;
@@ -353,7 +347,7 @@ static void lab_isolate_drain(lab_isolate_slot *s, void *ctx, lab_job_done_fn do
         s->got += (size_t)r;
         if (s->got < sizeof s->msg) continue;
         s->got = 0;
-        double now = lab_isolate_now();
+        double now = lab_clock_now();
         if (s->msg.job == LAB_ISOLATE_END) {
             s->ended = 1;
         } else if (s->msg.job == LAB_ISOLATE_MORE) {
@@ -431,7 +425,7 @@ static int lab_isolate_take_feed(lab_job_feed_fn feed, void *feed_ctx, size_t n,
 int lab_isolate_slowest(size_t *job, double *elapsed_s)
 {
     int found = 0;
-    double now = lab_isolate_now();
+    double now = lab_clock_now();
     for (int i = 0; lab_isolate_cur_slots && i < lab_isolate_cur_jobs; ++i) {
         const lab_isolate_slot *s = &lab_isolate_cur_slots[i];
         if (!s->pid || s->first >= s->end) continue;
@@ -493,7 +487,7 @@ static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int job
     lab_status result = LAB_OK;
     size_t running = 0;
     pid_t self = getpid();
-    if (lab_isolate_epoch == 0) lab_isolate_epoch = lab_isolate_now();
+    if (lab_isolate_epoch == 0) lab_isolate_epoch = lab_clock_now();
     lab_isolate_slot *outer_slots = lab_isolate_cur_slots;
     int outer_jobs = lab_isolate_cur_jobs;
     lab_isolate_cur_slots = slots;
@@ -519,7 +513,7 @@ static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int job
                 s->first = a;
                 s->end = b;
                 s->idle = 0;
-                s->start = lab_isolate_now();
+                s->start = lab_clock_now();
                 s->delay0 = lab_isolate_run_delay(s->pid);
                 continue;
             }
@@ -573,7 +567,7 @@ static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int job
             s->cmd = c[0];
             s->first = a;
             s->end = b;
-            s->start = lab_isolate_now();
+            s->start = lab_clock_now();
             s->delay0 = 0; /* a new process has waited for nothing yet */
             running++;
         }
@@ -604,7 +598,7 @@ static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int job
             double job_timeout = timeout_of && s->first < s->end ? timeout_of(ctx, s->first) : timeout_s;
             pid_t w = waitpid(s->pid, &wstatus, WNOHANG);
             if (w == 0) {
-                if (s->idle || !lab_isolate_overdue(s, lab_isolate_now(), job_timeout)) continue;
+                if (s->idle || !lab_isolate_overdue(s, lab_clock_now(), job_timeout)) continue;
                 kill(-s->pid, SIGKILL);
                 kill(s->pid, SIGKILL);
                 waitpid(s->pid, &wstatus, 0);
@@ -621,8 +615,8 @@ static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int job
             if (init && !s->asked && s->first == s->end) s->no_init = 1; /* it died or hung in init */
             if (s->first < s->end && !(s->ended && !hung && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
                 /* The job in progress died with its process; the rest of the batch goes back. */
-                lab_isolate_died(wstatus, hung, job_timeout, lab_isolate_now() - s->start, &out[s->first]);
-                lab_isolate_stamp(&out[s->first], s, lab_isolate_now());
+                lab_isolate_died(wstatus, hung, job_timeout, lab_clock_now() - s->start, &out[s->first]);
+                lab_isolate_stamp(&out[s->first], s, lab_clock_now());
                 if (done) done(ctx, s->first, &out[s->first]);
                 s->first++;
             }

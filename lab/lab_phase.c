@@ -1,6 +1,8 @@
 /* lab_phase: marks of a command's phases on stderr (contract in lab_phase.h). */
 #include "lab_phase.h"
 
+#include "lab_clock.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -9,13 +11,6 @@
 static int lab_phase_on;
 static double lab_phase_t0;
 
-static double lab_phase_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void lab_phase_exit(void) { lab_phase("exit"); }
 
 void lab_phase_begin(void)
@@ -23,7 +18,7 @@ void lab_phase_begin(void)
     const char *v = getenv("LAB_PHASES");
     if (lab_phase_on || !v || !*v) return;
     lab_phase_on = 1;
-    lab_phase_t0 = lab_phase_now();
+    lab_phase_t0 = lab_clock_now();
     atexit(lab_phase_exit);
 }
 
@@ -31,7 +26,7 @@ void lab_phase(const char *what)
 {
     if (!lab_phase_on) return;
     char line[256];
-    int n = snprintf(line, sizeof line, "lab phase +%.3f s [pid %ld]: %s\n", lab_phase_now() - lab_phase_t0,
+    int n = snprintf(line, sizeof line, "lab phase +%.3f s [pid %ld]: %s\n", lab_clock_now() - lab_phase_t0,
                      (long)getpid(), what);
     if (n > (int)sizeof line - 1) n = (int)sizeof line - 1, line[n - 1] = '\n';
     if (write(2, line, (size_t)n) < 0) { /* a mark that cannot be written is lost, nothing else */

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE /* pipe2 */
 #include "lab_ctxgate.h"
 
+#include "lab_clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -31,13 +33,6 @@ lab_status lab_ctxgate_open(lab_ctxgate *g, int width, int lanes)
     return LAB_OK;
 }
 
-static double lab_ctxgate_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Lane `lane` of an open gate, taken modulo its lanes. */
 static int lab_ctxgate_lane(const lab_ctxgate *g, int lane) { return (lane < 0 ? -lane : lane) % g->lanes; }
 
@@ -45,13 +40,13 @@ int lab_ctxgate_enter(const lab_ctxgate *g, int lane, double wait_s)
 {
     if (g->lanes < 1) return 0;
     int fd = g->rfd[lab_ctxgate_lane(g, lane)];
-    double end = lab_ctxgate_now() + wait_s;
+    double end = lab_clock_now() + wait_s;
     for (;;) {
         char t;
         ssize_t k = read(fd, &t, 1); /* non-blocking: another worker may take the token poll saw */
         if (k == 1) return 1;
         if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) return 0;
-        double left = end - lab_ctxgate_now();
+        double left = end - lab_clock_now();
         if (left <= 0) return 0;
         struct pollfd pf = {fd, POLLIN, 0};
         (void)poll(&pf, 1, (int)(left * 1000) + 1);

@@ -121,10 +121,10 @@ static void lab_mpi_await_release(int rank)
     MPI_Request req;
     if (MPI_Irecv(&token, 1, MPI_INT, 0, LAB_MPI_TAG_RELEASE, MPI_COMM_WORLD, &req) != MPI_SUCCESS) return;
     /* interrupted, mpirun kills every rank shortly: no use waiting longer than rank 0's own wait for the others */
-    double until = lab_mpi_now() + (lab_isolate_interrupted() ? 3 * LAB_MPI_INTERRUPT_WAIT_S : LAB_MPI_RELEASE_WAIT_S);
+    double until = lab_clock_now() + (lab_isolate_interrupted() ? 3 * LAB_MPI_INTERRUPT_WAIT_S : LAB_MPI_RELEASE_WAIT_S);
     long ns = 1000000;
     while (MPI_Test(&req, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag) {
-        if (lab_mpi_now() > until) {
+        if (lab_clock_now() > until) {
             fprintf(stderr, "lab replay --mpi: rank %d: rank 0 did not end the run within %d s of this rank's last case\n",
                     rank, LAB_MPI_RELEASE_WAIT_S);
             return;
@@ -278,7 +278,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         return st;
     }
 
-    double t0 = x.t0 = lab_mpi_now();
+    double t0 = x.t0 = lab_clock_now();
     if (rank == 0) {
         for (int r = 0; r < size; ++r) x.ranks[r].last_heard = t0;
         x.judged_at = t0;
@@ -300,7 +300,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         if (st == LAB_OK && x.fail[0]) st = lab_err_set(LAB_ERR_IO, "%s", x.fail);
     }
     lab_isolate_on_tick(NULL, NULL);
-    double my_wall = lab_mpi_now() - t0;
+    double my_wall = lab_clock_now() - t0;
 
     if (rank != 0) {
         lab_mpi_done_msg d;
@@ -338,7 +338,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
             struct timespec ts = {3, 0};
             while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
         }
-        double wall = lab_mpi_now() - t0;
+        double wall = lab_clock_now() - t0;
         interrupted = lab_isolate_interrupted();
         lab_mpi_failed(&x, interrupted, &lost);
         lab_mpi_settle(&x, interrupted); /* cases no one reported: the failed rank is named in each */

@@ -14,14 +14,14 @@
 
 int lab_mpi_tell(lab_mpi_ctx *x, const void *msg, size_t len, int tag)
 {
-    x->said_at = lab_mpi_now();
+    x->said_at = lab_clock_now();
     return MPI_Send(msg, (int)len, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
 }
 
 void lab_mpi_alive(void *vctx)
 {
     lab_mpi_ctx *x = vctx;
-    if (lab_mpi_now() - x->said_at < LAB_MPI_ALIVE_S) return;
+    if (lab_clock_now() - x->said_at < LAB_MPI_ALIVE_S) return;
     lab_mpi_alive_msg a = {(uint32_t)x->n_reported};
     lab_mpi_tell(x, &a, sizeof a, LAB_MPI_TAG_ALIVE);
 }
@@ -51,11 +51,11 @@ int lab_mpi_feed(void *vctx, const unsigned char *accept, lab_replay_span *spans
             return -1;
         }
         x->asking = 1;
-        x->asked_at = lab_mpi_now();
+        x->asked_at = lab_clock_now();
     }
     int flag = 0;
     if (MPI_Iprobe(0, LAB_MPI_TAG_DEAL, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag) {
-        if (lab_mpi_now() - x->asked_at <= x->patience) return 0;
+        if (lab_clock_now() - x->asked_at <= x->patience) return 0;
         snprintf(x->fail, sizeof x->fail, "rank 0 did not answer a request for work in %.0f s", x->patience);
         return -1;
     }
@@ -66,7 +66,7 @@ int lab_mpi_feed(void *vctx, const unsigned char *accept, lab_replay_span *spans
         return -1;
     }
     if (d.more == LAB_MPI_DEAL_HOLD) { /* rank 0 is still in an earlier window: the request stays open */
-        x->asked_at = lab_mpi_now();
+        x->asked_at = lab_clock_now();
         return 0;
     }
     x->asking = 0;

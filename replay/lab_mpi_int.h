@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "lab_clock.h"
 #include "lab_deal.h"
 #include "lab_mpi_limits.h"
 #include "lab_replay.h"
@@ -109,14 +110,6 @@ typedef struct {
     double wall_s;                  /* the rank's own run time (from its DONE) */
     char why[240];                  /* crash / hang / error explanation */
 } lab_mpi_peer;
-
-/* Seconds on the monotonic clock. */
-static inline double lab_mpi_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* LAB_MPI_TEST_FAULT=crash:R | hang:R | slow:R, for the tests of rank failure and of dealing. */
 typedef enum { LAB_MPI_FAULT_NONE, LAB_MPI_FAULT_CRASH, LAB_MPI_FAULT_HANG, LAB_MPI_FAULT_SLOW, LAB_MPI_FAULT_LATE } lab_mpi_fault_kind;

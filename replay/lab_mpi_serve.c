@@ -35,7 +35,7 @@ static void lab_mpi_log_chunk(lab_mpi_ctx *x, int r, const lab_deal_chunk *c)
     }
     const lab_replay_groups *g = &x->groups;
     const lab_case_record *a = &x->all[g->order[g->start[c->first]]], *b = &x->all[g->order[g->start[c->end] - 1]];
-    x->log[x->n_log++] = (lab_mpi_deal_log){r, x->deals, x->windowed ? x->window : 0, lab_mpi_now() - x->t0,
+    x->log[x->n_log++] = (lab_mpi_deal_log){r, x->deals, x->windowed ? x->window : 0, lab_clock_now() - x->t0,
                                             a->incident->id, a->seed, b->seed, g->start[c->end] - g->start[c->first],
                                             c->cost};
 }
@@ -121,7 +121,7 @@ void lab_mpi_drain(lab_mpi_ctx *x)
         if (MPI_Recv(&m, count, MPI_BYTE, src, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS) return;
         if (src <= 0 || src >= x->size) continue;
         lab_mpi_peer *rk = &x->ranks[src];
-        rk->last_heard = lab_mpi_now();
+        rk->last_heard = lab_clock_now();
         if ((size_t)count != want) {
             if (rk->status == LAB_RANK_RUNNING) {
                 rk->status = LAB_RANK_BAD;
@@ -186,7 +186,7 @@ static int lab_mpi_pid_gone(long pid)
 static int lab_mpi_judge(lab_mpi_ctx *x)
 {
     int running = 0;
-    double now = lab_mpi_now();
+    double now = lab_clock_now();
     for (int r = 1; r < x->size; ++r) {
         lab_mpi_peer *rk = &x->ranks[r];
         if (rk->status != LAB_RANK_RUNNING) continue;
@@ -219,8 +219,8 @@ static int lab_mpi_judge(lab_mpi_ctx *x)
  * that they wait for it however long it takes to end the window in progress. */
 static void lab_mpi_hold(lab_mpi_ctx *x)
 {
-    if (!x->has_pending || lab_mpi_now() - x->held_at < LAB_MPI_ALIVE_S) return;
-    x->held_at = lab_mpi_now();
+    if (!x->has_pending || lab_clock_now() - x->held_at < LAB_MPI_ALIVE_S) return;
+    x->held_at = lab_clock_now();
     for (int r = 1; r < x->size; ++r)
         if (x->has_pending[r]) {
             lab_mpi_deal_msg d = {.seq = x->pending[r].seq, .more = LAB_MPI_DEAL_HOLD};
@@ -242,7 +242,7 @@ void lab_mpi_serve(void *vctx)
     lab_mpi_ctx *x = vctx;
     lab_mpi_drain(x);
     lab_mpi_hold(x);
-    if (lab_mpi_now() - x->judged_at >= 1.0) lab_mpi_judge(x);
+    if (lab_clock_now() - x->judged_at >= 1.0) lab_mpi_judge(x);
 }
 
 /* The end of a turn of rank 0's gathering loops: sleeps ms milliseconds and returns 0, or returns 1 (gathering ends)
@@ -251,8 +251,8 @@ void lab_mpi_serve(void *vctx)
 static int lab_mpi_turn_ends(double *until, long ms)
 {
     if (lab_isolate_interrupted()) {
-        if (*until == 0) *until = lab_mpi_now() + LAB_MPI_INTERRUPT_WAIT_S;
-        else if (lab_mpi_now() > *until) return 1;
+        if (*until == 0) *until = lab_clock_now() + LAB_MPI_INTERRUPT_WAIT_S;
+        else if (lab_clock_now() > *until) return 1;
     }
     struct timespec ts = {0, ms * 1000 * 1000};
     nanosleep(&ts, NULL);

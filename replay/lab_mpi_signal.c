@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lab_clock.h"
 #include "lab_isolate.h"
 #include "lab_mpi_limits.h"
 
@@ -69,12 +70,7 @@ void lab_mpi_finalize(int code)
 #define LAB_MPI_CONT_GAP_MS 1000
 static _Atomic long long lab_mpi_turned_ms; /* the ticker's last note (monotonic ms; 0: no ticker) */
 
-static long long lab_mpi_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static long long lab_mpi_now_ms(void) { return (long long)(lab_clock_now() * 1000.0); }
 
 static void lab_mpi_turned(void) { lab_mpi_turned_ms = lab_mpi_now_ms(); }
 

@@ -51,7 +51,7 @@ int lab_mpi_window_finish(void *vctx)
     lab_mpi_ctx *x = vctx;
     x->over = 1;
     if (x->ranks[0].status == LAB_RANK_RUNNING) x->ranks[0].status = LAB_RANK_DONE;
-    x->ranks[0].wall_s = lab_mpi_now() - x->t0;
+    x->ranks[0].wall_s = lab_clock_now() - x->t0;
     lab_mpi_gather(x);
     int lost;
     return lab_mpi_failed(x, lab_isolate_interrupted(), &lost);

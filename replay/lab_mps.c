@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "lab_mps.h"
 
+#include "lab_clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -43,13 +45,6 @@ static int lab_mps_find(char *out, size_t len)
     return 0;
 }
 
-static double lab_mps_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Starts the control program with arg, stdin from `input` (NULL: /dev/null), stdout and stderr to /dev/null, in the
  * environment envp: its pid, or -1 when it could not be started. */
 static pid_t lab_mps_spawn(const char *exe, const char *arg, const char *input, char **envp)
@@ -78,7 +73,7 @@ static pid_t lab_mps_spawn(const char *exe, const char *arg, const char *input, 
     return rc == 0 ? pid : -1;
 }
 
-/* Waits for the control program pid until `deadline` (lab_mps_now's clock), killing it past that: a control program
+/* Waits for the control program pid until `deadline` (lab_clock_now's clock), killing it past that: a control program
  * that does not answer is never waited for forever. Its exit status, or -1 when it was not started, died by a signal
  * or was killed. */
 static int lab_mps_reap(pid_t pid, double deadline)
@@ -89,7 +84,7 @@ static int lab_mps_reap(pid_t pid, double deadline)
         pid_t w = waitpid(pid, &status, WNOHANG);
         if (w == pid) break;
         if (w < 0 && errno != EINTR) return -1;
-        if (lab_mps_now() >= deadline) {
+        if (lab_clock_now() >= deadline) {
             kill(pid, SIGKILL);
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
             }
@@ -104,7 +99,7 @@ static int lab_mps_reap(pid_t pid, double deadline)
 /* The control program run to its end (at most LAB_MPS_WAIT_S): its exit status, or -1 (lab_mps_reap). */
 static int lab_mps_control(const char *exe, const char *arg, const char *input)
 {
-    return lab_mps_reap(lab_mps_spawn(exe, arg, input, environ), lab_mps_now() + LAB_MPS_WAIT_S);
+    return lab_mps_reap(lab_mps_spawn(exe, arg, input, environ), lab_clock_now() + LAB_MPS_WAIT_S);
 }
 
 static int lab_mps_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -262,17 +257,17 @@ static void lab_mps_quit_all(const char *exe, char (*dirs)[256], int n)
 {
     pid_t pid[LAB_MPS_MAX_GPUS];
     for (int k = 0; k < n; ++k) pid[k] = lab_mps_spawn_in(exe, dirs[k], NULL, NULL, "quit\n");
-    double deadline = lab_mps_now() + LAB_MPS_WAIT_S;
+    double deadline = lab_clock_now() + LAB_MPS_WAIT_S;
     for (int k = 0; k < n; ++k) (void)lab_mps_reap(pid[k], deadline);
     int left = n;
     char done[LAB_MPS_MAX_GPUS] = {0};
-    for (deadline = lab_mps_now() + LAB_MPS_WAIT_S; left > 0; ) {
+    for (deadline = lab_clock_now() + LAB_MPS_WAIT_S; left > 0; ) {
         for (int k = 0; k < n; ++k) {
             char log[300];
             snprintf(log, sizeof log, "%s/log/control.log", dirs[k]);
             if (!done[k] && lab_mps_exited(log)) done[k] = 1, --left;
         }
-        if (left == 0 || lab_mps_now() >= deadline) break;
+        if (left == 0 || lab_clock_now() >= deadline) break;
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -315,7 +310,7 @@ lab_status lab_mps_start_per_gpu(lab_mps *m, const char *const *uuids, int n, ch
         pid[k] = lab_mps_spawn_in(exe, m->gpu_dir[k], uuids[k], "-d", NULL);
         m->running = 1;
     }
-    double deadline = lab_mps_now() + LAB_MPS_WAIT_S;
+    double deadline = lab_clock_now() + LAB_MPS_WAIT_S;
     for (int k = 0; k < m->ngpu; ++k) {
         int rc = lab_mps_reap(pid[k], deadline);
         if (rc != 0 && st == LAB_OK) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lab_asan.h"
+#include "lab_clock.h"
 #include "lab_ctxgate.h"
 #include "lab_device.h"
 #include "lab_fs.h"
@@ -172,13 +173,6 @@ lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
     return st == LAB_OK ? lab_replay_health(ctx->opts, &c, r) : st;
 }
 
-double lab_replay_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Outside a terminal, the least time between two progress lines. */
 #define LAB_REPLAY_PROGRESS_S 10.0
 
@@ -201,7 +195,7 @@ void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
         static int tty = -1;
         static double last_line = 0;
         if (tty < 0) tty = isatty(STDERR_FILENO);
-        double now = lab_replay_now(), el = now - ctx->t0;
+        double now = lab_clock_now(), el = now - ctx->t0;
         if (tty) {
             fprintf(stderr, "\r\033[K[%zu/%zu] %.1fs %.0f cases/s %zu failing | %s %s seed %llu: %s", ctx->base + ctx->done, ctx->total,
                     el, el > 0 ? (double)(ctx->base + ctx->done) / el : 0.0, ctx->base_bad + ctx->bad, c->incident->id, c->variant->name,
@@ -527,7 +521,7 @@ void lab_replay_ctx_init(lab_replay_ctx *ctx, const lab_replay_opts *opts, lab_c
 void lab_replay_ctx_told(lab_replay_ctx *ctx, const lab_replay_opts *opts, lab_case_record *recs, size_t n,
                          lab_replay_done_fn done, void *done_ctx)
 {
-    lab_replay_ctx_init(ctx, opts, recs, n, lab_replay_now());
+    lab_replay_ctx_init(ctx, opts, recs, n, lab_clock_now());
     ctx->total = n;
     ctx->on_done = done;
     ctx->on_done_ctx = done_ctx;

@@ -87,8 +87,6 @@ void lab_replay_skip_missing(lab_replay_ctx *ctx, size_t a, size_t b, lab_job_ou
 /* Runs once more, alone on their GPUs, the cases of a CUDA replay that ended ERROR with a device cause. */
 lab_status lab_replay_rerun(lab_replay_ctx *ctx, lab_job_outcome *out);
 
-/* The monotonic clock, in seconds. */
-double lab_replay_now(void);
 /* Seeds replayed for one incident; selected variants of one incident. */
 size_t lab_replay_n_seeds(const lab_replay_opts *opts, const lab_incident *inc);
 size_t lab_replay_n_variants(const lab_replay_opts *opts, const lab_incident *inc);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lab_cli.h"
+#include "lab_clock.h"
 #include "lab_device.h"
 #include "lab_fs.h"
 #include "lab_isolate.h"
@@ -35,7 +36,7 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict
         free(recs);
         return st;
     }
-    double t0 = lab_replay_now();
+    double t0 = lab_clock_now();
     lab_phase("replay clock starts");
     lab_stall_point(LAB_STALL_PLANNING);
     if (lab_isolate_interrupted()) /* interrupted while planning: no case starts */
@@ -49,7 +50,7 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict
     if (st != LAB_OK) fprintf(report, "replay: %s (the cases not started are ERROR)\n", lab_err_msg());
     lab_phase("cases done");
     lab_verdict_run run = {.harness_failed = st != LAB_OK};
-    lab_status st2 = lab_replay_report(opts, report, recs, n, lab_replay_now() - t0, &run, verdict);
+    lab_status st2 = lab_replay_report(opts, report, recs, n, lab_clock_now() - t0, &run, verdict);
     *recs_out = recs;
     *n_recs = n;
     return st2 != LAB_OK ? st2 : st;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "lab_cli.h"
+#include "lab_clock.h"
 #include "lab_fs.h"
 #include "lab_phase.h"
 #include "lab_plot.h"
@@ -420,7 +421,7 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
         return st;
     }
     size_t window = lab_replay_window(opts), bad = 0, started = 0;
-    double t0 = lab_replay_now();
+    double t0 = lab_clock_now();
     lab_phase("replay clock starts");
     lab_stall_point(LAB_STALL_PLANNING);
     lab_status run_st = LAB_OK;
@@ -484,7 +485,7 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
         return run_st;
     }
     if (run_st != LAB_OK) fprintf(report, "replay: %s (the cases not started are not in the set)\n", lab_err_msg());
-    double wall = lab_replay_now() - t0;
+    double wall = lab_clock_now() - t0;
     lab_phase("cases done");
 
     /* The report, as lab_replay_report's, from the tallies and spools. */

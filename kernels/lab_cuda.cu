@@ -84,10 +84,10 @@ extern "C" lab_status lab_cuda_ready(char *why, size_t len)
 }
 
 /* What does not change while a process lives (cudaGetDeviceProperties takes milliseconds, and a worker
- * asks once per case): kept per device after the first query. */
+ * asks once per case): kept per device and thread after the first query. */
 #define LAB_CUDA_CACHED 16
-static lab_cuda_info lab_cuda_cache[LAB_CUDA_CACHED];
-static int lab_cuda_cached[LAB_CUDA_CACHED];
+static thread_local lab_cuda_info lab_cuda_cache[LAB_CUDA_CACHED];
+static thread_local int lab_cuda_cached[LAB_CUDA_CACHED];
 
 extern "C" lab_status lab_cuda_device_info(int device, lab_cuda_info *info)
 {

@@ -77,6 +77,13 @@ lab_status lab_cuda_fail(const char *file, int line, const char *call, const cha
  * 1000-seed replay spent about half of its CPU seconds so. LAB_CUDA_SYNC=auto keeps the default (spinning) event. */
 cudaError_t lab_cuda_event_create(cudaEvent_t *e);
 
+/* Waits for the work the calling thread issued on its default stream and returns its first error (a kernel's fault
+ * included). The lab's GPU code issues a case's work on the default stream: the legacy one in the lab's build, the
+ * thread's own where it is built with `--default-stream per-thread`. Unlike cudaDeviceSynchronize, it does not wait
+ * for the work of other threads sharing the process's context, so cases run on threads of one process do not wait
+ * for each other's kernels. */
+static inline cudaError_t lab_cuda_sync(void) { return cudaStreamSynchronize(0); }
+
 /* The same, for functions that must release resources: stores the status in st and jumps to label. */
 #define LAB_CUDA_CHECK_GOTO(st, call, label)                                                       \
     do {                                                                                           \

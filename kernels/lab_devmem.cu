@@ -12,18 +12,20 @@
 
 /* -1: not decided yet; 0: the pool; 1: exact (plain cudaMalloc). */
 static int lab_devmem_mode = -1;
-static int lab_devmem_pool_device = -1; /* the device whose pool threshold is set */
+static thread_local int lab_devmem_pool_device = -1; /* the device whose pool threshold this thread has set */
 
-extern "C" void lab_devmem_exact(void) { lab_devmem_mode = 1; }
+extern "C" void lab_devmem_exact(void) { __atomic_store_n(&lab_devmem_mode, 1, __ATOMIC_RELEASE); }
 
 cudaError_t lab_devmem_init(void)
 {
-    if (lab_devmem_mode < 0) {
+    int mode = __atomic_load_n(&lab_devmem_mode, __ATOMIC_ACQUIRE);
+    if (mode < 0) { /* threads that decide at once decide the same */
         const char *m = getenv("LAB_DEVMEM");
-        lab_devmem_mode = m && !strcmp(m, "exact") ? 1 : 0;
-        if (m && *m && !lab_devmem_mode) fprintf(stderr, "lab: LAB_DEVMEM='%s': only 'exact' is known; the pool is used\n", m);
+        mode = m && !strcmp(m, "exact") ? 1 : 0;
+        if (m && *m && !mode) fprintf(stderr, "lab: LAB_DEVMEM='%s': only 'exact' is known; the pool is used\n", m);
+        __atomic_store_n(&lab_devmem_mode, mode, __ATOMIC_RELEASE);
     }
-    if (lab_devmem_mode) return cudaSuccess;
+    if (mode) return cudaSuccess;
     int dev;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess || dev == lab_devmem_pool_device) return e;
@@ -50,11 +52,11 @@ cudaError_t lab_devmem_alloc(void **p, size_t bytes)
 {
     cudaError_t e = lab_devmem_init();
     if (e != cudaSuccess) return e;
-    return lab_devmem_mode ? cudaMalloc(p, bytes) : cudaMallocAsync(p, bytes, cudaStreamLegacy);
+    return __atomic_load_n(&lab_devmem_mode, __ATOMIC_ACQUIRE) ? cudaMalloc(p, bytes) : cudaMallocAsync(p, bytes, 0);
 }
 
 cudaError_t lab_devmem_free(void *p)
 {
     if (!p) return cudaSuccess;
-    return lab_devmem_mode == 0 ? cudaFreeAsync(p, cudaStreamLegacy) : cudaFree(p);
+    return __atomic_load_n(&lab_devmem_mode, __ATOMIC_ACQUIRE) == 0 ? cudaFreeAsync(p, 0) : cudaFree(p);
 }

@@ -306,7 +306,7 @@ extern "C" lab_status lab_nvfp4_cuda_sf_remap_host(const uint8_t *host_src, size
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(src, host_src, n, cudaMemcpyHostToDevice), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMemset(dst, 0xA5, cos), done);
     if ((st = nv_remap_launch(src + src_offset, rows, k_sf, dst, LAB_NVFP4_REMAP_FIX, 0, words_only)) != LAB_OK) goto done;
-    LAB_CUDA_CHECK_GOTO(st, cudaDeviceSynchronize(), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_cuda_sync(), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(host_dst, dst, cos, cudaMemcpyDeviceToHost), done);
 done:
     if (src) lab_devmem_free(src);

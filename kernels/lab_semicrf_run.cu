@@ -191,7 +191,7 @@ lab_status lab_semicrf_cu_prepare(const lab_semicrf_problem *const *p, const lab
     lab_semicrf_cu_fill_passes(x, n);
     LAB_CUDA_CHECK(cudaGetLastError());
     if ((st = lab_semicrf_cu_fwd_bwd(x)) != LAB_OK) return st;
-    LAB_CUDA_CHECK(cudaDeviceSynchronize());
+    LAB_CUDA_CHECK(lab_cuda_sync());
     return LAB_OK;
 }
 
@@ -332,7 +332,7 @@ static lab_status sg_run(const lab_semicrf_problem *p, const lab_semicrf_config 
     cudaEventDestroy(e1);
     cudaEventDestroy(e2);
     if (st != LAB_OK) return st;
-    LAB_CUDA_CHECK(cudaDeviceSynchronize());
+    LAB_CUDA_CHECK(lab_cuda_sync());
     std::sort(times.begin(), times.end());
     if (ms_backward) *ms_backward = times[times.size() / 2];
     if (!o) return LAB_OK;
@@ -364,8 +364,8 @@ extern "C" lab_status lab_semicrf_cuda_run_batch(const lab_semicrf_problem *cons
     sg_ctx x;
     lab_status st = lab_semicrf_cu_prepare(p, cfgs, n, sg_mode_of(&cfgs[0]), x);
     if (st == LAB_OK) st = lab_semicrf_cu_accumulate(x);
-    cudaError_t e = st == LAB_OK ? cudaDeviceSynchronize() : cudaSuccess;
-    if (e != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaDeviceSynchronize", cudaGetErrorString(e));
+    cudaError_t e = st == LAB_OK ? lab_cuda_sync() : cudaSuccess;
+    if (e != cudaSuccess) st = lab_cuda_fail(__FILE__, __LINE__, "cudaStreamSynchronize", cudaGetErrorString(e));
     if (st == LAB_OK) st = lab_semicrf_cu_download(x);
     for (size_t q = 0; q < n && st == LAB_OK; ++q) st = sg_readback(p[q], x, q, &outs[q]);
     if (st != LAB_OK)

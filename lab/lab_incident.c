@@ -147,9 +147,9 @@ void lab_case_init(lab_case *c, const lab_incident *inc, const lab_variant *v, u
      * guard zones and counts its stray accesses instead of being ended by the first one. */
 }
 
-/* This process's groups: the states of the last (incident, seed, backend) set up, least recently used first;
- * all of one incident and backend. */
-static struct {
+/* This thread's groups (a case may run on any thread of its process; each keeps its own): the states of the last
+ * (incident, seed, backend) set up, least recently used first; all of one incident and backend. */
+static _Thread_local struct {
     const lab_incident *inc;
     lab_backend backend;
     size_t n;

@@ -1,6 +1,7 @@
 /* test_incidents: the contract every incident directory must meet, checked over the registry (so an incident's own tests keep only what is particular to it). */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -271,4 +272,96 @@ Test(incidents, a_metric_past_the_limit_aborts, .signal = SIGABRT)
     cr_expect_eq(lab_result_get(&r, "m0"), -1.0);
     fflush(NULL);
     lab_result_metric(&r, "one_too_many", 1.0);
+}
+
+/* One case of the threads test: what it gave alone, and what it gave on a thread beside others. */
+typedef struct {
+    const lab_incident *inc;
+    const lab_variant *v;
+    uint64_t seed;
+    lab_backend backend;
+    lab_status st[2];
+    lab_case_result r[2];
+} thr_case;
+
+typedef struct {
+    thr_case *cases;
+    size_t n, first, step;
+} thr_slice;
+
+static void thr_run(thr_case *c, int k)
+{
+    memset(&c->r[k], 0, sizeof c->r[k]);
+    c->st[k] = lab_case_run_named(c->inc, c->v->name, c->seed, c->backend, ".", &c->r[k]);
+}
+
+static void *thr_slice_run(void *arg)
+{
+    thr_slice *s = arg;
+    for (size_t i = s->first; i < s->n; i += s->step) thr_run(&s->cases[i], 1);
+    lab_case_release();
+    return NULL;
+}
+
+/* Two results are the same case's: status, verdict and skip, and on the CPU every metric bit for bit (NaN equal to
+ * NaN). A GPU case's metrics may differ between any two runs (the order of its atomics: 0001, 0002), so there the
+ * verdict is what must not change. */
+static int thr_same(const thr_case *c)
+{
+    const lab_case_result *a = &c->r[0], *b = &c->r[1];
+    if (c->st[0] != c->st[1] || a->passed != b->passed || a->skipped != b->skipped) return 0;
+    if (c->backend == LAB_BACKEND_CUDA) return 1;
+    if (a->n_metrics != b->n_metrics) return 0;
+    for (int m = 0; m < a->n_metrics; ++m) {
+        double x = a->metrics[m].value, y = b->metrics[m].value;
+        if (strcmp(a->metrics[m].name, b->metrics[m].name) || (memcmp(&x, &y, sizeof x) && !(x != x && y != y))) return 0;
+    }
+    return 1;
+}
+
+/* A case run on one of several threads of a process, beside other cases, gives what it gives alone: a case's cached
+ * state (its seed's group, the device facts, 0008's inputs) is the thread's own, and the incidents' shared tables are
+ * filled once. What a process running several cases at once relies on (reports/multi-gpu-h200x4, seventeenth visit).
+ * The CPU cases always run; the CUDA cases where a GPU is usable. Memory bugs are left out: their stray accesses are
+ * contained by a process of their own, not by a thread. */
+Test(incidents, a_case_on_a_thread_beside_others_gives_what_it_gives_alone, .timeout = 300)
+{
+    const char *ids[] = {"0001", "0002", "0004", "0005"};
+    lab_backend backends[2] = {LAB_BACKEND_CPU, LAB_BACKEND_CUDA};
+    int nb = 1;
+#ifdef LAB_HAVE_CUDA
+    char why[240];
+    if (lab_cuda_ready(why, sizeof why) == LAB_OK) nb = 2;
+    else cr_log_info("no usable GPU (%s): the CUDA cases are not run, the CPU cases are", why);
+#endif
+    thr_case cases[512];
+    size_t n = 0;
+    for (int b = 0; b < nb; ++b)
+        for (size_t i = 0; i < sizeof ids / sizeof ids[0]; ++i) {
+            const lab_incident *inc = lab_incident_find(ids[i]);
+            cr_assert_not_null(inc, "incident %s", ids[i]);
+            for (uint64_t seed = 3; seed <= 4; ++seed)
+                for (int v = 0; v < inc->n_variants; ++v) {
+                    const lab_variant *var = &inc->variants[v];
+                    if (var->sanitizer || var->gpus || (backends[b] == LAB_BACKEND_CUDA && (var->cpu_only || !inc->run_cuda))) continue;
+                    cr_assert_lt(n, sizeof cases / sizeof cases[0]);
+                    cases[n++] = (thr_case){.inc = inc, .v = var, .seed = seed, .backend = backends[b]};
+                }
+        }
+    for (size_t i = 0; i < n; ++i) thr_run(&cases[i], 0);
+    lab_case_release();
+    enum { THREADS = 4 };
+    pthread_t t[THREADS];
+    thr_slice s[THREADS];
+    for (int k = 0; k < THREADS; ++k) {
+        s[k] = (thr_slice){cases, n, (size_t)k, THREADS};
+        cr_assert_eq(pthread_create(&t[k], NULL, thr_slice_run, &s[k]), 0);
+    }
+    for (int k = 0; k < THREADS; ++k) pthread_join(t[k], NULL);
+    for (size_t i = 0; i < n; ++i)
+        cr_expect(thr_same(&cases[i]), "%s/%s seed %llu on %s: alone %s (%s), on a thread %s (%s)", cases[i].inc->id,
+                  cases[i].v->name, (unsigned long long)cases[i].seed, lab_backend_name(cases[i].backend),
+                  cases[i].r[0].passed ? "pass" : "fail", cases[i].r[0].detail, cases[i].r[1].passed ? "pass" : "fail",
+                  cases[i].r[1].detail);
+    cr_log_info("%zu cases compared", n);
 }

@@ -52,7 +52,7 @@ extern "C" lab_status crf_contention_cuda(const float *init, int n_addr, const i
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(addr, lane_addr, (size_t)lanes * sizeof(int), cudaMemcpyHostToDevice), done);
     cc_add<<<(unsigned)blocks, (unsigned)lanes>>>(buf, addr, val, lanes, reps, (int)op);
     LAB_CUDA_CHECK_GOTO(st, cudaGetLastError(), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaDeviceSynchronize(), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_cuda_sync(), done);
     LAB_CUDA_CHECK_GOTO(st, cudaMemcpy(out, buf, (size_t)n_addr * sizeof(float), cudaMemcpyDeviceToHost), done);
 done:
     lab_devmem_free(buf);

@@ -67,7 +67,7 @@ __global__ void pg_vjp(int rule, size_t n, size_t cols, int per_row, float e, co
 #define PG_LAUNCHED(st, label)                                                                     \
     do {                                                                                           \
         LAB_CUDA_CHECK_GOTO(st, cudaGetLastError(), label);                                        \
-        LAB_CUDA_CHECK_GOTO(st, cudaDeviceSynchronize(), label);                                   \
+        LAB_CUDA_CHECK_GOTO(st, lab_cuda_sync(), label);                                           \
     } while (0)
 
 extern "C" lab_status pow_grad_cuda_case(pow_grad_case *pc, uint64_t seed, pow_grad_rule rule)

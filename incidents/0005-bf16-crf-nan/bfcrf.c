@@ -2,6 +2,7 @@
 #include "bfcrf.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,18 +22,18 @@ static inline float bfcrf_log(float x) { return (float)log((double)x); }
 /* In the bf16 path the inputs of exp and log are bf16 values, so bf16(exp(d)) and bf16(log(S)) are two
  * tables over the 65536 bf16 codes, filled from bfcrf_exp/bfcrf_log: the same values, at a lookup's cost. */
 static float bfcrf_tab_exp[65536], bfcrf_tab_log[65536];
-static int bfcrf_tab_ready;
+static pthread_once_t bfcrf_tab_once = PTHREAD_ONCE_INIT; /* filled once, whatever thread asks first */
 
-static void bfcrf_tab_init(void)
+static void bfcrf_tab_fill(void)
 {
-    if (bfcrf_tab_ready) return;
     for (uint32_t c = 0; c < 65536; ++c) {
         float v = lab_bf16_to_float((uint16_t)c);
         bfcrf_tab_exp[c] = lab_bf16_round(bfcrf_exp(v));
         bfcrf_tab_log[c] = lab_bf16_round(bfcrf_log(v));
     }
-    bfcrf_tab_ready = 1;
 }
+
+static void bfcrf_tab_init(void) { pthread_once(&bfcrf_tab_once, bfcrf_tab_fill); }
 
 /* r(exp(r(x))) and r(log(r(x))): bf16 through the tables, float32 with expf/logf (the fix is a float32 CRF as
  * a GPU runs it; its exp need not match the bf16 emulation's). */
@@ -102,18 +103,19 @@ static inline float bfcrf_lse(int bf, const float *x, int n)
  * allowed, ascending. A forbidden entry is -inf, and for finite scores it adds exactly nothing anywhere
  * (exp(-inf) = 0 in the sum, 0 weight in the backward), so the CRF visits the allowed ones only; the backward
  * restores the one effect a forbidden entry can have, inf * 0 = NaN, where an upstream gradient is not finite. */
-static int bfcrf_src[NT][NT], bfcrf_nsrc[NT], bfcrf_src_ready;
+static int bfcrf_src[NT][NT], bfcrf_nsrc[NT];
+static pthread_once_t bfcrf_src_once = PTHREAD_ONCE_INIT;
 
-static void bfcrf_src_init(void)
+static void bfcrf_src_fill(void)
 {
-    if (bfcrf_src_ready) return;
     for (int j = 0; j < NT; ++j) {
         bfcrf_nsrc[j] = 0;
         for (int i = 0; i < NT; ++i)
             if (bfcrf_allowed(i, j)) bfcrf_src[j][bfcrf_nsrc[j]++] = i;
     }
-    bfcrf_src_ready = 1;
 }
+
+static void bfcrf_src_init(void) { pthread_once(&bfcrf_src_once, bfcrf_src_fill); }
 
 /* One forward step of one sequence: next[j] = logsumexp_i(s[i] + T[i][j] + e[j]) over the allowed i, with the
  * backward weights w[i * NT + j] = exp(x_ij - next[j]) as logsumexp's backward computes them (rounded alike;

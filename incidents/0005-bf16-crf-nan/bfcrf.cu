@@ -23,7 +23,7 @@ extern "C" {
 #define BFCRF_LAUNCHED(st, label)                                                                    \
     do {                                                                                           \
         LAB_CUDA_CHECK_GOTO(st, cudaGetLastError(), label);                                        \
-        LAB_CUDA_CHECK_GOTO(st, cudaDeviceSynchronize(), label);                                   \
+        LAB_CUDA_CHECK_GOTO(st, lab_cuda_sync(), label);                                           \
     } while (0)
 
 /* exp and log of a bf16 value, rounded to bf16. EXACT: through double, rounded to float and then to bf16, as the

@@ -34,7 +34,7 @@ struct wr_cache {
     unsigned char *dev;  /* the same bytes on the device */
     float *logZ[4], *ckpt[4]; /* the forward at num_warps 1, 2, 4, 8 (NULL: not made) */
 };
-static wr_cache wr_cached;
+static thread_local wr_cache wr_cached; /* a thread's own, as a case may run on any thread */
 
 static void wr_cache_clear(void)
 {
@@ -86,8 +86,8 @@ static lab_status wr_alloc(X **dst, size_t n)
 
 /* The staging buffer of wr_dev_init (kept: its size is a batch's inputs; it trades places with wr_cached.host when a
  * new batch is cached). */
-static unsigned char *wr_stage_buf;
-static size_t wr_stage_cap;
+static thread_local unsigned char *wr_stage_buf;
+static thread_local size_t wr_stage_cap;
 
 static lab_status wr_dev_init(wr_dev *d, const lab_semicrf_problem *const *pp, const wr_fwd *f, int nq, const wr_cfg *cfg)
 {
@@ -177,7 +177,7 @@ static lab_status wr_dev_init(wr_dev *d, const lab_semicrf_problem *const *pp, c
         LAB_CUDA_CHECK(cudaGetLastError());
         wr_launch_fwd(cfg->num_warps, a, d->alpha, ckpt, logZ);
         cudaError_t e = cudaGetLastError();
-        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        if (e == cudaSuccess) e = lab_cuda_sync();
         if (e != cudaSuccess) {
             wr_cache_clear(); /* a forward that did not finish is no forward */
             LAB_CUDA_CHECK(e);
@@ -220,7 +220,7 @@ static lab_status wr_dev_run(wr_dev *d, const wr_kdesc *kd, int use_proj, wr_out
     if (nq * d->ndb > nmax) nmax = nq * d->ndb;
     wr_launch_reduce(d->f64, a, nmax, d->Wt, d->Wc, o_tr, o_db, o_cum, o_ps, o_pe);
     WR_LAUNCHED();
-    LAB_CUDA_CHECK(cudaDeviceSynchronize());
+    LAB_CUDA_CHECK(lab_cuda_sync());
     /* the whole batch's outputs in two copies, then handed out per problem on the host */
     size_t pcum = d->ncum / nq, ppos = d->npos / nq, spb = (size_t)a.SPB, nout = nq * (d->ntr + d->ndb) + d->ncum + 2 * d->npos;
     LAB_CUDA_CHECK(cudaMemcpy(d->h_out, d->out, nout * sizeof(float), cudaMemcpyDeviceToHost));

@@ -17,11 +17,13 @@ extern "C" {
  *
  * Contract: lab_devmem_alloc(&p, bytes) gives device memory on the current device, ordered on the calling thread's
  * default stream (lab_cuda_sync's: the legacy one in the lab's build, so after all earlier work of the process's
- * blocking streams); lab_devmem_free(p) gives it back in the same order, after the work issued before it, without waiting for that work (cudaFree waits for the whole device). Memory
- * of lab_devmem_alloc goes back through lab_devmem_free only, and nothing else goes there; NULL is ignored. Up to
- * LAB_DEVMEM_KEEP_MB MiB (default 512; a value that is not a number is named on stderr and the default kept) of freed memory stays with the process between synchronisations; beyond, the
- * pool returns memory to the driver as it did. The first call sets the threshold on the device's default pool, so
- * the lab's other stream-ordered allocations (cudaMallocAsync on a stream of their own) are kept the same way.
+ * blocking streams); lab_devmem_free(p) gives it back in the same order, after the work issued before it, without
+ * waiting for that work (cudaFree waits for the whole device). Memory of lab_devmem_alloc goes back through
+ * lab_devmem_free only, and nothing else goes there; NULL is ignored. Up to LAB_DEVMEM_KEEP_MB MiB (default 512; a
+ * value that is not a number is named on stderr and the default kept) of freed memory stays with the process between
+ * synchronisations; beyond, the pool returns memory to the driver as it did. The first call sets the threshold on the
+ * device's default pool, so the lab's other stream-ordered allocations (cudaMallocAsync on a stream of their own) are
+ * kept the same way.
  *
  * lab_devmem_exact() (for compute-sanitizer's runs: `lab case --sanitizer`), or LAB_DEVMEM=exact in the environment,
  * makes every later call a plain cudaMalloc / cudaFree: each buffer an allocation of its exact size, so a memory

@@ -326,7 +326,7 @@ static int thr_same(const thr_case *c)
  * contained by a process of their own, not by a thread. */
 Test(incidents, a_case_on_a_thread_beside_others_gives_what_it_gives_alone, .timeout = 300)
 {
-    const char *ids[] = {"0001", "0002", "0004", "0005"};
+    const char *ids[] = {"0001", "0002", "0003", "0004", "0005"};
     lab_backend backends[2] = {LAB_BACKEND_CPU, LAB_BACKEND_CUDA};
     int nb = 1;
 #ifdef LAB_HAVE_CUDA

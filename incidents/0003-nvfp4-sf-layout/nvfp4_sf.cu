@@ -8,7 +8,7 @@
 #include "lab_devmem.h"
 #include "nvfp4_sf.h"
 
-int nvfp4_sf_cuda_stale_reused = 0, nvfp4_sf_cuda_stale_buffers = 0;
+__thread int nvfp4_sf_cuda_stale_reused = 0, nvfp4_sf_cuda_stale_buffers = 0;
 
 /* A GPU run of a workload keeps its buffers on one stream: allocated (cudaMallocAsync), filled, used and freed
  * (cudaFreeAsync) in stream order, so the run waits once, for its output. On a GPU that other processes' contexts

@@ -180,8 +180,9 @@ lab_status nvfp4_sf_cuda_operands(const nvfp4_sf_work *w, void *stream, nvfp4_sf
  * Returns st, or the first error after it. */
 lab_status nvfp4_sf_cuda_finish(lab_status st, void *stream, const float *dout, float *out, size_t n,
                                 void *const *bufs, size_t nbufs);
-/* Count of layout buffers whose stale bytes were really left behind by a freed block (not copied in). */
-extern int nvfp4_sf_cuda_stale_reused, nvfp4_sf_cuda_stale_buffers;
+/* Count of layout buffers whose stale bytes were really left behind by a freed block (not copied in): the calling
+ * thread's, since a case may run on any thread of its process (__thread: one declaration for C and C++). */
+extern __thread int nvfp4_sf_cuda_stale_reused, nvfp4_sf_cuda_stale_buffers;
 /* The benchmark: the fixed remap on a large scale tensor against device-to-device cudaMemcpy. */
 lab_status nvfp4_sf_bench(FILE *out);
 #endif

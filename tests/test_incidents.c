@@ -1,7 +1,6 @@
 /* test_incidents: the contract every incident directory must meet, checked over the registry (so an incident's own tests keep only what is particular to it). */
 #include <criterion/criterion.h>
 #include <dirent.h>
-#include <pthread.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include "lab_fs.h"
 #include "lab_golden.h"
 #include "lab_incident.h"
+#include "lab_par.h"
 #include "lab_replay.h"
 #ifdef LAB_HAVE_CUDA
 #include "lab_cuda.h"
@@ -284,23 +284,19 @@ typedef struct {
     lab_case_result r[2];
 } thr_case;
 
-typedef struct {
-    thr_case *cases;
-    size_t n, first, step;
-} thr_slice;
-
 static void thr_run(thr_case *c, int k)
 {
     memset(&c->r[k], 0, sizeof c->r[k]);
     c->st[k] = lab_case_run_named(c->inc, c->v->name, c->seed, c->backend, ".", &c->r[k]);
 }
 
-static void *thr_slice_run(void *arg)
+/* Item i of the threads' loop (lab_par_for): case i run on whichever thread takes it, its seed's group released
+ * after it, so that no thread's cache outlives the loop. */
+static lab_status thr_run_on_thread(void *ctx, size_t i)
 {
-    thr_slice *s = arg;
-    for (size_t i = s->first; i < s->n; i += s->step) thr_run(&s->cases[i], 1);
+    thr_run(&((thr_case *)ctx)[i], 1);
     lab_case_release();
-    return NULL;
+    return LAB_OK;
 }
 
 /* Two results are the same case's: status, verdict and skip, and on the CPU every metric bit for bit (NaN equal to
@@ -350,14 +346,7 @@ Test(incidents, a_case_on_a_thread_beside_others_gives_what_it_gives_alone, .tim
         }
     for (size_t i = 0; i < n; ++i) thr_run(&cases[i], 0);
     lab_case_release();
-    enum { THREADS = 4 };
-    pthread_t t[THREADS];
-    thr_slice s[THREADS];
-    for (int k = 0; k < THREADS; ++k) {
-        s[k] = (thr_slice){cases, n, (size_t)k, THREADS};
-        cr_assert_eq(pthread_create(&t[k], NULL, thr_slice_run, &s[k]), 0);
-    }
-    for (int k = 0; k < THREADS; ++k) pthread_join(t[k], NULL);
+    cr_assert_eq(lab_par_for(n, 4, thr_run_on_thread, cases), LAB_OK, "%s", lab_err_msg());
     for (size_t i = 0; i < n; ++i)
         cr_expect(thr_same(&cases[i]), "%s/%s seed %llu on %s: alone %s (%s), on a thread %s (%s)", cases[i].inc->id,
                   cases[i].v->name, (unsigned long long)cases[i].seed, lab_backend_name(cases[i].backend),

@@ -329,10 +329,10 @@ extern "C" lab_status lab_nvfp4_cuda_gemm_host(const uint8_t *qa, const uint8_t 
     lab_status st = LAB_OK;
     LAB_CUDA_CHECK_GOTO(st, cudaStreamCreate(&s), done);
     for (int i = 0; i < 4; ++i) {
-        LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync(&dev[i], len[i], s), done);
+        LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc_async(&dev[i], len[i], s), done);
         LAB_CUDA_CHECK_GOTO(st, cudaMemcpyAsync(dev[i], host[i], len[i], cudaMemcpyHostToDevice, s), done);
     }
-    LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync(&dev[4], m * n * sizeof(float), s), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc_async(&dev[4], m * n * sizeof(float), s), done);
     st = lab_nvfp4_cuda_gemm_async((const uint8_t *)dev[0], (const uint8_t *)dev[1], (const uint8_t *)dev[2],
                                    (const uint8_t *)dev[3], m, n, k, alpha, (float *)dev[4], s);
     if (st != LAB_OK) goto done;

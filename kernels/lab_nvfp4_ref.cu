@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "lab_cuda.h"
+#include "lab_devmem.h"
 #include "lab_nvfp4.h"
 
 extern "C" {
@@ -70,11 +71,11 @@ extern "C" lab_status lab_nvfp4_gemm_ref_cuda(const lab_nvfp4_ref_job *jobs, siz
         size_t len[4] = {j->m * j->k / 2, j->m * k_sf, j->n * j->k / 2, j->n * k_sf};
         void **b = bufs + 6 * q;
         for (int t = 0; t < 4; ++t) {
-            LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync(&b[t], len[t], s), done);
+            LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc_async(&b[t], len[t], s), done);
             LAB_CUDA_CHECK_GOTO(st, cudaMemcpyAsync(b[t], host[t], len[t], cudaMemcpyHostToDevice, s), done);
         }
-        LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync(&b[4], mn * sizeof(double), s), done);
-        LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync(&b[5], mn * sizeof(double), s), done);
+        LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc_async(&b[4], mn * sizeof(double), s), done);
+        LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc_async(&b[5], mn * sizeof(double), s), done);
         nr_gemm_ref<<<(unsigned)((mn + NR_WARPS - 1) / NR_WARPS), 32 * NR_WARPS, 0, s>>>(
             (const uint8_t *)b[0], (const uint8_t *)b[1], (double)j->global_a, (const uint8_t *)b[2], (const uint8_t *)b[3],
             (double)j->global_b, j->m, j->n, j->k, (double *)b[4], (double *)b[5]);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lab_cuda.h"
+#include "lab_devmem.h"
 #include "lab_semicrf.h"
 
 #define SR_THREADS 64 /* >= C: thread d owns class d */
@@ -141,7 +142,7 @@ extern "C" lab_status lab_semicrf_reference_cuda(const lab_semicrf_problem *p, l
     cudaStream_t s = NULL;
     sr_args a;
     LAB_CUDA_CHECK_GOTO(st, cudaStreamCreate(&s), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync((void **)&dev, off_d + d_out * sizeof(double), s), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc_async((void **)&dev, off_d + d_out * sizeof(double), s), done);
     {
         float *f = (float *)dev;
         const float *src[5] = {p->cum, p->trans, p->dur, p->proj_start, p->proj_end};

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "lab_cuda.h"
+#include "lab_devmem.h"
 #include "nvfp4_fold.h"
 
 /* out[i] = nvfp4_fold_scale(sf[i], global) for i < n: the same rounding as the CPU (__fdiv_rn, then the
@@ -35,11 +36,11 @@ extern "C" lab_status nvfp4_fold_run_cuda(const nvfp4_fold_work *fw, int fold, f
     float alpha = fold ? 1.0f : lab_nvfp4_alpha(fw->global_a, fw->global_b);
     LAB_CUDA_CHECK_GOTO(st, cudaStreamCreate(&s), done);
     if ((st = nvfp4_sf_cuda_operands(w, s, &o)) != LAB_OK) goto done;
-    LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync((void **)&fa, ka, s), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync((void **)&fb, kb, s), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync((void **)&la, w->cosize_a, s), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync((void **)&lb, w->cosize_b, s), done);
-    LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync((void **)&dout, m * n * sizeof(float), s), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc_async((void **)&fa, ka, s), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc_async((void **)&fb, kb, s), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc_async((void **)&la, w->cosize_a, s), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc_async((void **)&lb, w->cosize_b, s), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc_async((void **)&dout, m * n * sizeof(float), s), done);
     if (fold) {
         if ((st = nvfp4_fold_launch(o.sfa, ka, fw->global_a, fa, s)) != LAB_OK) goto done;
         if ((st = nvfp4_fold_launch(o.sfb, kb, fw->global_b, fb, s)) != LAB_OK) goto done;

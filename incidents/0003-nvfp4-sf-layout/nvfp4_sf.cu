@@ -10,13 +10,13 @@
 
 __thread int nvfp4_sf_cuda_stale_reused = 0, nvfp4_sf_cuda_stale_buffers = 0;
 
-/* A GPU run of a workload keeps its buffers on one stream: allocated (cudaMallocAsync), filled, used and freed
- * (cudaFreeAsync) in stream order, so the run waits once, for its output. On a GPU that other processes' contexts
+/* A GPU run of a workload keeps its buffers on one stream: allocated (lab_devmem_alloc_async, from the thread's pool),
+ * filled, used and freed (cudaFreeAsync) in stream order, so the run waits once, for its output. On a GPU that other processes' contexts
  * share, every wait costs a time slice: a case made of one wait per call (allocations, copies, launches, frees;
  * about a hundred per case) spent most of a loaded replay waiting. */
 static lab_status nv_dev_upload(uint8_t **dst, const void *host, size_t len, cudaStream_t s)
 {
-    LAB_CUDA_CHECK(cudaMallocAsync((void **)dst, len, s));
+    LAB_CUDA_CHECK(lab_devmem_alloc_async((void **)dst, len, s));
     LAB_CUDA_CHECK(cudaMemcpyAsync(*dst, host, len, cudaMemcpyHostToDevice, s)); /* pageable: staged before return */
     return LAB_OK;
 }
@@ -57,7 +57,7 @@ static lab_status nv_stale_alloc(const uint8_t *host_stale, size_t len, cudaStre
     lab_status st = nv_dev_upload(&prev, host_stale, len, s);
     if (st != LAB_OK) return st;
     LAB_CUDA_CHECK(cudaFreeAsync(prev, s));
-    LAB_CUDA_CHECK(cudaMallocAsync((void **)out, len, s));
+    LAB_CUDA_CHECK(lab_devmem_alloc_async((void **)out, len, s));
     if (*out == prev) *reused = 1;
     else LAB_CUDA_CHECK(cudaMemcpyAsync(*out, host_stale, len, cudaMemcpyHostToDevice, s));
     return LAB_OK;
@@ -79,7 +79,7 @@ extern "C" lab_status nvfp4_sf_run_cuda(const nvfp4_sf_work *w, lab_nvfp4_remap_
     nvfp4_sf_cuda_stale_reused += ra + rb;
     nvfp4_sf_cuda_stale_buffers += 2;
     if ((st = nvfp4_sf_cuda_operands(w, s, &o)) != LAB_OK) goto done;
-    LAB_CUDA_CHECK_GOTO(st, cudaMallocAsync((void **)&dout, m * n * sizeof(float), s), done);
+    LAB_CUDA_CHECK_GOTO(st, lab_devmem_alloc_async((void **)&dout, m * n * sizeof(float), s), done);
     if ((st = lab_nvfp4_cuda_sf_remap_async(o.sfa, m, w->k_sf, la, kind, s)) != LAB_OK) goto done;
     if ((st = lab_nvfp4_cuda_sf_remap_async(o.sfb, n, w->k_sf, lb, kind, s)) != LAB_OK) goto done;
     st = lab_nvfp4_cuda_gemm_async(o.qa, la, o.qb, lb, m, n, k, lab_nvfp4_alpha(w->global_a, w->global_b), dout, s);

@@ -386,6 +386,111 @@ static lab_status lab_replay_execute_window(const lab_replay_opts *opts, lab_cas
     return st;
 }
 
+/* Nonzero when no further window may start: an interrupt, or another process ended the run. */
+static int lab_window_stopping(const lab_window_runner *runner)
+{
+    return lab_isolate_interrupted() || (runner && runner->stop && runner->stop(runner->ctx));
+}
+
+/* *recs holds at least n records, zeroed (incidents differ in their variants: the largest window so far). */
+static lab_status lab_window_room(lab_case_record **recs, size_t *cap, size_t n)
+{
+    if (n > *cap) {
+        free(*recs);
+        *cap = n;
+        if (!(*recs = malloc(n * sizeof **recs))) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    }
+    memset(*recs, 0, n * sizeof **recs);
+    return LAB_OK;
+}
+
+/* Appends incident inc's cases of seed indexes [s0, s1) at recs[*m], variant by variant (canonical order). */
+static void lab_window_fill(const lab_replay_opts *opts, const lab_incident *inc, size_t s0, size_t s1,
+                            lab_case_record *recs, size_t *m)
+{
+    for (int v = 0; v < inc->n_variants; ++v) {
+        const lab_variant *var = &inc->variants[v];
+        if (opts->variant && strcmp(opts->variant, var->name) != 0) continue;
+        for (size_t s = s0; s < s1; ++s) {
+            recs[*m].incident = inc;
+            recs[*m].variant = var;
+            recs[*m].seed = opts->seeds[s];
+            recs[*m].backend = opts->backend;
+            (*m)++;
+        }
+    }
+}
+
+/* After a window ran: incident i's part of it, recs[0..m) (its seed indexes [s0, s1) of ns, variant by variant), goes
+ * to the running tallies and spools, what did not finish lowers the resume points, and the journal takes the part. */
+static lab_status lab_window_settle(lab_replay_win *w, size_t i, lab_case_record *recs, size_t m, size_t s0, size_t s1,
+                                    size_t ns, int drive)
+{
+    lab_status st = LAB_OK;
+    for (size_t j = 0; j < m && st == LAB_OK && !drive; ++j) {
+        if (recs[j].o.not_run) {
+            size_t s = s0 + j % (s1 - s0);
+            if (s < w->lowest) w->lowest = s;
+            if (s < w->from[i]) w->from[i] = s;
+            continue;
+        }
+        st = lab_replay_win_keep(w, &recs[j]);
+    }
+    if (w->journal && st == LAB_OK && !drive) st = lab_replay_win_journal(w, i, recs, m, s0, s1, ns);
+    return st;
+}
+
+/* What running a window needs of the run around it. */
+typedef struct {
+    lab_replay_win *w;
+    const lab_window_runner *runner;
+    lab_case_record **recs;
+    size_t *recs_cap, *started, planned, *bad;
+    double t0;
+    int drive;
+} lab_window_batch;
+
+/* Runs the window's m records (*b->recs), by the runner or by this process. */
+static lab_status lab_window_exec(const lab_window_batch *b, size_t m)
+{
+    const lab_replay_opts *opts = b->w->opts;
+    lab_phase("window starts");
+    lab_status st = b->runner ? b->runner->run(b->runner->ctx, *b->recs, m)
+                              : lab_replay_execute_window(opts, *b->recs, m, *b->started, b->planned, b->bad, b->t0,
+                                                          *b->started > 0);
+    *b->started += m;
+    return st;
+}
+
+/* Incidents [i0, i1), n cases in all, each whole, as one window: every seed of each, incident after incident, settled
+ * incident by incident as if each had been a window of its own. */
+static lab_status lab_window_whole(const lab_window_batch *b, size_t i0, size_t i1, size_t n, lab_status *run_st)
+{
+    lab_replay_win *w = b->w;
+    const lab_replay_opts *opts = w->opts;
+    for (size_t k = i0; k < i1; ++k)
+        if (lab_replay_n_variants(opts, opts->incidents[k])) w->from[k] = lab_replay_n_seeds(opts, opts->incidents[k]);
+    if (n == 0) return LAB_OK;
+    if (lab_window_stopping(b->runner)) { /* this window and every later one did not start */
+        w->lowest = 0;
+        for (size_t k = i0; k < i1; ++k) w->from[k] = 0;
+        return LAB_OK;
+    }
+    lab_status st = lab_window_room(b->recs, b->recs_cap, n);
+    if (st != LAB_OK) return st;
+    size_t m = 0;
+    for (size_t k = i0; k < i1; ++k)
+        lab_window_fill(opts, opts->incidents[k], 0, lab_replay_n_seeds(opts, opts->incidents[k]), *b->recs, &m);
+    *run_st = lab_window_exec(b, m);
+    for (size_t k = i0, at = 0; k < i1 && st == LAB_OK; ++k) {
+        size_t nk = lab_replay_n_variants(opts, opts->incidents[k]) * lab_replay_n_seeds(opts, opts->incidents[k]);
+        size_t ns = lab_replay_n_seeds(opts, opts->incidents[k]);
+        if (nk) st = lab_window_settle(w, k, *b->recs + at, nk, 0, ns, ns, b->drive);
+        at += nk;
+    }
+    return st;
+}
+
 lab_status lab_window_run(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, size_t planned)
 {
     return lab_window_run_by(opts, report, verdict, planned, NULL);
@@ -430,53 +535,39 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
     if (opts->progress && !runner)
         fprintf(stderr, "replay: %zu cases, run %zu at a time (a window: only its cases are held in memory)\n", planned,
                 window);
-    for (size_t i = 0; i < opts->n_incidents && run_st == LAB_OK && st == LAB_OK; ++i) {
+    lab_window_batch b = {&w, runner, &recs, &recs_cap, &started, planned, &bad, t0, drive};
+    for (size_t i = 0; i < opts->n_incidents && run_st == LAB_OK && st == LAB_OK;) {
+        /* A window holds the incidents from i on that fit in it whole, run together (one pool: its workers make their
+         * contexts once for all of them), or else a range of seeds of incident i alone. */
+        size_t end = i, n = 0;
+        for (; end < opts->n_incidents; ++end) {
+            const lab_incident *c = opts->incidents[end];
+            size_t k = lab_replay_n_variants(opts, c) * lab_replay_n_seeds(opts, c);
+            if (n + k > window) break;
+            n += k;
+        }
+        if (end > i) {
+            st = lab_window_whole(&b, i, end, n, &run_st);
+            i = end;
+            continue;
+        }
         const lab_incident *inc = opts->incidents[i];
         size_t nv = lab_replay_n_variants(opts, inc), ns = lab_replay_n_seeds(opts, inc);
-        if (!nv || !ns) continue;
         w.from[i] = ns; /* lowered below by what does not finish */
         size_t per = window / nv ? window / nv : 1; /* seeds a window: every selected variant of each */
         for (size_t s0 = 0; s0 < ns && run_st == LAB_OK && st == LAB_OK; s0 += per) {
-            if (lab_isolate_interrupted() || (runner && runner->stop && runner->stop(runner->ctx))) {
+            if (lab_window_stopping(runner)) {
                 if (s0 < w.lowest) w.lowest = s0; /* this window and every later one did not start */
                 if (s0 < w.from[i]) w.from[i] = s0;
                 break;
             }
             size_t s1 = s0 + per < ns ? s0 + per : ns, m = 0;
-            if ((s1 - s0) * nv > recs_cap) { /* incidents differ in their variants: the largest window so far */
-                free(recs);
-                recs_cap = (s1 - s0) * nv;
-                if (!(recs = malloc(recs_cap * sizeof *recs))) {
-                    st = lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
-                    break;
-                }
-            }
-            memset(recs, 0, (s1 - s0) * nv * sizeof *recs);
-            for (int v = 0; v < inc->n_variants; ++v) {
-                const lab_variant *var = &inc->variants[v];
-                if (opts->variant && strcmp(opts->variant, var->name) != 0) continue;
-                for (size_t s = s0; s < s1; ++s) {
-                    recs[m].incident = inc;
-                    recs[m].variant = var;
-                    recs[m].seed = opts->seeds[s];
-                    recs[m].backend = opts->backend;
-                    m++;
-                }
-            }
-            run_st = runner ? runner->run(runner->ctx, recs, m)
-                            : lab_replay_execute_window(opts, recs, m, started, planned, &bad, t0, started > 0);
-            started += m;
-            for (size_t j = 0; j < m && st == LAB_OK && !drive; ++j) {
-                if (recs[j].o.not_run) {
-                    size_t s = s0 + j % (s1 - s0);
-                    if (s < w.lowest) w.lowest = s;
-                    if (s < w.from[i]) w.from[i] = s;
-                    continue;
-                }
-                st = lab_replay_win_keep(&w, &recs[j]);
-            }
-            if (w.journal && st == LAB_OK && !drive) st = lab_replay_win_journal(&w, i, recs, m, s0, s1, ns);
+            if ((st = lab_window_room(&recs, &recs_cap, (s1 - s0) * nv)) != LAB_OK) break;
+            lab_window_fill(opts, inc, s0, s1, recs, &m);
+            run_st = lab_window_exec(&b, m);
+            st = lab_window_settle(&w, i, recs, m, s0, s1, ns, drive);
         }
+        ++i;
     }
     free(recs);
     int ranks_failed = runner && runner->finish ? runner->finish(runner->ctx) : 0;

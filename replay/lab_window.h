@@ -9,9 +9,11 @@
 #include "lab_replay.h"
 
 /* A replay of more cases than lab_replay_window_at() runs windowed: its cases a window (lab_replay_window) at a
- * time, every selected variant of a range of seeds of one incident, so that only the window's records and outcomes
- * are held; each window's finished cases go to spool files in the staging folder (in canonical order per variant)
- * and into running tallies (lab_verdict_tally_add); the result set is written from those, identical in form to an
+ * time, so that only the window's records and outcomes are held. A window holds the next incidents that fit in it
+ * whole, run together as one replay (one pool, whose CUDA workers make their contexts once for all of them), or else
+ * every selected variant of a range of seeds of one incident; with LAB_PHASES each window marks "window starts".
+ * Each window's finished cases go to spool files in the staging folder (in canonical order per variant) and into
+ * running tallies (lab_verdict_tally_add); the result set is written from those, identical in form to an
  * unwindowed one (results.jsonl, summary.json, junit.xml, results.tap, the verdict); its plots are drawn from a
  * sample when it holds more than LAB_REPLAY_PLOT_MAX cases (the report says so). Such a run returns *recs NULL and
  * *n_recs 0 (the records are in results.jsonl). $LAB_REPLAY_WINDOW (cases) sets both the threshold and the window

@@ -379,3 +379,47 @@ Test(window, kill_9_in_a_default_seed_incident_resumes_its_own_seeds, .init = mk
               "journal.resume: %s", resume);
     free(journal), free(resume), free(stage), free(before);
 }
+
+/* Incidents that fit in a window whole share it (one pool: on CUDA its workers make their contexts once for all of
+ * them, where a window an incident made them again for each): 0004 (8 cases) and 0001 (12) in one window of 20, 0005
+ * (8) in a second, two windows where there were three; the set is the unwindowed one, case by case. Then kill -9
+ * inside the shared window's journaling: after 0004's part was accounted for and 0001's synced, the recovery keeps 0004
+ * whole and replays 0001 and 0005 from their first seed; in the middle of 0004's lines, it replays all three. Journal
+ * and resumed set are the whole replay either way. */
+Test(window, incidents_that_fit_together_share_a_window, .init = mk, .fini = rm, .timeout = 240)
+{
+    const char *args = "--incident 0004 --incident 0001 --incident 0005 --seeds 4 --quiet";
+    cr_assert_eq(run(args, "whole", 0, NULL), 0);
+    pid_t p = start_env("LAB_PHASES=1", args, "win", 20);
+    int ws;
+    cr_assert_eq(waitpid(p, &ws, 0), p);
+    cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "status 0x%x", ws);
+    char *log = lab_test_slurp(dir, "win.log"), *o;
+    int windows = 0;
+    for (const char *m = log; (m = strstr(m, "]: window starts")); ++m) ++windows;
+    cr_expect_eq(windows, 2, "%d windows, not 2:\n%s", windows, log);
+    free(log);
+    char *a = canon("whole/results.jsonl"), *b = canon("win/results.jsonl");
+    cr_expect_eq(lab_test_lines(a), 28);
+    cr_expect_str_eq(a, b);
+    free(a), free(b);
+
+    char *before, *resume;
+    char *stage = killed_at("synced:2", args, "k", &before);
+    cr_expect_eq(lab_test_lines(before), 20, "synced:2: %d lines journaled", lab_test_lines(before));
+    char *journal = recover(stage, "k", args, &resume);
+    cr_expect_eq(lab_test_lines(journal), 8, "%d cases kept, not 0004's 8", lab_test_lines(journal));
+    cr_expect(strstr(resume, " replay --incident 0001-crf-oob-atomics --incident 0005-bf16-crf-nan --first-seed 1 --seeds 4 ")
+                  != NULL, "journal.resume: %s", resume);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/%s'", dir, stage);
+    lab_test_sh(cmd, &o);
+    free(o), free(journal), free(resume), free(stage), free(before);
+
+    stage = killed_at("lines:1", args, "k", &before);
+    journal = recover(stage, "k", args, &resume);
+    cr_expect_eq(lab_test_lines(journal), 0, "lines:1: %d cases kept", lab_test_lines(journal));
+    cr_expect(strstr(resume, " --incident 0004-pow-grad-nan --incident 0001-crf-oob-atomics --incident 0005-bf16-crf-nan "
+                             "--first-seed 1 --seeds 4 ") != NULL, "journal.resume: %s", resume);
+    free(journal), free(resume), free(stage), free(before);
+}

@@ -27,9 +27,10 @@ extern "C" {
  *
  * lab_mps_stop asks the daemon to quit (`quit` on its control pipe; it stops its server once the clients are gone),
  * waits for it (at most 5 s for the control program, killed past that, and 5 s reading the daemon's log for its
- * exit; the daemons of lab_mps_start_per_gpu are asked all at once and waited for together), removes the folder and restores the environment: a daemon that does not answer never hangs the replay. Safe
- * on a stopped or never started *m. A replay stopped by SIGINT or SIGTERM stops its daemon; one killed outright
- * (SIGKILL) leaves it running with its folder: `echo quit | CUDA_MPS_PIPE_DIRECTORY=DIR/pipe nvidia-cuda-mps-control`
+ * exit; the daemons of lab_mps_start_per_gpu are asked all at once and waited for together), removes the folder and
+ * restores the environment: a daemon that does not answer never hangs the replay. Safe on a stopped or never started
+ * *m. A replay stopped by SIGINT or SIGTERM stops its daemon; one killed outright (SIGKILL) leaves it running with its
+ * folder: `echo quit | CUDA_MPS_PIPE_DIRECTORY=DIR/pipe nvidia-cuda-mps-control`
  * ends it.
  *
  * What MPS changes for isolation: each worker keeps its own address space (Volta and later), so a stray access stays
@@ -64,8 +65,8 @@ const char *lab_mps_sm_share(void);
 
 lab_status lab_mps_start(lab_mps *m, char *why, size_t len);
 
-/* One daemon per GPU, all started at once: daemon k is started with CUDA_VISIBLE_DEVICES=uuids[k] (a UUID: the MPS server remaps
- * indices, UUIDs it does not), in a private folder of its own; this process's environment is left as it is, and a
+/* One daemon per GPU, all started at once: daemon k is started with CUDA_VISIBLE_DEVICES=uuids[k] (a UUID: the MPS
+ * server remaps indices, UUIDs it does not), in a private folder of its own; this process's environment is left as it is, and a
  * worker picks its GPU's daemon with lab_mps_client. Why one a GPU: one daemon's server serves every GPU it sees,
  * and a 1000-seed replay on four H200s was no faster than on one through one daemon (40.7 s on one GPU, 31.8 s on
  * two, 37.9 s on four, every case about four times slower on four GPUs: reports/multi-gpu-h200x4); and a fault or a

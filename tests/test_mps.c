@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lab_clock.h"
 #include "lab_mps.h"
 #include "tests/lab_test_sh.h"
 
@@ -238,13 +239,6 @@ Test(mps, a_share_of_the_users_own_reaches_daemons_and_clients, .init = mk, .fin
     unsetenv("CUDA_VISIBLE_DEVICES");
 }
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The daemons of several GPUs start together and quit together: with a stand-in whose start and whose quit each take
  * 0.6 s, four daemons take about 0.6 s each way, where one after another they took 2.4 s. A daemon that fails to
  * start is still named with its exit status, and every daemon started is stopped. */
@@ -264,11 +258,11 @@ Test(mps, the_daemons_of_several_gpus_start_and_quit_together, .init = mk, .fini
     static lab_mps m;
     char why[320];
     const char *uuids[4] = {"GPU-a", "GPU-b", "GPU-c", "GPU-d"};
-    double t0 = mono();
+    double t0 = lab_clock_now();
     cr_assert_eq(lab_mps_start_per_gpu(&m, uuids, 4, why, sizeof why), LAB_OK, "%s", why);
-    double t1 = mono();
+    double t1 = lab_clock_now();
     lab_mps_stop(&m);
-    double t2 = mono();
+    double t2 = lab_clock_now();
     cr_expect_lt(t1 - t0, 1.8, "4 daemons took %.2f s to start (one after another: 2.4 s)", t1 - t0);
     cr_expect_lt(t2 - t1, 1.8, "4 daemons took %.2f s to quit (one after another: 2.4 s)", t2 - t1);
     cr_expect_geq(t2 - t1, 0.55, "the stop waited for the daemons' exits: %.2f s", t2 - t1);

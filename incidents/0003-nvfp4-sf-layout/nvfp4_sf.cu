@@ -11,9 +11,9 @@
 __thread int nvfp4_sf_cuda_stale_reused = 0, nvfp4_sf_cuda_stale_buffers = 0;
 
 /* A GPU run of a workload keeps its buffers on one stream: allocated (lab_devmem_alloc_async, from the thread's pool),
- * filled, used and freed (cudaFreeAsync) in stream order, so the run waits once, for its output. On a GPU that other processes' contexts
- * share, every wait costs a time slice: a case made of one wait per call (allocations, copies, launches, frees;
- * about a hundred per case) spent most of a loaded replay waiting. */
+ * filled, used and freed (cudaFreeAsync) in stream order, so the run waits once, for its output. On a GPU that other
+ * processes' contexts share, every wait costs a time slice: a case made of one wait per call (allocations, copies,
+ * launches, frees; about a hundred per case) spent most of a loaded replay waiting. */
 static lab_status nv_dev_upload(uint8_t **dst, const void *host, size_t len, cudaStream_t s)
 {
     LAB_CUDA_CHECK(lab_devmem_alloc_async((void **)dst, len, s));

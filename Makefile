@@ -9,9 +9,11 @@ include mk/incident.mk
 LAB_SRCS          := $(wildcard lab/*.c)
 KERNEL_C_SRCS     := $(wildcard kernels/*.c)
 KERNEL_CU_SRCS    := $(wildcard kernels/*.cu)
-# The MPI modules (replay/lab_mpi.c and replay/lab_mpi_*.c) and lab_main.c go into build/lab only (mk/targets.mk).
-LAB_MPI_SRCS      := $(wildcard replay/lab_mpi.c replay/lab_mpi_*.c)
-REPLAY_SRCS       := $(filter-out replay/lab_main.c $(LAB_MPI_SRCS),$(wildcard replay/*.c))
+# replay/ in wings (mk/config.mk: each wing sees itself and the wings below it). The MPI modules
+# (replay/scaleout/lab_mpi*.c) and lab_main.c go into build/lab only (mk/targets.mk).
+REPLAY_WINGS      := cli scaleout engine report gpu
+LAB_MPI_SRCS      := $(wildcard replay/scaleout/lab_mpi.c replay/scaleout/lab_mpi_*.c)
+REPLAY_SRCS       := $(filter-out replay/cli/lab_main.c $(LAB_MPI_SRCS),$(foreach w,$(REPLAY_WINGS),$(wildcard replay/$(w)/*.c)))
 LAB_TEST_SRCS     := $(wildcard tests/test_*.c)
 LAB_INCIDENT_IDS  :=
 LAB_INC_C_SRCS    :=
@@ -32,4 +34,4 @@ include mk/targets.mk
 include mk/fuzz.mk
 include mk/buildinfo.mk
 
--include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/obj/replay/lab_main.d $(LAB_MPI_OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/obj/replay/cli/lab_main.d $(LAB_MPI_OBJS:.o=.d)

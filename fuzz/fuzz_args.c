@@ -22,9 +22,9 @@ static const fuzz_args_extreme fuzz_args_extremes[] = {
     {{"--seeds=1048576"}, 1, LAB_CLI_SEEDS_MAX, 1, 0, 0, 0},
     {{"--incident", "0004", "--seeds", "1048576", "-j2"}, 1, LAB_CLI_SEEDS_MAX, 1, 2, 0, 0},
     {{"--seeds", "1048576", "--first-seed", "9007199253692417"}, 1, LAB_CLI_SEEDS_MAX, LAB_CLI_SEED_MAX - LAB_CLI_SEEDS_MAX + 1, 0, 0, 0},
-    {{"--seed", "9007199254740992"}, 1, LAB_CLI_SEEDS_DEFAULT, 1, 0, 0, LAB_CLI_SEED_MAX},
-    {{"-j1024", "--timeout=86400"}, 1, LAB_CLI_SEEDS_DEFAULT, 1, LAB_CLI_JOBS_MAX, LAB_CLI_TIMEOUT_MAX, 0},
-    {{"-j", "1", "--timeout", "1", "--"}, 1, LAB_CLI_SEEDS_DEFAULT, 1, 1, 1, 0},
+    {{"--seed", "9007199254740992"}, 1, LAB_REQUEST_SEEDS_DEFAULT, 1, 0, 0, LAB_CLI_SEED_MAX},
+    {{"-j1024", "--timeout=86400"}, 1, LAB_REQUEST_SEEDS_DEFAULT, 1, LAB_CLI_JOBS_MAX, LAB_CLI_TIMEOUT_MAX, 0},
+    {{"-j", "1", "--timeout", "1", "--"}, 1, LAB_REQUEST_SEEDS_DEFAULT, 1, 1, 1, 0},
     {{"--seeds", "1048577"}, 0},
     {{"--seeds", "1048576", "--first-seed", "9007199253692418"}, 0},
     {{"--seed", "9007199254740993"}, 0},
@@ -49,7 +49,7 @@ static void fuzz_args_check_extremes(void)
         if (o->n_seeds != e->seeds || o->first_seed != e->first || o->jobs != e->jobs || o->timeout_s != e->timeout) abort();
         if (e->seed && (!o->have_seed || o->seed != e->seed)) abort();
         size_t n, bytes;
-        if (lab_cli_seed_bytes(o, &n, &bytes) != LAB_OK || bytes != n * sizeof(uint64_t)) abort();
+        if (lab_request_seed_bytes(o, &n, &bytes) != LAB_OK || bytes != n * sizeof(uint64_t)) abort();
         if (n != (o->have_seed ? 1 : o->n_seeds)) abort();
     }
 }
@@ -81,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (o->jobs > LAB_CLI_JOBS_MAX || o->timeout_s > LAB_CLI_TIMEOUT_MAX || o->n_ids > LAB_REQUEST_IDS_MAX) abort();
         if (o->batch_seeds > LAB_CLI_BATCH_MAX || (cmd == LAB_CLI_REPLAY && c.bench != -1)) abort();
         if (!o->out || !*o->out || !o->backend) abort();
-        if (lab_cli_seed_bytes(o, &n, &bytes) != LAB_OK || bytes != n * sizeof(uint64_t)) abort();
+        if (lab_request_seed_bytes(o, &n, &bytes) != LAB_OK || bytes != n * sizeof(uint64_t)) abort();
     }
     /* The number parser alone, over the whole input as one string. */
     uint64_t v;

@@ -60,7 +60,7 @@ static double sg_quantile(std::vector<double> v, double q)
  * deterministic fix (sg_det_spread, sg_det_finish) and the previous deterministic kernels, on one problem; each
  * prepared once, then SG_BENCH_WARMUP warm-up rounds and
  * SG_BENCH_REPS timed rounds, a round timing every variant once in turn with CUDA events (so drifting clocks hit
- * all alike); per-round ratios give the spread. Prints lines and two `lab-bench-record` lines (replay/lab_bench.h):
+ * all alike); per-round ratios give the spread. Prints lines and two `lab-bench-record` lines (replay/report/lab_bench.h):
  * deterministic / f32-atomic (target 1.15) and deterministic / f64-atomic (target 1: faster). The production and
  * the previous deterministic kernels' gradients are compared byte for byte after the rounds: LAB_ERR_MISMATCH if
  * they differ. */

@@ -19,7 +19,7 @@ extern "C" {
 void lab_results_wilson(size_t k, size_t n, double *lo, double *hi);
 
 /* How a case's replay command is spelled (the one command that replays exactly that case): the command layer's words
- * (replay/lab_cli.h), handed to the writers so that the core spells no command line. spell writes the command for c
+ * (replay/engine/lab_command.h), handed to the writers so that the core spells no command line. spell writes the command for c
  * into buf (cut at len); the writers call it through lab_results_spell. */
 typedef struct {
     void (*spell)(const void *ctx, const lab_case_record *c, char *buf, size_t len);

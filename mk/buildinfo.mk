@@ -1,5 +1,5 @@
 # mk/buildinfo.mk: the facts of this build (git commit and whether the tree was dirty, compilers and
-# their versions, flags) as a generated header, $(BUILD)/gen/lab_buildinfo.h, that replay/lab_device.c
+# their versions, flags) as a generated header, $(BUILD)/gen/lab_buildinfo.h, that replay/gpu/lab_device.c
 # compiles in. The header is regenerated on every make but replaced only when its contents change, so
 # an unchanged tree neither recompiles nor relinks.
 LAB_BUILDINFO_H := $(BUILD)/gen/lab_buildinfo.h
@@ -17,5 +17,5 @@ $(LAB_BUILDINFO_H): lab-buildinfo-force
 	@mkdir -p $(@D)
 	@mk/buildinfo.sh > $@.tmp.$$$$ && { cmp -s $@.tmp.$$$$ $@ || mv $@.tmp.$$$$ $@; }; rm -f $@.tmp.$$$$
 
-$(BUILD)/obj/replay/lab_device.o: $(LAB_BUILDINFO_H)
-$(BUILD)/obj/replay/lab_device.o: CFLAGS += -I$(BUILD)/gen
+$(BUILD)/obj/replay/gpu/lab_device.o: $(LAB_BUILDINFO_H)
+$(BUILD)/obj/replay/gpu/lab_device.o: CFLAGS += -I$(BUILD)/gen

@@ -22,9 +22,15 @@ CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-format
                -Werror=incompatible-pointer-types -Werror=implicit-function-declaration -Werror=int-conversion \
                -Ilab
 # The layering as compile errors: lab/ sees only lab/ (CFLAGS_BASE); kernels/ and incidents/ see lab/ and
-# kernels/; replay/ and the tests see everything. A lab/ file that includes a kernel, or an incident that
-# includes replay/, does not compile (`make layering-check` proves it).
-LAB_INC = -Ikernels -Ireplay -I.
+# kernels/; each wing of replay/ sees itself and the wings below it, in the order cli > scaleout > engine > report >
+# gpu (the command on top; GPU sharing and the machine model at the bottom); the tests see everything. An include
+# that runs back up does not compile (`make layering-check` proves it).
+REPLAY_INC_gpu      = -Ikernels -Ireplay/gpu
+REPLAY_INC_report   = $(REPLAY_INC_gpu) -Ireplay/report
+REPLAY_INC_engine   = $(REPLAY_INC_report) -Ireplay/engine
+REPLAY_INC_scaleout = $(REPLAY_INC_engine) -Ireplay/scaleout
+REPLAY_INC_cli      = $(REPLAY_INC_scaleout) -Ireplay/cli
+LAB_INC = $(REPLAY_INC_cli) -I.
 ifneq ($(strip $(SANITIZE)),)
 CFLAGS_BASE += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS_SAN := -fsanitize=$(SANITIZE)
@@ -53,7 +59,7 @@ CUDA_LIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstd
 NVCCFLAGS   ?= -O3 -arch=$(CUDA_ARCH) -Ilab -Ikernels -I. -Xcompiler -fno-strict-aliasing
 endif
 
-# MPI (Open MPI, for `lab replay --mpi`): only build/lab links it, through replay/lab_mpi*.c; the lab
+# MPI (Open MPI, for `lab replay --mpi`): only build/lab links it, through replay/scaleout/lab_mpi*.c; the lab
 # library and the tests do not. Sanitizer builds leave it out (MPI=1 turns it on there too).
 ifeq ($(strip $(SANITIZE)),)
 MPI ?= 1

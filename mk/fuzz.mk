@@ -9,15 +9,15 @@
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_TARGETS := npy manifest args
-FUZZ_LIB_SRCS := lab/lab_err.c lab/lab_fs.c lab/lab_json.c lab/lab_tensor.c lab/lab_golden.c replay/lab_cli.c
-FUZZ_LIB_HDRS := lab/lab_err.h lab/lab_fs.h lab/lab_json.h lab/lab_tensor.h lab/lab_golden.h replay/lab_cli.h replay/lab_request.h
+FUZZ_LIB_SRCS := lab/lab_err.c lab/lab_fs.c lab/lab_json.c lab/lab_tensor.c lab/lab_golden.c replay/cli/lab_cli.c
+FUZZ_LIB_HDRS := lab/lab_err.h lab/lab_fs.h lab/lab_json.h lab/lab_tensor.h lab/lab_golden.h replay/cli/lab_cli.h replay/engine/lab_request.h
 FUZZ_BINS    := $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 
 # -fno-sanitize-recover=all: an UBSan report aborts the run, so it counts as a finding.
 build/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIB_SRCS) $(FUZZ_LIB_HDRS)
 	@mk/deps.sh --fuzz
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Ilab -Ireplay \
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Ilab -Ireplay/cli -Ireplay/engine \
 	    $$(pkg-config --cflags libcjson libcrypto) $(filter %.c,$^) -o $@ $$(pkg-config --libs libcjson libcrypto)
 
 # The fuzzer's status is taken directly (not through a pipe, whose status would be grep's).

@@ -14,6 +14,11 @@ $(DEPS_OK): mk/deps.sh
 $(BUILD)/obj/lab/%.o: LAB_INC =
 $(BUILD)/obj/kernels/%.o: LAB_INC = -Ikernels
 $(BUILD)/obj/incidents/%.o: LAB_INC = -Ikernels
+$(BUILD)/obj/replay/gpu/%.o: LAB_INC = $(REPLAY_INC_gpu)
+$(BUILD)/obj/replay/report/%.o: LAB_INC = $(REPLAY_INC_report)
+$(BUILD)/obj/replay/engine/%.o: LAB_INC = $(REPLAY_INC_engine)
+$(BUILD)/obj/replay/scaleout/%.o: LAB_INC = $(REPLAY_INC_scaleout)
+$(BUILD)/obj/replay/cli/%.o: LAB_INC = $(REPLAY_INC_cli)
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
@@ -33,7 +38,7 @@ $(BUILD)/obj/tests/test_rng_clone_%.o: CFLAGS += -O3
 $(LAB_MPI_OBJS): $(BUILD)/.mpi-$(MPI)
 $(BUILD)/.mpi-$(MPI):
 	@mkdir -p $(@D) && rm -f $(BUILD)/.mpi-* && touch $@
-$(LAB_BIN): $(OBJS) $(BUILD)/obj/replay/lab_main.o $(LAB_MPI_OBJS)
+$(LAB_BIN): $(OBJS) $(BUILD)/obj/replay/cli/lab_main.o $(LAB_MPI_OBJS)
 	$(CC) $(LDFLAGS_SAN) -o $@ $^ $(PKG_LIBS) $(CUDA_LIBS) $(MPI_LIBS) $(LDLIBS)
 
 $(TEST_BIN): $(OBJS) $(TEST_OBJS)
@@ -54,27 +59,36 @@ $(XCHECK_BIN): tests/cuda_codec_xcheck.cu lab/lab_format.h lab/lab_format.c lab/
 	@mkdir -p $(@D)
 	$(NVCC) -O2 -Ilab $< -o $@
 endif
-# The layering holds: each upward include is a compile error where it would be made.
+# The layering holds: each upward include is a compile error where it would be made (the include paths of
+# mk/config.mk): lab/ sees no kernel or wing, kernels/ and incidents/ no wing, and no wing of replay/ a wing above it.
+layering_refused = if echo '\#include "$(2)"' | $(CC) $(CFLAGS_BASE) $(3) -fsyntax-only -x c - 2>/dev/null; then \
+                     echo "layering: $(1) can include $(2)" >&2; exit 1; fi
 .PHONY: layering-check
 layering-check:
-	@for probe in "lab:lab_semicrf.h:" "lab:lab_replay.h:" "incidents:lab_replay.h:-Ikernels" "kernels:lab_replay.h:-Ikernels"; do \
-	  dir=$${probe%%:*}; rest=$${probe#*:}; hdr=$${rest%%:*}; inc=$${rest#*:}; \
-	  if echo "#include \"$$hdr\"" | $(CC) $(CFLAGS_BASE) $$inc -fsyntax-only -x c - 2>/dev/null; then \
-	    echo "layering: $$dir/ can include $$hdr" >&2; exit 1; fi; \
-	done; echo "layering: lab/ cannot include kernels/ or replay/, kernels/ and incidents/ cannot include replay/"
+	@$(call layering_refused,lab/,lab_semicrf.h,)
+	@$(call layering_refused,lab/,lab_replay.h,)
+	@$(call layering_refused,incidents/,lab_replay.h,-Ikernels)
+	@$(call layering_refused,kernels/,lab_replay.h,-Ikernels)
+	@$(call layering_refused,replay/gpu,lab_sched.h,$(REPLAY_INC_gpu))
+	@$(call layering_refused,replay/gpu,lab_report.h,$(REPLAY_INC_gpu))
+	@$(call layering_refused,replay/report,lab_replay.h,$(REPLAY_INC_report))
+	@$(call layering_refused,replay/engine,lab_mpi.h,$(REPLAY_INC_engine))
+	@$(call layering_refused,replay/engine,lab_cli.h,$(REPLAY_INC_engine))
+	@$(call layering_refused,replay/scaleout,lab_cli.h,$(REPLAY_INC_scaleout))
+	@echo "layering: lab/ sees no kernel or wing, kernels/ and incidents/ no wing; replay's wings see only those below: cli > scaleout > engine > report > gpu"
 
 test: $(TEST_BIN) $(LAB_BIN) $(XCHECK_BIN) layering-check
 	$(if $(XCHECK_BIN),$(XCHECK_BIN))
 	$(TEST_ENV) LAB_BIN=$(LAB_BIN) $(TEST_BIN) $(TEST_ARGS)
-	LAB_BIN=$(LAB_BIN) PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s replay -p 'test_*.py'
+	LAB_BIN=$(LAB_BIN) PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests/python -p 'test_*.py'
 	$(STORIES_CHECK)
 
-# The stories' measured numbers (replay/story_numbers.py): the generated blocks of incidents/*/README.md come from
+# The stories' measured numbers (tools/stories/story_numbers.py): the generated blocks of incidents/*/README.md come from
 # CPU replays at small seed counts. `make stories` rewrites them; `make test` checks them (about 30 s on 2 cores),
 # except in a sanitizer build, whose replay ends a memory bug at ASan's first report and so measures other numbers.
-STORIES_CHECK = $(if $(strip $(SANITIZE)),@echo "stories: not checked in a sanitizer build (ASan ends the memory bugs' cases early)",PYTHONDONTWRITEBYTECODE=1 python3 replay/story_numbers.py check --lab $(LAB_BIN))
+STORIES_CHECK = $(if $(strip $(SANITIZE)),@echo "stories: not checked in a sanitizer build (ASan ends the memory bugs' cases early)",PYTHONDONTWRITEBYTECODE=1 python3 tools/stories/story_numbers.py check --lab $(LAB_BIN))
 stories: $(LAB_BIN)
-	PYTHONDONTWRITEBYTECODE=1 python3 replay/story_numbers.py write --lab $(LAB_BIN)
+	PYTHONDONTWRITEBYTECODE=1 python3 tools/stories/story_numbers.py write --lab $(LAB_BIN)
 stories-check: $(LAB_BIN)
 	$(STORIES_CHECK)
 
@@ -100,12 +114,12 @@ sanitize: $(LAB_BIN)
 bench: $(LAB_BIN)
 	$(LAB_BIN) bench
 
-# Planted regressions (replay/mutants.py), one at a time in a scratch copy outside the tree (incremental builds
+# Planted regressions (tools/dev/mutants.py), one at a time in a scratch copy outside the tree (incremental builds
 # there, CUDA off): which the replay kills, which only the unit tests, which survive. Not part of `make test`
-# (minutes); `make test` checks that every mutant still applies (replay/test_mutants.py).
+# (minutes); `make test` checks that every mutant still applies (tests/python/test_mutants.py).
 MUTANTS_ARGS ?=
 mutants: | $(DEPS_OK)
-	python3 replay/mutants.py $(MUTANTS_ARGS)
+	python3 tools/dev/mutants.py $(MUTANTS_ARGS)
 
 golden: $(LAB_BIN)
 	$(LAB_BIN) golden bless

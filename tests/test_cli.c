@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "lab_cli.h"
+#include "lab_command.h"
 #include "lab_fs.h"
 #include "tests/lab_test_sh.h"
 
@@ -459,21 +460,21 @@ Test(cli, resume_command_keeps_every_user_word_one_shell_word)
 {
     const char *ids[] = {"0004-pow-grad-nan"};
     char buf[1024], want[1024];
-    lab_cli_resume plain = {"build/lab", ids, 1, NULL, 0, 0, 5, 10, "cpu", "build/out"};
-    size_t need = lab_cli_resume_cmd(&plain, buf, sizeof buf);
+    lab_command_resume plain = {"build/lab", ids, 1, NULL, 0, 0, 5, 10, "cpu", "build/out"};
+    size_t need = lab_command_resume_line(&plain, buf, sizeof buf);
     cr_expect_str_eq(buf, "build/lab replay --incident 0004-pow-grad-nan --first-seed 5 --seeds 10 --backend cpu "
                           "--out build/out-resumed");
     cr_expect_eq(need, strlen(buf), "the length it needs: %zu", need);
-    cr_expect_eq(lab_cli_resume_cmd(&plain, NULL, 0), need, "measured without a buffer");
-    cr_expect_eq(lab_cli_resume_cmd(&plain, buf, 20), need, "cut: the length the whole command needs");
+    cr_expect_eq(lab_command_resume_line(&plain, NULL, 0), need, "measured without a buffer");
+    cr_expect_eq(lab_command_resume_line(&plain, buf, 20), need, "cut: the length the whole command needs");
     cr_expect_str_eq(buf, "build/lab replay --");
     char dir[256];
     lab_test_tmpdir(dir, sizeof dir, "resume");
     char out[512], marker[600];
     snprintf(out, sizeof out, "%s/a b'c; touch %s/ran #", dir, dir);
     snprintf(marker, sizeof marker, "%s/ran", dir);
-    lab_cli_resume odd = {"/bin/echo", ids, 1, "fix it", 0, 0, 5, 10, "cpu", out};
-    lab_cli_resume_cmd(&odd, buf, sizeof buf);
+    lab_command_resume odd = {"/bin/echo", ids, 1, "fix it", 0, 0, 5, 10, "cpu", out};
+    lab_command_resume_line(&odd, buf, sizeof buf);
     char *got = NULL;
     cr_assert_eq(lab_test_sh(buf, &got), 0, "%s", buf);
     snprintf(want, sizeof want, "replay --incident 0004-pow-grad-nan --variant fix it --first-seed 5 --seeds 10 "
@@ -482,11 +483,11 @@ Test(cli, resume_command_keeps_every_user_word_one_shell_word)
     cr_expect_neq(access(marker, F_OK), 0, "the folder's name ran as a command: %s", buf);
     free(got);
     char q[16];
-    cr_expect_eq(lab_cli_sh_word("it's", q, sizeof q), 9);
+    cr_expect_eq(lab_command_sh_word("it's", q, sizeof q), 9);
     cr_expect_str_eq(q, "'it'\\''s'");
-    cr_expect_eq(lab_cli_sh_word("", q, sizeof q), 2, "an empty word is ''");
+    cr_expect_eq(lab_command_sh_word("", q, sizeof q), 2, "an empty word is ''");
     cr_expect_str_eq(q, "''");
-    cr_expect_eq(lab_cli_sh_word("a b c d e f g h", q, 8), 17, "cut: the length the whole word needs");
+    cr_expect_eq(lab_command_sh_word("a b c d e f g h", q, 8), 17, "cut: the length the whole word needs");
     cr_expect_eq(strlen(q), 7);
     lab_test_rmtree(dir);
 }
@@ -497,16 +498,16 @@ Test(cli, resume_command_of_several_and_default_seeds)
 {
     const char *ids[] = {"0004-pow-grad-nan", "0001-crf-oob-atomics"};
     char buf[1024];
-    lab_cli_resume part = {"build/lab", ids, 1, NULL, 0, 0, 5, 10, "cpu", "build/out", 2};
-    lab_cli_resume_cmd(&part, buf, sizeof buf);
+    lab_command_resume part = {"build/lab", ids, 1, NULL, 0, 0, 5, 10, "cpu", "build/out", 2};
+    lab_command_resume_line(&part, buf, sizeof buf);
     cr_expect_str_eq(buf, "build/lab replay --incident 0004-pow-grad-nan --first-seed 5 --seeds 10 --backend cpu "
                           "--out build/out-resumed-2");
-    lab_cli_resume dflt = {"build/lab", ids, 2, NULL, 0, 1, 1, 0, "cpu", "build/out", 0};
-    lab_cli_resume_cmd(&dflt, buf, sizeof buf);
+    lab_command_resume dflt = {"build/lab", ids, 2, NULL, 0, 1, 1, 0, "cpu", "build/out", 0};
+    lab_command_resume_line(&dflt, buf, sizeof buf);
     cr_expect_str_eq(buf, "build/lab replay --incident 0004-pow-grad-nan --incident 0001-crf-oob-atomics --backend cpu "
                           "--out build/out-resumed");
     dflt.first_seed = 100;
-    lab_cli_resume_cmd(&dflt, buf, sizeof buf);
+    lab_command_resume_line(&dflt, buf, sizeof buf);
     cr_expect_str_eq(buf, "build/lab replay --incident 0004-pow-grad-nan --incident 0001-crf-oob-atomics --first-seed "
                           "100 --backend cpu --out build/out-resumed");
 }

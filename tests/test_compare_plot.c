@@ -77,7 +77,7 @@ Test(compare_plot, two_reports_and_the_baseline, .init = mk, .fini = rm, .timeou
     }
     /* Against the committed H200 baseline (a report written before metric specs: this build's specs are
      * used; its per-seed columns hold the separating and drift metrics). */
-    snprintf(args, sizeof args, "compare reports/baseline-h200 %s/a --out %s/cmp2", tmp, tmp);
+    snprintf(args, sizeof args, "compare tests/data/report-h200 %s/a --out %s/cmp2", tmp, tmp);
     st = lab(args, &out);
     cr_expect(st == 0 || st == 1 || (st == 3 && !lab_gnuplot_available()), "exit %d: %s", st, out);
     free(out);
@@ -88,7 +88,7 @@ Test(compare_plot, two_reports_and_the_baseline, .init = mk, .fini = rm, .timeou
     free(par);
 
     /* Trend: the baseline and report a in time order, each fix's margin. */
-    snprintf(args, sizeof args, "trend --out %s/trend reports/baseline-h200 %s/a", tmp, tmp);
+    snprintf(args, sizeof args, "trend --out %s/trend tests/data/report-h200 %s/a", tmp, tmp);
     st = lab(args, &out);
     cr_expect_eq(st, lab_gnuplot_available() ? 0 : 3, "%s", out);
     free(out);

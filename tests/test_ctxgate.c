@@ -1,4 +1,4 @@
-/* test_ctxgate: the gate a replay's CUDA workers make their contexts through (replay/lab_ctxgate.c), with forked
+/* test_ctxgate: the gate a replay's CUDA workers make their contexts through (replay/gpu/lab_ctxgate.c), with forked
  * stand-in workers that count who is inside at once. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* test_deal: the dealer of seed groups to `--mpi` ranks (replay/lab_deal.c) alone: every group dealt once, in order per
+/* test_deal: the dealer of seed groups to `--mpi` ranks (replay/scaleout/lab_deal.c) alone: every group dealt once, in order per
  * incident, a deal mixing every incident by its share, chunks that shrink, a slow requester that gets fewer deals and
  * finishes near the fast one. */
 #include <criterion/criterion.h>

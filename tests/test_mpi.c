@@ -124,7 +124,7 @@ static void expect_roles_hold(const cJSON *b)
     }
 }
 
-/* A case line's metrics without what the run measured (as replay/mpi_scaling_report.py sets aside): seconds (*_s),
+/* A case line's metrics without what the run measured (as tools/measure/mpi_scaling_report.py sets aside): seconds (*_s),
  * milliseconds (ms_*) and orphans_found, the processes a hang left behind. A copy; the caller deletes it. */
 static cJSON *unmeasured_metrics(const cJSON *m)
 {

@@ -1,4 +1,4 @@
-/* test_sched: the scheduler's cost model and the policy the pool follows with it (replay/lab_sched.c). */
+/* test_sched: the scheduler's cost model and the policy the pool follows with it (replay/engine/lab_sched.c). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -74,9 +74,9 @@ Test(sched, runs_costing_a_fair_share_lead_in_turns)
     for (int i = 0; i < N; ++i) cr_expect_eq(idx[i], turns[i], "no lead, position %d: run %zu, want %zu", i, idx[i], turns[i]);
 }
 
-static lab_sched_machine host(int ncpu, int ngpu)
+static lab_machine host(int ncpu, int ngpu)
 {
-    lab_sched_machine m;
+    lab_machine m;
     memset(&m, 0, sizeof m);
     m.ncpu = ncpu;
     m.ngpu = ngpu;
@@ -89,12 +89,12 @@ static lab_sched_machine host(int ncpu, int ngpu)
 Test(sched, workers_per_gpu_are_capped_below_the_mps_client_limit)
 {
     char note[200];
-    lab_sched_machine one = host(64, 1), four = host(64, 4), small = host(16, 4), cpu = host(64, 0);
+    lab_machine one = host(64, 1), four = host(64, 4), small = host(16, 4), cpu = host(64, 0);
     cr_expect_eq(lab_sched_workers(&cpu, LAB_BACKEND_CPU, 0, note, sizeof note), 64);
     cr_expect_eq(lab_sched_workers(&one, LAB_BACKEND_CPU, 0, note, sizeof note), 64, "the CPU backend ignores GPUs");
     cr_expect_eq(lab_sched_workers(&one, LAB_BACKEND_CUDA, 0, note, sizeof note), 32, "one GPU of a 64-core host: 32");
     cr_expect_str_empty(note);
-    lab_sched_machine two = host(64, 2), one16 = host(16, 1), one24 = host(24, 1);
+    lab_machine two = host(64, 2), one16 = host(16, 1), one24 = host(24, 1);
     cr_expect_eq(lab_sched_workers(&two, LAB_BACKEND_CUDA, 0, note, sizeof note), 32, "two GPUs: 16 each");
     cr_expect_eq(lab_sched_workers(&one16, LAB_BACKEND_CUDA, 0, note, sizeof note), 16, "one GPU of a 16-core host");
     cr_expect_eq(lab_sched_workers(&one24, LAB_BACKEND_CUDA, 0, note, sizeof note), 24, "no more workers than CPUs");
@@ -113,7 +113,7 @@ Test(sched, workers_per_gpu_are_capped_below_the_mps_client_limit)
 Test(sched, a_plan_never_exceeds_the_gpu_cap)
 {
     lab_incident inc = {.id = "9102-plan", .variants = one_fix, .n_variants = 1};
-    lab_sched_machine one = host(64, 1), two = host(64, 2);
+    lab_machine one = host(64, 1), two = host(64, 2);
     lab_sched_plan p = lab_sched_plan_incident(&one, &inc, LAB_BACKEND_CUDA, 1000, 1, 64);
     cr_expect_eq(p.workers, 40, "%s", p.why);
     p = lab_sched_plan_incident(&one, &inc, LAB_BACKEND_CUDA, 1000, 1, 0);
@@ -131,7 +131,7 @@ Test(sched, a_host_is_shared_by_its_local_ranks)
 {
     static const char *want2[2][2] = {{"0", "1"}, {"2", "3"}};
     for (int r = 0; r < 2; ++r) {
-        lab_sched_machine m = host(64, 4);
+        lab_machine m = host(64, 4);
         snprintf(m.uuid[2 * r], sizeof m.uuid[0], "GPU-%d", 2 * r);
         cr_expect_eq(lab_sched_host_share(&m, r, 2), 2 * r);
         cr_expect_eq(m.ngpu, 2);
@@ -148,14 +148,14 @@ Test(sched, a_host_is_shared_by_its_local_ranks)
     }
     int sizes[3], firsts[3];
     for (int r = 0; r < 3; ++r) {
-        lab_sched_machine m = host(64, 4);
+        lab_machine m = host(64, 4);
         firsts[r] = lab_sched_host_share(&m, r, 3);
         sizes[r] = m.ngpu;
         cr_expect_eq(m.ncpu, 21);
     }
     cr_expect(sizes[0] == 2 && sizes[1] == 1 && sizes[2] == 1, "4 GPUs, 3 ranks: %d %d %d", sizes[0], sizes[1], sizes[2]);
     cr_expect(firsts[0] == 0 && firsts[1] == 2 && firsts[2] == 3, "first GPUs %d %d %d", firsts[0], firsts[1], firsts[2]);
-    lab_sched_machine m = host(2, 1);
+    lab_machine m = host(2, 1);
     cr_expect_eq(lab_sched_host_share(&m, 1, 2), 1);
     cr_expect_eq(m.ngpu, 0, "a second rank on a host of one GPU keeps none");
     cr_expect_eq(m.ncpu, 1);
@@ -163,7 +163,7 @@ Test(sched, a_host_is_shared_by_its_local_ranks)
     cr_expect_eq(lab_sched_host_share(&m, 0, 4), 0);
     cr_expect_eq(m.ncpu, 1, "never below one CPU");
     cr_expect_eq(lab_sched_host_share(&m, 4, 4), -1, "a rank outside the host");
-    lab_sched_machine one = host(64, 1);
+    lab_machine one = host(64, 1);
     char vis[8];
     lab_sched_visible(&one, 0, 1, vis, sizeof vis);
     cr_expect_str_eq(vis, "0");
@@ -177,7 +177,7 @@ Test(sched, long_lived_jobs_get_shares_and_gpus_all_takes_the_host)
     lab_incident plain = {.id = "9103-plain", .variants = two_gpus, .n_variants = 1};
     lab_incident lived = {.id = "9104-lived", .variants = two_gpus, .n_variants = 1, .worker_setup_s = 1.0};
     lab_incident all = {.id = "9105-all", .variants = two_gpus, .n_variants = 1, .worker_setup_s = 1.0, .gpus_all = 1};
-    lab_sched_machine cpu8 = host(8, 0), four = host(64, 4);
+    lab_machine cpu8 = host(8, 0), four = host(64, 4);
     lab_sched_plan p = lab_sched_plan_incident(&cpu8, &plain, LAB_BACKEND_CPU, 100, 4, 0);
     cr_expect_eq(p.batch, 4, "one group a worker run: %s", p.why);
     p = lab_sched_plan_incident(&cpu8, &lived, LAB_BACKEND_CPU, 100, 4, 0);
@@ -191,12 +191,12 @@ Test(sched, long_lived_jobs_get_shares_and_gpus_all_takes_the_host)
     cr_expect(p.workers == 1 && p.gpus_per_worker == 4 && p.exclusive && p.batch == 100 * 4, "%s", p.why);
 }
 
-/* A worker of one GPU makes its context with one hardware work queue (lab_sched_one_queue: the driver makes contexts
+/* A worker of one GPU makes its context with one hardware work queue (lab_device_one_queue: the driver makes contexts
  * one at a time across the host, and one queue halves each); a count the user set stays; a worker of several GPUs
  * (NCCL, streams of its own) keeps the driver's default; the CPU backend binds nothing. */
 Test(sched, a_one_gpu_worker_gets_one_work_queue)
 {
-    lab_sched_machine m = host(64, 4);
+    lab_machine m = host(64, 4);
     lab_sched_plan one = {.workers = 64, .gpus_per_worker = 1}, two = {.workers = 2, .gpus_per_worker = 2, .exclusive = 1},
                    cpu = {.workers = 64};
     unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");

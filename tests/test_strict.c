@@ -68,7 +68,7 @@ static int compare_after(const char *edit, char **out)
 {
     char cmd[2048], *o;
     snprintf(cmd, sizeof cmd,
-             "mkdir -p %s/a %s/b && cp reports/baseline-h200/report.json %s/a/ && python3 -c \"import json;"
+             "mkdir -p %s/a %s/b && cp tests/data/report-h200/report.json %s/a/ && python3 -c \"import json;"
              "r=json.load(open('%s/a/report.json'));%s;open('%s/b/report.json','w').write(json.dumps(r).replace('\\\"__INF__\\\"','1e999'))\"",
              dir, dir, dir, dir, edit, dir);
     cr_assert_eq(lab_test_sh(cmd, &o), 0, "%s", o);

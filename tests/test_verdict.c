@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "lab_cli.h"
+#include "lab_command.h"
 #include "lab_binom.h"
 #include "lab_fs.h"
 #include "lab_replay.h"
@@ -340,8 +341,8 @@ Test(verdict, default_seeds_have_power)
         snprintf(path, sizeof path, "incidents/%s/incident.mk", all[i]->id);
         if (access(path, R_OK) != 0) continue; /* a test's synthetic incident */
         checked++;
-        size_t seeds = all[i]->default_seeds > 0 && all[i]->default_seeds < LAB_CLI_SEEDS_DEFAULT
-                           ? all[i]->default_seeds : LAB_CLI_SEEDS_DEFAULT;
+        size_t seeds = all[i]->default_seeds > 0 && all[i]->default_seeds < LAB_REQUEST_SEEDS_DEFAULT
+                           ? all[i]->default_seeds : LAB_REQUEST_SEEDS_DEFAULT;
         cr_expect_geq(seeds, floor, "%s: %zu default seeds < %zu, too few to see detection fall to 90%%", all[i]->id,
                       seeds, floor);
         for (int v = 0; v < all[i]->n_variants; ++v) {

@@ -130,7 +130,7 @@ static double nv_median(float *t, int n)
 /* One shape: the fixed remap (nv_remap_tiles), the remap as it was (nv_remap_words) and a device-to-device
  * cudaMemcpy of the layout's size, interleaved repetition by repetition after warm-ups; the new remap's
  * layout checked bit for bit against the old kernel's and against the offset formula (CPU). Prints a line
- * and a `lab-bench-record` (replay/lab_bench.h: ratio = the remap's time per byte over the copy's, so 1 /
+ * and a `lab-bench-record` (replay/report/lab_bench.h: ratio = the remap's time per byte over the copy's, so 1 /
  * the fraction of copy bandwidth; target 1 / 0.8). */
 static lab_status nv_bench_shape(FILE *fout, const lab_cuda_info *info, size_t rows, size_t k_sf)
 {

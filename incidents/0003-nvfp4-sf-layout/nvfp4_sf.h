@@ -58,7 +58,7 @@ enum {
 };
 
 /* Criterion thresholds (README.md "What the criterion checks"). The cosine bar is chosen (the issue's), not derived:
- * it names a scrambled layout; the fix's 1 - cos is at most 3.7e-14. Measured margins (README, replay/margins.py):
+ * it names a scrambled layout; the fix's 1 - cos is at most 3.7e-14. Measured margins (README, tools/dev/margins.py):
  * per-element bound max 0.238 (CPU, seeds 1-256) and 0.242 (H100, seeds 1-1000) of it; rel L2 0.118 of
  * NVFP4_SF_TOL_REL_L2 on both. */
 #define NVFP4_SF_MIN_COSINE 0.9999

@@ -153,7 +153,7 @@ void bfcrf_clip_grads(float *g, size_t n, double max_norm);
 lab_status bfcrf_train(uint64_t seed, const bfcrf_train_cfg *cfg, bfcrf_train_stats *st);
 
 /* Tolerances of the criterion (README "What the criterion checks" justifies them): worst-case rounding bounds for
- * scores below 2^12, where one float32 rounding is at most 2^-12. Measured (README, replay/margins.py): the fix
+ * scores below 2^12, where one float32 rounding is at most 2^-12. Measured (README, tools/dev/margins.py): the fix
  * uses at most 0.0086 of TOL_MARG_SUM and 0.0051 of TOL_NEG_LOSS on the CPU (seeds 1-32), its probe's log Z 0.0079
  * of TOL_NEG_LOSS on an H100 (seeds 1-1000); its largest |score| is 0.65 of BFCRF_SCORE_BOUND. */
 #define BFCRF_SCORE_BOUND 4096.0 /* the bounds below hold while every |score| < 2^12 (float32 spacing <= 2^-11) */

@@ -502,7 +502,7 @@ static lab_status wr_judge_cuda(const lab_case *c, const wr_out *outs, int runs,
     if (!isnan(g->ref_check)) lab_result_metric(r, "ref_device_vs_cpu", g->ref_check);
     /* bug-smem-buffers is a memory bug only for racecheck's sake: its race is between in-bounds accesses to its
      * own block's shared memory, the same elements the global-buffer kernel touches (memcheck found 0 errors on
-     * bug-num-warps-4, study/h100/sanitizers.txt), and masked lanes never dereference their stray addresses; so
+     * bug-num-warps-4, studies/0008-semicrf-warp-replica-race/h100/sanitizers.txt), and masked lanes never dereference their stray addresses; so
      * no case of this incident touches memory it did not allocate, and its worker goes on
      * (lab_case_result.memory_contained). */
     r->memory_contained = 1;

@@ -1,0 +1,194 @@
+/* lab_replay_run: the replay's entry points (lab_replay.h): a request as the command layer fills it
+ * (lab_replay_request_run: checked, its backend and MPS set up, then run), and a replay of more cases than lab_replay_window_at() goes to
+ * lab_window (windowed), any other runs in memory through the core (lab_replay.c). Its own file so that the core does
+ * not reach up to the window, which is built on it. */
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab_command.h"
+#include "lab_clock.h"
+#include "lab_device.h"
+#include "lab_fs.h"
+#include "lab_isolate.h"
+#include "lab_mps_replay.h"
+#include "lab_phase.h"
+#include "lab_replay_int.h"
+#include "lab_resultset.h"
+#include "lab_sanitize.h"
+#include "lab_stall.h"
+#include "lab_window.h"
+
+lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, lab_case_record **recs_out,
+                          size_t *n_recs)
+{
+    memset(verdict, 0, sizeof *verdict);
+    verdict->exit_status = LAB_EXIT_FAILED;
+    *recs_out = NULL;
+    *n_recs = 0;
+    size_t planned = lab_replay_count(opts);
+    if (planned > lab_replay_window_at()) return lab_window_run(opts, report, verdict, planned);
+    lab_case_record *recs;
+    size_t n;
+    lab_status st = lab_replay_cases(opts, &recs, &n);
+    if (st != LAB_OK) return st;
+    if (opts->out_dir && (st = lab_fs_mkdirs(opts->out_dir)) != LAB_OK) {
+        free(recs);
+        return st;
+    }
+    double t0 = lab_clock_now();
+    lab_phase("replay clock starts");
+    lab_stall_point(LAB_STALL_PLANNING);
+    if (lab_isolate_interrupted()) /* interrupted while planning: no case starts */
+        for (size_t j = 0; j < n; ++j) {
+            recs[j].o.outcome = LAB_OUT_ERROR;
+            recs[j].o.not_run = 1;
+            snprintf(recs[j].o.error, sizeof recs[j].o.error, "interrupted");
+        }
+    else
+        st = lab_replay_execute_records(opts, recs, n, NULL, NULL);
+    if (st != LAB_OK) fprintf(report, "replay: %s (the cases not started are ERROR)\n", lab_err_msg());
+    lab_phase("cases done");
+    lab_verdict_run run = {.harness_failed = st != LAB_OK};
+    lab_status st2 = lab_replay_report(opts, report, recs, n, lab_clock_now() - t0, &run, verdict);
+    *recs_out = recs;
+    *n_recs = n;
+    return st2 != LAB_OK ? st2 : st;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* The entry of a request (lab_request.h): `lab replay` and `lab report` both come here */
+
+/* The incidents a request selects into sel (*n): every incident, or those its ids name (a unique prefix each), and
+ * the variant checked against them. LAB_ERR_NOTFOUND when an id or the variant is unknown, said on diag with the
+ * known names. */
+static lab_status lab_replay_select(const lab_request *req, FILE *diag, const lab_incident **sel, size_t *n)
+{
+    size_t n_all;
+    const lab_incident *const *all = lab_incident_all(&n_all);
+    *n = 0;
+    if (req->n_ids == 0)
+        for (size_t i = 0; i < n_all && *n < LAB_REQUEST_IDS_MAX; ++i) sel[(*n)++] = all[i];
+    for (size_t i = 0; i < req->n_ids; ++i) {
+        const lab_incident *inc = lab_incident_find(req->ids[i]);
+        if (!inc) {
+            fprintf(diag, "lab: unknown incident '%s'\nknown incidents:", req->ids[i]);
+            for (size_t k = 0; k < n_all; ++k) fprintf(diag, " %s", all[k]->id);
+            fprintf(diag, "\n");
+            return lab_err_set(LAB_ERR_NOTFOUND, "unknown incident '%s'", req->ids[i]);
+        }
+        sel[(*n)++] = inc;
+    }
+    if (!req->variant) return LAB_OK;
+    int found = 0;
+    for (size_t i = 0; i < *n; ++i) found |= lab_incident_variant(sel[i], req->variant) != NULL;
+    if (found) return LAB_OK;
+    fprintf(diag, "lab: unknown variant '%s'; known:", req->variant);
+    for (size_t i = 0; i < *n; ++i)
+        for (int v = 0; v < sel[i]->n_variants; ++v) fprintf(diag, " %s/%s", sel[i]->id, sel[i]->variants[v].name);
+    fprintf(diag, "\n");
+    return lab_err_set(LAB_ERR_NOTFOUND, "unknown variant '%s'", req->variant);
+}
+
+/* The backend a request runs on (*backend) and whether a CUDA device is usable (*cuda_ok), from the machine probe;
+ * auto falls back to the CPU and says so. LAB_ERR_DEVICE, said on diag, for cuda without a usable device unless
+ * gpu_optional (every CUDA case then SKIPs). */
+static lab_status lab_replay_backend(const lab_request *req, FILE *diag, lab_backend *backend, int *cuda_ok)
+{
+    *backend = LAB_BACKEND_CPU;
+    *cuda_ok = 0;
+    int is_auto = !strcmp(req->backend, "auto");
+    if (!is_auto && strcmp(req->backend, "cuda")) return LAB_OK;
+    char why[240];
+    *cuda_ok = lab_device_usable(why, sizeof why) == LAB_OK;
+    if (is_auto) {
+        *backend = *cuda_ok ? LAB_BACKEND_CUDA : LAB_BACKEND_CPU;
+        if (*cuda_ok) fprintf(diag, "backend auto: cuda\n");
+        else fprintf(diag, "backend auto: cpu (%s)\n", why);
+        return LAB_OK;
+    }
+    *backend = LAB_BACKEND_CUDA;
+    if (*cuda_ok) return LAB_OK;
+    if (!req->gpu_optional) {
+        fprintf(diag,
+                "lab replay: --backend cuda: no usable CUDA device: %s\n(--backend auto falls back to the "
+                "CPU; --gpu-optional runs every CUDA case as SKIP instead)\n",
+                why);
+        return lab_err_set(LAB_ERR_DEVICE, "--backend cuda: no usable CUDA device: %s", why);
+    }
+    fprintf(diag, "backend cuda: no usable device (%s): cases SKIP (--gpu-optional)\n", why);
+    return LAB_OK;
+}
+
+lab_status lab_replay_request_run(const lab_request *req, const lab_replay_how *how, lab_replay_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->verdict.exit_status = LAB_EXIT_FAILED;
+    if (req->sanitize && lab_sanitize_tool_check(req->sanitize) != LAB_OK)
+        return lab_err_set(LAB_ERR_ARG, "--sanitize: %s", lab_err_msg());
+    if (req->mpi && !how->scale_out) return lab_err_set(LAB_ERR_ARG, "--mpi: this program cannot run under MPI");
+    if (req->out && lab_fs_out_check("--out", req->out, lab_replay_set_names) != LAB_OK) return LAB_ERR_ARG;
+    lab_status st;
+    lab_backend backend;
+    int cuda_ok;
+    st = lab_replay_backend(req, how->diag, &backend, &cuda_ok);
+    lab_phase("backend decided (device probe)");
+    if (st != LAB_OK) {
+        res->said = 1;
+        return st;
+    }
+    const lab_incident *sel[LAB_REQUEST_IDS_MAX];
+    size_t n_sel;
+    if ((st = lab_replay_select(req, how->diag, sel, &n_sel)) != LAB_OK) {
+        res->said = 1;
+        return st;
+    }
+    size_t ns, bytes;
+    if ((st = lab_request_seed_bytes(req, &ns, &bytes)) != LAB_OK) return st;
+    uint64_t *seeds = malloc(bytes ? bytes : 1);
+    if (!seeds) return lab_err_set(LAB_ERR_NOMEM, "out of memory for %zu seeds", ns);
+    for (size_t s = 0; s < ns; ++s) seeds[s] = req->have_seed ? req->seed : req->first_seed + s;
+
+    lab_replay_opts o = {sel, n_sel, req->variant, seeds, ns, !req->have_seed && !req->have_seeds, backend,
+                         (int)req->jobs, (double)req->timeout_s, req->out, req->tap, req->plots, !req->quiet,
+                         req->lab_bin, req->root, req->sanitize};
+    o.batch_seeds = (unsigned)req->batch_seeds;
+    o.summary_out = how->keep_set ? &res->summary : NULL;
+    /* The CUDA workers share the GPU through a private MPS daemon (lab_mps_replay.h), unless asked not to, under
+     * compute-sanitizer (no MPS clients) or for one seed: started before the workers (under --mpi by each rank, for
+     * its share of its host's GPUs), stopped after the replay, interrupted or not. */
+    static lab_mps mps; /* large (one folder a GPU): not on the stack */
+    memset(&mps, 0, sizeof mps);
+    o.want_mps = backend == LAB_BACKEND_CUDA && cuda_ok && !req->have_seed && !req->no_mps && !req->sanitize;
+    o.mps = &mps;
+    if (o.want_mps && !req->mpi) lab_mps_replay_start(&mps, req->quiet ? NULL : how->diag, "");
+    o.device_ok = backend == LAB_BACKEND_CUDA && cuda_ok;
+    /* SIGINT/SIGTERM: stop, keep the finished cases (lab_isolate.h); under --mpi mpirun passes the signal to every
+     * rank (lab_mpi.h, LAB_MPI_INTERRUPT_WAIT_S). */
+    if (lab_isolate_catch_signals() != LAB_OK) fprintf(how->diag, "lab replay: %s\n", lab_err_msg());
+    st = (req->mpi ? how->scale_out : lab_replay_run)(&o, how->report, &res->verdict, &res->recs, &res->n_recs);
+    lab_phase("replay done");
+    lab_mps_stop(&mps);
+    lab_phase("MPS daemons stopped");
+    res->backend = backend;
+    if (st == LAB_OK && how->keep_set && res->recs) {
+        /* the finished cases, as the result set's results.jsonl holds them */
+        lab_case_record *done = malloc((res->n_recs ? res->n_recs : 1) * sizeof *done);
+        size_t k = 0;
+        for (size_t j = 0; done && j < res->n_recs; ++j)
+            if (!res->recs[j].o.not_run) done[k++] = res->recs[j];
+        lab_results_cmd spell = lab_replay_cmd(&o);
+        st = done ? lab_resread_from_records(done, k, &spell, &res->set) : lab_err_set(LAB_ERR_NOMEM, "out of memory");
+        free(done);
+    }
+    free(seeds);
+    return st;
+}
+
+void lab_replay_result_free(lab_replay_result *res)
+{
+    free(res->recs);
+    lab_resread_free(&res->set);
+    cJSON_Delete(res->summary);
+    memset(res, 0, sizeof *res);
+}

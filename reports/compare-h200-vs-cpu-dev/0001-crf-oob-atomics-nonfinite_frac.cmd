@@ -1,2 +1,0 @@
-# Redraws 0001-crf-oob-atomics-nonfinite_frac.png from its data in this folder (edit compare.gp to restyle):
-gnuplot -c 'compare.gp' '0001-crf-oob-atomics-nonfinite_frac.dat' '0001-crf-oob-atomics-nonfinite_frac.png' '0001-crf-oob-atomics-nonfinite_frac.par'

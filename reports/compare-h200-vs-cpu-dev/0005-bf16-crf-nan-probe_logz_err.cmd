@@ -1,2 +1,0 @@
-# Redraws 0005-bf16-crf-nan-probe_logz_err.png from its data in this folder (edit compare.gp to restyle):
-gnuplot -c 'compare.gp' '0005-bf16-crf-nan-probe_logz_err.dat' '0005-bf16-crf-nan-probe_logz_err.png' '0005-bf16-crf-nan-probe_logz_err.par'

@@ -1,2 +1,0 @@
-# Redraws 0005-bf16-crf-nan-max_marg_sum_err.png from its data in this folder (edit ecdf.gp to restyle):
-gnuplot -c 'ecdf.gp' '0005-bf16-crf-nan-max_marg_sum_err.dat' '0005-bf16-crf-nan-max_marg_sum_err.png' '0005-bf16-crf-nan-max_marg_sum_err.par'

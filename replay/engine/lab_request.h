@@ -34,6 +34,8 @@ typedef struct {
     const char *out;                     /* the result set's folder */
     const char *sanitize;                /* compute-sanitizer tool every CUDA case runs under, or NULL */
     int tap, plots, quiet, mpi;          /* also results.tap; draw plots; no progress; one rank a host under mpirun */
+    const char *resume;                  /* --resume DIR: complete the replay DIR holds, as it was asked (lab_resume.h);
+                                            NULL: a fresh replay */
     const char *lab_bin;                 /* how commands name the lab (argv[0]): the replay's case processes and the
                                             replay commands it prints */
     const char *root;                    /* repository root (goldens, plot scripts) */

@@ -50,12 +50,14 @@ Test(alloc, a_step_task_gets_its_own_cpus)
     lab_alloc a = read_env(per_task);
     cr_expect(a.slurm && a.cpus == 3 && a.tasks == 4, "cpus %d tasks %d", a.cpus, a.tasks);
     cr_expect_str_eq(a.cpus_from, "SLURM_CPUS_PER_TASK=3");
-    const char *split[] = {"SLURM_JOB_ID=7", "SLURM_STEP_ID=1", "SLURM_CPUS_ON_NODE=16", "SLURM_STEP_TASKS_PER_NODE=4(x2),1",
-                           "SLURM_NODEID=2", NULL};
+    const char *split[] = {"SLURM_JOB_ID=7",        "SLURM_STEP_ID=1",
+                           "SLURM_CPUS_ON_NODE=16", "SLURM_STEP_TASKS_PER_NODE=4(x2),1",
+                           "SLURM_NODEID=2",        NULL};
     a = read_env(split);
     cr_expect(a.cpus == 16 && a.tasks == 1, "node 2 runs one task: cpus %d tasks %d", a.cpus, a.tasks);
-    const char *node1[] = {"SLURM_JOB_ID=7", "SLURM_STEP_ID=1", "SLURM_CPUS_ON_NODE=16", "SLURM_STEP_TASKS_PER_NODE=4(x2),1",
-                           "SLURM_NODEID=1", NULL};
+    const char *node1[] = {"SLURM_JOB_ID=7",        "SLURM_STEP_ID=1",
+                           "SLURM_CPUS_ON_NODE=16", "SLURM_STEP_TASKS_PER_NODE=4(x2),1",
+                           "SLURM_NODEID=1",        NULL};
     a = read_env(node1);
     cr_expect(a.cpus == 4 && a.tasks == 4, "node 1 runs four: cpus %d tasks %d", a.cpus, a.tasks);
     cr_expect(strstr(a.cpus_from, "SLURM_CPUS_ON_NODE=16 over 4 tasks") != NULL, "%s", a.cpus_from);
@@ -65,7 +67,8 @@ Test(alloc, a_step_task_gets_its_own_cpus)
     const char *bad[] = {"SLURM_JOB_ID=7", "SLURM_STEP_ID=0", "SLURM_CPUS_PER_TASK=two", "SLURM_CPUS_ON_NODE=-4",
                          "SLURM_STEP_TASKS_PER_NODE=x", NULL};
     a = read_env(bad);
-    cr_expect(a.slurm && a.cpus == 0 && a.tasks == 1, "what is not a count is ignored: cpus %d tasks %d", a.cpus, a.tasks);
+    cr_expect(a.slurm && a.cpus == 0 && a.tasks == 1, "what is not a count is ignored: cpus %d tasks %d", a.cpus,
+              a.tasks);
 }
 
 /* Outside a step (a batch script, an salloc shell) the process holds the node's allocation, whatever the tasks the

@@ -453,9 +453,9 @@ Test(cli, one_option_table_for_replay_and_report)
 
 /* The resume commands are shell command lines (summary.json, the interrupt's message: the one that completes the set in
  * place, `lab replay --resume OUT`, and the seed ranges left underneath): a folder or variant the user named stays one
- * word whatever it holds, and plain words are written as they are. Run through sh with /bin/echo for the lab, the words come back as
- * given and the folder's `; touch` runs nothing. It says the length the whole command needs, so that a caller can make
- * room for it (cut at a short buffer). */
+ * word whatever it holds, and plain words are written as they are. Run through sh with /bin/echo for the lab, the words
+ * come back as given and the folder's `; touch` runs nothing. It says the length the whole command needs, so that a
+ * caller can make room for it (cut at a short buffer). */
 Test(cli, resume_command_keeps_every_user_word_one_shell_word)
 {
     const char *ids[] = {"0004-pow-grad-nan"};

@@ -190,9 +190,10 @@ Test(interrupt, bug_error_is_printed_as_error_not_xpass)
     rec.o.outcome = LAB_OUT_ERROR;
     snprintf(rec.o.error, sizeof rec.o.error, "golden missing");
     uint64_t seeds[1] = {5};
-    lab_replay_opts o = {.what = {.incidents = &inc, .n_incidents = 1, .variant = bug->name, .seeds = seeds, .n_seeds = 1,
-                                  .backend = LAB_BACKEND_CPU, .timeout_s = 10},
-                         .how = {.jobs = 1, .lab_bin = "lab", .root = "."}};
+    lab_replay_opts o = {
+        .what = {.incidents = &inc, .n_incidents = 1, .variant = bug->name, .seeds = seeds, .n_seeds = 1,
+                 .backend = LAB_BACKEND_CPU, .timeout_s = 10},
+        .how = {.jobs = 1, .lab_bin = "lab", .root = "."}};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);

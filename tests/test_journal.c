@@ -1,9 +1,9 @@
 /* test_journal: every finished case of a replay is on disk the moment it finishes (lab_journal.h: journal.jsonl in the
- * set's staging folder), whatever then ends the replay, and `lab replay --resume DIR` completes the replay in place from
- * what DIR holds (lab_resume.h): after a kill -9 from outside, a kill in the middle of a case's line, an interrupt, a
- * kill of a resume itself, in memory and windowed, over several incidents and their default seeds; the set it gives
- * equals an uninterrupted replay's case by case, and the cases that had finished are kept as they were, not run again.
- * And what it refuses, naming why. A case record reads back from its line to the same line (lab_resread). */
+ * set's staging folder), whatever then ends the replay, and `lab replay --resume DIR` completes the replay in place
+ * from what DIR holds (lab_resume.h): after a kill -9 from outside, a kill in the middle of a case's line, an
+ * interrupt, a kill of a resume itself, in memory and windowed, over several incidents and their default seeds; the set
+ * it gives equals an uninterrupted replay's case by case, and the cases that had finished are kept as they were, not
+ * run again. And what it refuses, naming why. A case record reads back from its line to the same line (lab_resread). */
 #include <cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>
@@ -124,8 +124,8 @@ static char *canon(const char *name)
     return out;
 }
 
-/* Every whole case line of `kept` (a journal, or an interrupted set's results.jsonl) appears as it is, byte for byte, in
- * DIR/OUT/results.jsonl: the case was kept, not run again. Returns how many were checked. */
+/* Every whole case line of `kept` (a journal, or an interrupted set's results.jsonl) appears as it is, byte for byte,
+ * in DIR/OUT/results.jsonl: the case was kept, not run again. Returns how many were checked. */
 static int expect_kept_verbatim(const char *kept, const char *out)
 {
     char name[256];
@@ -178,9 +178,9 @@ static char *journal_of(const char *out)
     return text;
 }
 
-/* kill -9 of a replay held in memory (600 cases) from outside once 40 cases finished: the set it was to replace stays as
- * it was; the staging folder keeps the journal, its header saying what the replay runs, every case line whole; --resume
- * keeps those cases as they were, runs the rest, and the set equals an uninterrupted replay's. */
+/* kill -9 of a replay held in memory (600 cases) from outside once 40 cases finished: the set it was to replace stays
+ * as it was; the staging folder keeps the journal, its header saying what the replay runs, every case line whole;
+ * --resume keeps those cases as they were, runs the rest, and the set equals an uninterrupted replay's. */
 Test(journal, a_killed_replay_keeps_its_finished_cases_and_resume_completes_it, .init = mk, .fini = rm, .timeout = 300)
 {
     const char *args = "--incident 0004 --seeds 300 --backend cpu --no-plots --quiet";

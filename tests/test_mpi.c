@@ -521,10 +521,12 @@ Test(mpi, a_killed_job_keeps_every_case_rank_0_got, .timeout = 240)
     snprintf(base, sizeof base, "%s.ompi", dir);
     cr_assert_eq(mkdir(base, 0700), 0);
     snprintf(cmd, sizeof cmd,
-             "LAB_MPI_TEST_FAULT=slow:0 OMPI_MCA_orte_tmpdir_base='%s' " MPIRUN " --bind-to none -np 2 '%s' replay --mpi "
+             "LAB_MPI_TEST_FAULT=slow:0 OMPI_MCA_orte_tmpdir_base='%s' " MPIRUN
+             " --bind-to none -np 2 '%s' replay --mpi "
              "%s --out '%s/out' & sleep 4; sid=$(ps -o sid= -p $$); "
              "for p in $(ps -o pid= -s $sid); do [ $p = $$ ] || [ $p = $sid ] || kill -9 $p 2>/dev/null; done; wait; "
-             "cat '%s'/out.new-*/journal.jsonl", base, lab_test_bin(), args, dir, dir);
+             "cat '%s'/out.new-*/journal.jsonl",
+             base, lab_test_bin(), args, dir, dir);
     lab_test_sh_deadline(cmd, 60, &out);
     int kept = lab_test_lines(out) - 1;
     cr_expect_gt(kept, 20, "%d cases in the journal: rank 0 alone gets through at most 16 in 4 s", kept);

@@ -56,8 +56,10 @@ static uint64_t seeds[512];
 static lab_replay_opts opts_of(const lab_incident *const *incs, size_t n_incs, uint64_t first, size_t n, int dflt)
 {
     for (size_t s = 0; s < n; ++s) seeds[s] = first + s;
-    return (lab_replay_opts){.what = {.incidents = incs, .n_incidents = n_incs, .seeds = seeds, .n_seeds = n, .seeds_default = dflt, .backend = LAB_BACKEND_CPU},
-                         .how = {.jobs = 1, .out_dir = out, .lab_bin = "build/lab", .root = "."}};
+    return (lab_replay_opts){
+        .what = {.incidents = incs, .n_incidents = n_incs, .seeds = seeds, .n_seeds = n, .seeds_default = dflt,
+                 .backend = LAB_BACKEND_CPU},
+        .how = {.jobs = 1, .out_dir = out, .lab_bin = "build/lab", .root = "."}};
 }
 
 /* What an interrupted replay wrote: its console text and summary.json. */

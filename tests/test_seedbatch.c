@@ -88,8 +88,9 @@ Test(seedbatch, a_fed_share_cuts_batches_for_the_whole_run)
 {
     const lab_incident *incs[] = {&sb_inc};
     uint64_t seeds[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
-    lab_replay_opts o = {.what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA},
-                         .how = {.lab_bin = "build/lab", .root = "."}};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA},
+        .how = {.lab_bin = "build/lab", .root = "."}};
     lab_case_record *recs;
     size_t n;
     lab_replay_groups g;
@@ -258,8 +259,9 @@ Test(seedbatch, runner_runs_batches_and_falls_back_alone)
     setenv("CUDA_VISIBLE_DEVICES", "0", 1);
     const lab_incident *incs[] = {&sb_inc};
     uint64_t seeds[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
-    lab_replay_opts o = {.what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA},
-                         .how = {.jobs = 2, .lab_bin = "build/lab", .root = "."}};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA},
+        .how = {.jobs = 2, .lab_bin = "build/lab", .root = "."}};
     FILE *devnull = fopen("/dev/null", "w");
     lab_verdict v;
     lab_case_record *recs;

@@ -26,7 +26,8 @@
  * - Tests only: $LAB_JOURNAL_TEST_KILL=K makes the process SIGKILL itself half way through the K-th case's line (from
  *   1), as a kill can cut a write; inert unless set. */
 
-#define LAB_JOURNAL_NAME "journal.jsonl" /* in the staging folder, and in --out between the swap and lab_journal_close */
+#define LAB_JOURNAL_NAME                                                                                               \
+    "journal.jsonl" /* in the staging folder, and in --out between the swap and lab_journal_close */
 #define LAB_JOURNAL_SYNC_S 1.0           /* the most seconds of finished cases a power cut can take */
 
 typedef struct lab_journal lab_journal;

@@ -140,7 +140,8 @@ void lab_replay_worker_init(void *vctx)
     int slot = lab_isolate_worker_slot(), gpu = ctx->machine.ngpu > 0 ? slot % ctx->machine.ngpu : 0;
     lab_sched_bind(&ctx->machine, &ctx->plan, slot);
     if (ctx->plan.gpus_per_worker > 0) /* a client of its GPU's MPS daemon, or (multi-GPU cases) of none */
-        lab_mps_client(ctx->opts->how.mps, lab_replay_poolable(ctx->opts, &ctx->plan) && ctx->machine.ngpu > 0 ? gpu : -1);
+        lab_mps_client(ctx->opts->how.mps,
+                       lab_replay_poolable(ctx->opts, &ctx->plan) && ctx->machine.ngpu > 0 ? gpu : -1);
     lab_replay_probe = ctx->opts->how.device_probe;
     ctx->bound = 1;
     if (ctx->opts->what.backend == LAB_BACKEND_CUDA) lab_replay_warm(&ctx->gate, gpu);
@@ -334,7 +335,8 @@ lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_re
     for (size_t i = 0; i < np && st == LAB_OK; ++i) {
         const lab_replay_opts *o = ctx->opts;
         const lab_replay_part *pt = &parts[i];
-        unsigned bmax = lab_seedbatch_size(ctx->recs[ctx->order[pt->start]].incident, o->what.backend, o->what.sanitize != NULL, o->how.batch_seeds);
+        unsigned bmax = lab_seedbatch_size(ctx->recs[ctx->order[pt->start]].incident, o->what.backend,
+                                           o->what.sanitize != NULL, o->how.batch_seeds);
         if (bmax < 2) continue;
         /* a chunk of bmax seeds costs at most bmax of the part's costliest group: no more than `fair` */
         double group = 0.0;
@@ -431,7 +433,8 @@ void lab_replay_leave_mps(lab_replay_ctx *ctx, const char *who)
     lab_mps *m = ctx->opts->how.mps;
     if (!m || !m->running) return;
     lab_mps_stop(m);
-    if (ctx->opts->how.progress) fprintf(stderr, "cuda: MPS daemon stopped: %s run outside it, each on GPUs of its own\n", who);
+    if (ctx->opts->how.progress)
+        fprintf(stderr, "cuda: MPS daemon stopped: %s run outside it, each on GPUs of its own\n", who);
 }
 
 /* 1 when a job's error names the device (CUDA, MPS, a device fault): what a neighbour's fault or a server that
@@ -466,7 +469,9 @@ static void lab_replay_rerun_done(void *vctx, size_t job, const lab_job_outcome 
 lab_status lab_replay_rerun(lab_replay_ctx *ctx, lab_job_outcome *out)
 {
     const lab_replay_opts *opts = ctx->opts;
-    if (opts->what.backend != LAB_BACKEND_CUDA || !opts->how.device_ok || opts->what.sanitize || lab_isolate_interrupted()) return LAB_OK;
+    if (opts->what.backend != LAB_BACKEND_CUDA || !opts->how.device_ok || opts->what.sanitize ||
+        lab_isolate_interrupted())
+        return LAB_OK;
     size_t m = 0;
     for (size_t i = 0; i < ctx->n; ++i) {
         const lab_case_record *r = &ctx->recs[i];
@@ -474,7 +479,8 @@ lab_status lab_replay_rerun(lab_replay_ctx *ctx, lab_job_outcome *out)
     }
     if (m == 0) return LAB_OK;
     lab_replay_leave_mps(ctx, "cases that met a device error");
-    if (opts->how.progress) fprintf(stderr, "rerunning %zu case%s that met a device error, alone on their GPUs\n", m, m == 1 ? "" : "s");
+    if (opts->how.progress)
+        fprintf(stderr, "rerunning %zu case%s that met a device error, alone on their GPUs\n", m, m == 1 ? "" : "s");
     size_t *order = malloc(m * sizeof *order);
     if (!order) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
     lab_status st = LAB_OK;
@@ -587,7 +593,8 @@ lab_status lab_replay_setup_make(lab_replay_ctx *ctx, int shared, lab_replay_set
         while (end < ctx->n && ctx->recs[end].incident == inc) ++end;
         size_t gs = lab_replay_order(ctx->recs, start, end, ctx->order);
         s->parts[i] = (lab_replay_part){start, end, gs, (end - start + gs - 1) / gs};
-        s->plans[i] = lab_sched_plan_incident(&ctx->machine, inc, opts->what.backend, s->parts[i].n_groups, gs, opts->how.jobs);
+        s->plans[i] =
+            lab_sched_plan_incident(&ctx->machine, inc, opts->what.backend, s->parts[i].n_groups, gs, opts->how.jobs);
         if (opts->what.sanitize) s->plans[i].batch = 1; /* each case is its own compute-sanitizer process anyway */
         start = end;
     }
@@ -671,7 +678,8 @@ lab_status lab_replay_execute(lab_replay_ctx *ctx)
 /* Seeds replayed for one incident: all given, or its default_seeds when the seeds were not given. */
 size_t lab_replay_n_seeds(const lab_replay_opts *opts, const lab_incident *inc)
 {
-    if (opts->what.seeds_default && inc->default_seeds > 0 && inc->default_seeds < opts->what.n_seeds) return inc->default_seeds;
+    if (opts->what.seeds_default && inc->default_seeds > 0 && inc->default_seeds < opts->what.n_seeds)
+        return inc->default_seeds;
     return opts->what.n_seeds;
 }
 
@@ -679,7 +687,8 @@ size_t lab_replay_n_seeds(const lab_replay_opts *opts, const lab_incident *inc)
 size_t lab_replay_n_variants(const lab_replay_opts *opts, const lab_incident *inc)
 {
     size_t k = 0;
-    for (int v = 0; v < inc->n_variants; ++v) k += !opts->what.variant || strcmp(opts->what.variant, inc->variants[v].name) == 0;
+    for (int v = 0; v < inc->n_variants; ++v)
+        k += !opts->what.variant || strcmp(opts->what.variant, inc->variants[v].name) == 0;
     return k;
 }
 
@@ -705,7 +714,8 @@ int lab_replay_case_index(const lab_replay_opts *opts, const lab_incident *inc, 
         }
         size_t v = 0;
         int k = 0;
-        for (; k < c->n_variants && &c->variants[k] != var; ++k) v += !w->variant || !strcmp(w->variant, c->variants[k].name);
+        for (; k < c->n_variants && &c->variants[k] != var; ++k)
+            v += !w->variant || !strcmp(w->variant, c->variants[k].name);
         if (k == c->n_variants || (w->variant && strcmp(w->variant, var->name))) return 0;
         size_t s = (size_t)(seed - w->seeds[0]); /* consecutive seeds: the index at once, else looked for */
         if (seed < w->seeds[0] || s >= ns || w->seeds[s] != seed)

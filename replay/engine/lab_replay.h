@@ -72,7 +72,8 @@ typedef struct {
                                               they are and only the others run; NULL: every case runs */
 } lab_replay_how;
 
-/* One replay: what it runs and how. Set with designated initializers: (lab_replay_opts){.what = {...}, .how = {...}}. */
+/* One replay: what it runs and how. Set with designated initializers: (lab_replay_opts){.what = {...}, .how = {...}}.
+ */
 typedef struct {
     lab_replay_what what;
     lab_replay_how how;

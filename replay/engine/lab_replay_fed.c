@@ -225,8 +225,8 @@ size_t lab_replay_run_seeds(const lab_replay_opts *opts, const lab_case_record *
             group = g->cost[k] > group ? g->cost[k] : group;
         }
     if (first == g->ng || fair <= 0.0) return 0;
-    unsigned bmax = lab_seedbatch_size(recs[g->order[g->start[first]]].incident, opts->what.backend, opts->what.sanitize != NULL,
-                                       opts->how.batch_seeds);
+    unsigned bmax = lab_seedbatch_size(recs[g->order[g->start[first]]].incident, opts->what.backend,
+                                       opts->what.sanitize != NULL, opts->how.batch_seeds);
     return bmax < 2 ? 0 : lab_sched_chunk_seeds(bmax, group, fair, opts->how.run_gpus);
 }
 

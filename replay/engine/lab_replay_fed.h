@@ -36,8 +36,8 @@ typedef struct {
  * it has nothing yet; -1 when nothing the lane accepts will ever come. */
 typedef int (*lab_replay_feed_fn)(void *ctx, const unsigned char *accept, lab_replay_span *spans);
 
-/* A worker's fair share of the whole run's cost (the groups' cost over opts->how.run_workers), 0 without run_workers: what
- * a fed execution's pool cuts seed batches for. */
+/* A worker's fair share of the whole run's cost (the groups' cost over opts->how.run_workers), 0 without run_workers:
+ * what a fed execution's pool cuts seed batches for. */
 double lab_replay_run_fair(const lab_replay_opts *opts, const lab_replay_groups *g);
 
 /* The seeds (seed groups) one run of part `part` holds in a fed execution's pool when its incident batches seeds: as

@@ -112,8 +112,9 @@ void lab_replay_table(FILE *f, const lab_verdict_tally *t, size_t nt);
 void lab_replay_print_failure(FILE *f, const lab_replay_opts *opts, const lab_case_record *r);
 void lab_replay_print_rates(FILE *f, const lab_replay_opts *opts, const lab_verdict_tally *t, size_t nt);
 void lab_replay_print_end(FILE *f, const lab_replay_opts *opts, size_t n, double wall, const char *line);
-/* The resume of an interrupted replay, incident by incident: from[i] is the lowest seed index of opts->what.incidents[i]
- * with an unfinished case (lab_replay_n_seeds(opts, incident) or more: every case of it finished). */
+/* The resume of an interrupted replay, incident by incident: from[i] is the lowest seed index of
+ * opts->what.incidents[i] with an unfinished case (lab_replay_n_seeds(opts, incident) or more: every case of it
+ * finished). */
 /* Fills from[0..opts->what.n_incidents) from the records recs[0..n) (an unfinished one: o.not_run). */
 void lab_replay_resume_unfinished(const lab_replay_opts *opts, const lab_case_record *recs, size_t n, size_t *from);
 /* The commands that replay exactly the seeds from[] leaves, one a line ('\n' after each), into *cmds (malloc'ed, the
@@ -128,9 +129,9 @@ void lab_replay_resume_unfinished(const lab_replay_opts *opts, const lab_case_re
  * written (*cmds NULL, *n_cmds 0): the caller reports it rather than a resume that leaves cases out. */
 lab_status lab_replay_resume_cmds(const lab_replay_opts *opts, const size_t *from, char **cmds, size_t *n_cmds);
 /* Prints the interrupt's lines after the table: "INTERRUPTED by SIG: N of M cases finished and are kept (NOT OK)",
- * then, when a case is left (n_cmds > 0), "resume: LAB replay --resume OUT" for a replay that writes a set (it completes
- * that set in place), else "resume: COMMAND" for each of cmds (one a line, as lab_replay_resume_cmds writes them); none
- * left: "resume: (none: every case finished)". */
+ * then, when a case is left (n_cmds > 0), "resume: LAB replay --resume OUT" for a replay that writes a set (it
+ * completes that set in place), else "resume: COMMAND" for each of cmds (one a line, as lab_replay_resume_cmds writes
+ * them); none left: "resume: (none: every case finished)". */
 void lab_replay_resume_print(FILE *f, const lab_replay_opts *opts, int sig, size_t n, size_t planned, const char *cmds,
                              size_t n_cmds);
 /* What summary.json says beyond the tallies: the interrupt (sig != 0: the signal, the cases planned, the resume

@@ -102,8 +102,17 @@ lab_status lab_replay_resume_cmds(const lab_replay_opts *opts, const size_t *fro
             size_t n_ids = 0;
             for (size_t k = i; k < opts->what.n_incidents; ++k)
                 if (k == i || lab_replay_resume_alike(opts, from, i, k)) ids[n_ids++] = opts->what.incidents[k]->id;
-            lab_command_resume r = {opts->how.lab_bin, ids, n_ids, opts->what.variant, opts->what.n_seeds == 1, dflt, opts->what.seeds[first],
-                                count, lab_backend_name(opts->what.backend), opts->how.out_dir, groups > 1 ? (int)part : 0};
+            lab_command_resume r = {opts->how.lab_bin,
+                                    ids,
+                                    n_ids,
+                                    opts->what.variant,
+                                    opts->what.n_seeds == 1,
+                                    dflt,
+                                    opts->what.seeds[first],
+                                    count,
+                                    lab_backend_name(opts->what.backend),
+                                    opts->how.out_dir,
+                                    groups > 1 ? (int)part : 0};
             size_t need = at + lab_command_resume_line(&r, NULL, 0) + 2; /* the command, its '\n' and the end */
             if (need > cap) {
                 while (cap < need) cap *= 2;
@@ -154,7 +163,8 @@ void lab_replay_resume_print(FILE *f, const lab_replay_opts *opts, int sig, size
 static void lab_replay_spell(const void *ctx, const lab_case_record *c, char *buf, size_t len)
 {
     const lab_replay_opts *opts = ctx;
-    lab_command_case(opts->how.lab_bin, c->incident->id, c->variant->name, c->seed, lab_backend_name(c->backend), buf, len);
+    lab_command_case(opts->how.lab_bin, c->incident->id, c->variant->name, c->seed, lab_backend_name(c->backend), buf,
+                     len);
 }
 
 lab_results_cmd lab_replay_cmd(const lab_replay_opts *opts)
@@ -309,7 +319,8 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
             lab_results_summary_extra extra = lab_replay_summary_extra(opts, sig, n_all, resume);
             cJSON *summary = NULL;
             if (st2 == LAB_OK)
-                st2 = lab_results_summary_json(t, nt, lab_backend_name(opts->what.backend), n, wall, &v, &extra, &summary);
+                st2 = lab_results_summary_json(t, nt, lab_backend_name(opts->what.backend), n, wall, &v, &extra,
+                                               &summary);
             if (st2 == LAB_OK) st2 = lab_json_write_file(path, summary, LAB_JSON_PRETTY);
             if (st2 == LAB_OK && opts->how.summary_out) { /* the caller keeps the tree as written (lab report) */
                 cJSON_Delete(*opts->how.summary_out);
@@ -348,7 +359,9 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
             lab_resultset_rmrf(stage);
             lab_err_set(st2, "%s", keep);
         }
-        if (st2 == LAB_OK) fprintf(report, "wrote %s/{results.jsonl,summary.json,junit.xml%s}\n", opts->how.out_dir, opts->how.tap ? ",results.tap" : "");
+        if (st2 == LAB_OK)
+            fprintf(report, "wrote %s/{results.jsonl,summary.json,junit.xml%s}\n", opts->how.out_dir,
+                    opts->how.tap ? ",results.tap" : "");
     }
     free(resume);
     free(t);

@@ -173,12 +173,13 @@ static lab_status lab_replay_resume_request(const lab_request *req, const cJSON 
     const cJSON *backend = cJSON_GetObjectItemCaseSensitive(replay, "backend");
     const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(replay, "timeout_s");
     const cJSON *sanitize = cJSON_GetObjectItemCaseSensitive(replay, "sanitize");
-    int good = cJSON_IsArray(ids) && cJSON_GetArraySize(ids) > 0 && cJSON_GetArraySize(ids) <= LAB_REQUEST_IDS_MAX &&
-               (cJSON_IsString(variant) || cJSON_IsNull(variant)) && cJSON_IsNumber(first) &&
-               first->valuedouble >= 1 && cJSON_IsNumber(seeds) && seeds->valuedouble >= 1 &&
-               first->valuedouble + seeds->valuedouble - 1 <= 9007199254740992.0 && cJSON_IsBool(dflt) &&
-               cJSON_IsString(backend) && (!strcmp(backend->valuestring, "cpu") || !strcmp(backend->valuestring, "cuda")) &&
-               cJSON_IsNumber(timeout) && timeout->valuedouble >= 0 && (cJSON_IsString(sanitize) || cJSON_IsNull(sanitize));
+    int good =
+        cJSON_IsArray(ids) && cJSON_GetArraySize(ids) > 0 && cJSON_GetArraySize(ids) <= LAB_REQUEST_IDS_MAX &&
+        (cJSON_IsString(variant) || cJSON_IsNull(variant)) && cJSON_IsNumber(first) && first->valuedouble >= 1 &&
+        cJSON_IsNumber(seeds) && seeds->valuedouble >= 1 &&
+        first->valuedouble + seeds->valuedouble - 1 <= 9007199254740992.0 && cJSON_IsBool(dflt) &&
+        cJSON_IsString(backend) && (!strcmp(backend->valuestring, "cpu") || !strcmp(backend->valuestring, "cuda")) &&
+        cJSON_IsNumber(timeout) && timeout->valuedouble >= 0 && (cJSON_IsString(sanitize) || cJSON_IsNull(sanitize));
     rq->n_ids = 0;
     const cJSON *list = good ? ids : NULL;
     cJSON_ArrayForEach(id, list) {
@@ -186,7 +187,8 @@ static lab_status lab_replay_resume_request(const lab_request *req, const cJSON 
         else rq->ids[rq->n_ids++] = id->valuestring;
     }
     if (!good)
-        return lab_err_set(LAB_ERR_FORMAT, "--resume %s: its record of what the replay ran is not one the lab writes", dir);
+        return lab_err_set(LAB_ERR_FORMAT, "--resume %s: its record of what the replay ran is not one the lab writes",
+                           dir);
     rq->variant = cJSON_IsString(variant) ? variant->valuestring : NULL;
     rq->have_seed = 0;
     rq->first_seed = (uint64_t)first->valuedouble;

@@ -190,13 +190,17 @@ lab_status lab_resume_open(const char *dir, FILE *diag, lab_resume **out)
     lab_status st = lab_resume_dir_set(r->dir, &all, &n, &has_set);
     if (st == LAB_OK) st = lab_resume_journals(r->dir, &all, &n);
     if (st == LAB_OK && n == 0)
-        st = lab_err_set(LAB_ERR_ARG, "--resume %s: nothing to resume: no result set of the lab there (%s/summary.json) "
-                         "and no journal of a replay into it (%s.new-*/" LAB_JOURNAL_NAME ")", r->dir, r->dir, r->dir);
+        st = lab_err_set(LAB_ERR_ARG,
+                         "--resume %s: nothing to resume: no result set of the lab there (%s/summary.json) "
+                         "and no journal of a replay into it (%s.new-*/" LAB_JOURNAL_NAME ")",
+                         r->dir, r->dir, r->dir);
     if (st == LAB_OK) qsort(all, n, sizeof *all, lab_resume_by_time);
     const lab_resume_src *newest = n ? &all[n - 1] : NULL;
     if (st == LAB_OK && !newest->replay[0])
-        st = lab_err_set(LAB_ERR_FORMAT, "--resume %s: %s/summary.json does not say what its replay ran (a set of a lab "
-                         "before --resume): replay it afresh", r->dir, r->dir);
+        st = lab_err_set(LAB_ERR_FORMAT,
+                         "--resume %s: %s/summary.json does not say what its replay ran (a set of a lab "
+                         "before --resume): replay it afresh",
+                         r->dir, r->dir);
     if (st == LAB_OK && !(r->replay = cJSON_Parse(newest->replay)))
         st = lab_err_set(LAB_ERR_NOMEM, "--resume: out of memory");
     for (size_t i = 0; i < n; ++i) {

@@ -1,5 +1,5 @@
-/* lab_resume: `lab replay --resume DIR`: what an earlier replay into DIR left, read back so that the rest of it runs and
- * DIR gets the whole set, equal case by case to a replay that was never stopped. */
+/* lab_resume: `lab replay --resume DIR`: what an earlier replay into DIR left, read back so that the rest of it runs
+ * and DIR gets the whole set, equal case by case to a replay that was never stopped. */
 #ifndef LAB_RESUME_H
 #define LAB_RESUME_H
 

@@ -251,7 +251,7 @@ typedef struct {
     size_t recs_cap, started, planned, bad;
     double t0;
     int drive;
-    lab_status run_st;              /* the first window whose run failed (the harness, or the runner): no window after */
+    lab_status run_st; /* the first window whose run failed (the harness, or the runner): no window after */
 } lab_window_batch;
 
 /* Nonzero when no further window may start: an interrupt, or another process ended the run. */
@@ -356,7 +356,8 @@ static lab_status lab_window_whole(lab_window_batch *b, size_t i0, size_t i1, si
     if (st != LAB_OK) return st;
     size_t m = 0;
     for (size_t k = i0; k < i1; ++k)
-        lab_window_fill(opts, opts->what.incidents[k], 0, lab_replay_n_seeds(opts, opts->what.incidents[k]), b->recs, &m);
+        lab_window_fill(opts, opts->what.incidents[k], 0, lab_replay_n_seeds(opts, opts->what.incidents[k]), b->recs,
+                        &m);
     lab_window_exec(b, m);
     for (size_t k = i0, at = 0; k < i1 && st == LAB_OK && !b->drive; ++k) {
         size_t ns = lab_replay_n_seeds(opts, opts->what.incidents[k]);
@@ -440,9 +441,12 @@ static lab_status lab_window_write(lab_replay_win *w, FILE *report, lab_verdict_
         sig = run->interrupted = lab_isolate_interrupted();
         *v = lab_verdict_decide_tallies(w->t, w->nt, run);
         free(*resume), *resume = NULL; /* every case finished: nothing to resume */
-        fprintf(report, "INTERRUPTED by %s while writing the result set: all %zu cases finished and are kept (NOT OK)%s\n",
-                sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", w->n_done,
-                opts->how.plots ? "; the plots as far as they got" : "");
+        fprintf(report,
+                "INTERRUPTED by %s while writing the result set: all %zu cases finished and are kept (NOT OK)%s\n",
+                sig == SIGINT    ? "SIGINT"
+                : sig == SIGTERM ? "SIGTERM"
+                                 : "a signal",
+                w->n_done, opts->how.plots ? "; the plots as far as they got" : "");
     }
     if (st == LAB_OK) st = lab_resultset_swap(w->stage, opts->how.out_dir);
     if (st != LAB_OK) return st;
@@ -548,7 +552,8 @@ lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verd
     if (b.run_st != LAB_OK) fprintf(report, "replay: %s (the cases not started are not in the set)\n", lab_err_msg());
     double wall = lab_clock_now() - b.t0;
     lab_phase("cases done");
-    lab_verdict_run run = {.harness_failed = b.run_st != LAB_OK, .ranks_failed = ranks_failed, .cases_planned = planned};
+    lab_verdict_run run = {
+        .harness_failed = b.run_st != LAB_OK, .ranks_failed = ranks_failed, .cases_planned = planned};
     if (st == LAB_OK) st = lab_window_report(&w, report, &run, wall, verdict);
     lab_window_close(&w, st);
     return st != LAB_OK ? st : b.run_st;

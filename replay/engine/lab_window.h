@@ -58,8 +58,8 @@ typedef struct {
 } lab_window_runner;
 
 /* lab_window_run with every window run by runner->run instead of this process's own execution (no progress line:
- * opts->how.progress is ignored for the windows). Returns as lab_window_run; with drive_only, runner->run's first failure
- * (LAB_OK when none). */
+ * opts->how.progress is ignored for the windows). Returns as lab_window_run; with drive_only, runner->run's first
+ * failure (LAB_OK when none). */
 lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, size_t planned,
                              const lab_window_runner *runner);
 

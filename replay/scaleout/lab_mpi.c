@@ -205,7 +205,8 @@ static void lab_mpi_size_rank(lab_mpi_hello *me, lab_replay_opts *opts, lab_mach
 {
     lab_mpi_take_share(me->local_rank, me->local_size, share, host_gpus, me->device, sizeof me->device);
     opts->how.progress = 0;                                                   /* one line per rank would interleave */
-    opts->how.ctx_gate = lab_ctxgate_share(LAB_CTXGATE_WIDTH, me->local_size); /* the host's contexts, not each rank's */
+    opts->how.ctx_gate =
+        lab_ctxgate_share(LAB_CTXGATE_WIDTH, me->local_size); /* the host's contexts, not each rank's */
     if (opts->how.want_mps && opts->how.mps && share->ngpu > 0) {
         char who[64];
         snprintf(who, sizeof who, "lab replay --mpi: rank %d: ", me->rank);
@@ -214,8 +215,8 @@ static void lab_mpi_size_rank(lab_mpi_hello *me, lab_replay_opts *opts, lab_mach
     opts->how.jobs = me->jobs = lab_replay_workers(opts, share, me->jobs_from, sizeof me->jobs_from);
 }
 
-/* What every rank plans alike: the case list and its seed groups (or, windowed, the windows' sizes), the test fault, the
- * patience; a CUDA rank left without a GPU is refused (LAB_ERR_ARG naming it). */
+/* What every rank plans alike: the case list and its seed groups (or, windowed, the windows' sizes), the test fault,
+ * the patience; a CUDA rank left without a GPU is refused (LAB_ERR_ARG naming it). */
 static lab_status lab_mpi_plan(lab_mpi_ctx *x, const lab_mpi_hello *me, const lab_machine *share, int host_gpus,
                                size_t planned)
 {
@@ -389,8 +390,8 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     st = lab_mpi_plan(&x, &me, &share, host_gpus, planned);
     me.n_total = x.check_total;
     me.n_groups = x.check_groups;
-    /* The run's workers and GPUs, every rank's together: each rank's pool cuts seed batches, and rank 0 deals them, as a
-     * plain replay of the whole run would (each answer's share laid out alone, its batches got smaller as the answers
+    /* The run's workers and GPUs, every rank's together: each rank's pool cuts seed batches, and rank 0 deals them, as
+     * a plain replay of the whole run would (each answer's share laid out alone, its batches got smaller as the answers
      * did, and 0008's cases cost half as much again). */
     int here[2] = {opts.how.jobs, share.ngpu}, run[2] = {0, 0};
     if (MPI_Allreduce(here, run, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS)

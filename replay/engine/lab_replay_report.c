@@ -304,9 +304,15 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
          * then replaces it in one swap. */
         char stage[PATH_MAX], path[PATH_MAX + 32];
         lab_results_cmd spell = lab_replay_cmd(opts);
-        st2 = LAB_OK;
-        if (opts->how.journal) snprintf(stage, sizeof stage, "%s", lab_journal_stage(opts->how.journal));
-        else st2 = lab_resultset_stage(opts->how.out_dir, stage, sizeof stage);
+        /* The finished cases as results.jsonl holds them, made once: the plots are drawn from it and the caller
+         * (lab report) keeps it, so that nothing written here is read back. */
+        lab_resread_set rs = {0};
+        int want_set = opts->how.plots || opts->how.set_out;
+        st2 = want_set ? lab_resread_from_records(recs, n, &spell, &rs) : LAB_OK;
+        if (st2 == LAB_OK && opts->how.journal)
+            snprintf(stage, sizeof stage, "%s", lab_journal_stage(opts->how.journal));
+        else if (st2 == LAB_OK)
+            st2 = lab_resultset_stage(opts->how.out_dir, stage, sizeof stage);
         int staged = st2 == LAB_OK && !opts->how.journal; /* a journal's folder stays on error, for --resume */
         lab_stall_point(LAB_STALL_WRITING);
         /* Written twice only when an interrupt comes after the verdict (while writing or plotting): every case had
@@ -334,10 +340,7 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
             if (st2 == LAB_OK && opts->how.plots && pass == 0 && !lab_isolate_interrupted()) {
                 /* drawn from the records in memory, not from the results.jsonl just written */
                 int npng = 0;
-                lab_resread_set rs;
-                lab_status sp = lab_resread_from_records(recs, n, &spell, &rs);
-                if (sp == LAB_OK) sp = lab_plot_set(&rs, stage, opts->how.root, report, &npng);
-                lab_resread_free(&rs);
+                lab_status sp = lab_plot_set_listed(&rs, stage, opts->how.root, report, &npng, opts->how.plots_out);
                 if (sp == LAB_OK) fprintf(report, "plots: %d PNG in %s/plots\n", npng, opts->how.out_dir);
                 else fprintf(report, "plots: %s\n", lab_err_msg()); /* a missing gnuplot does not fail the replay */
                 st2 = LAB_OK;
@@ -353,6 +356,12 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
         }
         if (st2 == LAB_OK) st2 = lab_resultset_swap(stage, opts->how.out_dir);
         if (st2 == LAB_OK) lab_journal_swapped(opts->how.journal, opts->how.out_dir);
+        if (st2 == LAB_OK && opts->how.set_out) {
+            lab_resread_free(opts->how.set_out);
+            *opts->how.set_out = rs;
+        } else {
+            lab_resread_free(&rs);
+        }
         if (st2 != LAB_OK && staged) {
             char keep[512];
             snprintf(keep, sizeof keep, "%s", lab_err_msg());

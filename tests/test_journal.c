@@ -337,6 +337,58 @@ Test(journal, a_killed_resume_resumes_again, .init = mk, .fini = rm, .timeout = 
     free(log), free(first);
 }
 
+/* A resume interrupted before any case starts (held in planning, LAB_STALL=planning, then SIGINT) writes a set that holds
+ * every case it was given, in memory and through windows whose cases it did not reach: the journal it read can go, no
+ * case is lost, and the next --resume completes the replay. */
+Test(journal, an_interrupted_resume_keeps_every_case_it_was_given, .init = mk, .fini = rm, .timeout = 300)
+{
+    const char *windows[] = {"", "LAB_REPLAY_WINDOW=20"};
+    const char *args = "--incident 0004 --seeds 100 --backend cpu --no-plots --quiet";
+    char a[256], *log;
+    snprintf(a, sizeof a, "%s --out full", args);
+    cr_assert_eq(run("", a, NULL), 0);
+    for (int k = 0; k < 2; ++k) {
+        char out[16], env[64];
+        snprintf(out, sizeof out, "out%d", k);
+        snprintf(a, sizeof a, "%s --out %s", args, out);
+        pid_t p = start(windows[k], a, "killed.log");
+        journal_lines(out, 41);
+        kill(p, SIGKILL);
+        cr_assert_eq(reap(p), 128 + SIGKILL, "the replay ended before the kill");
+        char *journal = journal_of(out);
+        int kept = lab_test_lines(journal) - 1;
+        snprintf(env, sizeof env, "%s LAB_STALL=planning", windows[k]);
+        snprintf(a, sizeof a, "--resume %s", out);
+        char stalled[32];
+        snprintf(stalled, sizeof stalled, "stalled%d.log", k);
+        p = start(env, a, stalled);
+        for (int t = 0; t < 600; ++t) {
+            char *l = lab_test_slurp(dir, stalled);
+            int held = strstr(l, "stalled in planning") != NULL;
+            free(l);
+            if (held) break;
+            usleep(50000);
+        }
+        cr_assert_eq(kill(p, SIGINT), 0);
+        int rc = reap(p);
+        log = lab_test_slurp(dir, stalled);
+        cr_expect_eq(rc, 130, "%s", log);
+        cr_expect(strstr(log, "INTERRUPTED by SIGINT: ") != NULL, "%s", log);
+        free(log);
+        char name[64];
+        snprintf(name, sizeof name, "%s/results.jsonl", out);
+        char *set = lab_test_slurp(dir, name);
+        cr_expect_eq(lab_test_lines(set), kept, "%s: the interrupted resume's set holds %d cases, not the %d it was given",
+                     windows[k], lab_test_lines(set), kept);
+        cr_expect_eq(expect_kept_verbatim(journal, out), kept);
+        cr_expect_eq(stages(out), 0, "the journal it read is left beside %s", out);
+        snprintf(a, sizeof a, "--resume %s --quiet", out);
+        cr_assert_eq(run("", a, &log), 0, "%s", log);
+        expect_whole(out, "full", 200);
+        free(log), free(set), free(journal);
+    }
+}
+
 /* What --resume refuses, exit 2 with the reason named: a folder with nothing to resume, a flag that would change what
  * to replay, --mpi, a set whose summary does not say what its replay ran. A journal of another replay beside the folder
  * is left as it is and named. */

@@ -791,6 +791,17 @@ lab_status lab_replay_run_rest(const lab_replay_opts *opts, lab_case_record *rec
     return st;
 }
 
+lab_status lab_replay_not_started(void *unused, lab_case_record *recs, size_t n)
+{
+    (void)unused;
+    for (size_t j = 0; j < n; ++j) {
+        recs[j].o.outcome = LAB_OUT_ERROR;
+        recs[j].o.not_run = 1;
+        snprintf(recs[j].o.error, sizeof recs[j].o.error, "interrupted");
+    }
+    return LAB_OK;
+}
+
 lab_status lab_replay_journal_open(const lab_replay_opts *opts, lab_journal **out)
 {
     *out = NULL;

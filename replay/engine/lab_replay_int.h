@@ -73,6 +73,9 @@ void lab_replay_kept(lab_replay_ctx *ctx, size_t index, const lab_case_record *r
 lab_status lab_replay_run_rest(const lab_replay_opts *opts, lab_case_record *recs, size_t n,
                                lab_status (*run)(void *run_ctx, lab_case_record *recs, size_t n), void *run_ctx,
                                size_t *carried);
+/* lab_replay_run_rest's run for cases that are not to start (an interrupt came first): each is left unfinished
+ * (o.not_run, ERROR "interrupted"), out of the set. Returns LAB_OK. */
+lab_status lab_replay_not_started(void *unused, lab_case_record *recs, size_t n);
 /* The journal a runner keeps its cases in: opts->how.journal, or when the replay writes a set and has none, one opened
  * here (*owned: the runner closes it, lab_journal_close), set into *copy (a copy of opts the runner then runs on).
  * Errors: lab_journal_open's. */

@@ -39,14 +39,9 @@ static lab_status lab_replay_run_held(const lab_replay_opts *opts, FILE *report,
     double t0 = lab_clock_now();
     lab_phase("replay clock starts");
     lab_stall_point(LAB_STALL_PLANNING);
-    if (lab_isolate_interrupted()) /* interrupted while planning: no case starts */
-        for (size_t j = 0; j < n; ++j) {
-            recs[j].o.outcome = LAB_OUT_ERROR;
-            recs[j].o.not_run = 1;
-            snprintf(recs[j].o.error, sizeof recs[j].o.error, "interrupted");
-        }
-    else
-        st = lab_replay_run_rest(opts, recs, n, lab_replay_run_records, (void *)opts, NULL);
+    /* interrupted while planning: no case starts (the ones that finished before, --resume's, are kept all the same) */
+    st = lab_replay_run_rest(opts, recs, n, lab_isolate_interrupted() ? lab_replay_not_started : lab_replay_run_records,
+                             (void *)opts, NULL);
     if (st != LAB_OK) fprintf(report, "replay: %s (the cases not started are ERROR)\n", lab_err_msg());
     lab_phase("cases done");
     lab_verdict_run run = {.harness_failed = st != LAB_OK};

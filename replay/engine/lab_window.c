@@ -282,14 +282,26 @@ static lab_status lab_window_run_by_runner(void *vb, lab_case_record *recs, size
     return b->runner->run(b->runner->ctx, recs, n);
 }
 
+/* Nonzero when no window may start from here on: an interrupt, another process ended the run, or a window failed. */
+static int lab_window_over(const lab_window_batch *b)
+{
+    return b->run_st != LAB_OK || lab_window_stopping(b->runner);
+}
+
 /* Runs the window's m records (b->recs): those that did not finish before (opts->how.carry), by the runner or by this
- * process. */
+ * process; once the run is over (lab_window_over), none of them starts, and only the ones that finished before are
+ * kept (a --resume walks every window so that its set holds every case it was given). */
 static void lab_window_exec(lab_window_batch *b, size_t m)
 {
-    lab_phase("window starts");
-    b->run_st = lab_replay_run_rest(b->w->opts, b->recs, m, b->runner ? lab_window_run_by_runner : lab_window_run_here,
-                                    b, NULL);
-    b->started += m;
+    int over = lab_window_over(b);
+    if (!over) lab_phase("window starts");
+    lab_status st = lab_replay_run_rest(b->w->opts, b->recs, m,
+                                        over        ? lab_replay_not_started
+                                        : b->runner ? lab_window_run_by_runner
+                                                    : lab_window_run_here,
+                                        b, NULL);
+    if (!over) b->started += m;
+    if (b->run_st == LAB_OK) b->run_st = st;
 }
 
 /* *recs holds at least n records, zeroed (incidents differ in their variants: the largest window so far). */
@@ -348,7 +360,7 @@ static lab_status lab_window_whole(lab_window_batch *b, size_t i0, size_t i1, si
         if (lab_replay_n_variants(opts, opts->what.incidents[k]))
             w->from[k] = lab_replay_n_seeds(opts, opts->what.incidents[k]);
     if (n == 0) return LAB_OK;
-    if (lab_window_stopping(b->runner)) { /* this window and every later one did not start */
+    if (lab_window_over(b) && !opts->how.carry) { /* this window and every later one did not start */
         for (size_t k = i0; k < i1; ++k) w->from[k] = 0;
         return LAB_OK;
     }
@@ -378,8 +390,8 @@ static lab_status lab_window_ranges(lab_window_batch *b, size_t i, size_t window
     size_t per = window / nv ? window / nv : 1;
     w->from[i] = ns; /* lowered by what does not finish */
     lab_status st = LAB_OK;
-    for (size_t s0 = 0; s0 < ns && b->run_st == LAB_OK && st == LAB_OK; s0 += per) {
-        if (lab_window_stopping(b->runner)) {
+    for (size_t s0 = 0; s0 < ns && st == LAB_OK; s0 += per) {
+        if (lab_window_over(b) && !opts->how.carry) {
             if (s0 < w->from[i]) w->from[i] = s0; /* this window and every later one did not start */
             break;
         }
@@ -394,13 +406,14 @@ static lab_status lab_window_ranges(lab_window_batch *b, size_t i, size_t window
 
 /* Runs every window, in order: the incidents from i on that fit in one whole run together (one pool: its workers make
  * their contexts once for all of them), or else seed ranges of incident i alone. Returns the first failure to keep
- * what finished (memory, a spool); a window's own failure is b->run_st, and no window starts after it. */
+ * what finished (memory, a spool); a window's own failure is b->run_st, and no window starts after it (a --resume still
+ * walks them, keeping the cases that had finished before). */
 static lab_status lab_window_walk(lab_window_batch *b)
 {
     const lab_replay_opts *opts = b->w->opts;
     size_t window = lab_replay_window(opts);
     lab_status st = LAB_OK;
-    for (size_t i = 0; i < opts->what.n_incidents && b->run_st == LAB_OK && st == LAB_OK;) {
+    for (size_t i = 0; i < opts->what.n_incidents && (b->run_st == LAB_OK || opts->how.carry) && st == LAB_OK;) {
         size_t end = i, n = 0;
         for (; end < opts->what.n_incidents; ++end) {
             const lab_incident *c = opts->what.incidents[end];

@@ -154,8 +154,8 @@ static lab_status lab_replay_carry(lab_replay_opts *o, lab_resume *carry, FILE *
 }
 
 /* The request a --resume completes (*rq): req's way of running (-j, --quiet, --batch-seeds, MPS, the lab's path) with
- * what to run as replay (lab_resume_describe) records it, into dir. LAB_ERR_FORMAT naming dir when the record is not
- * one the lab writes. Strings point into replay. */
+ * what to run as replay (lab_resume_describe) records it, into dir, every number in the range its flag takes.
+ * LAB_ERR_FORMAT naming dir when the record is not one the lab writes. Strings point into replay. */
 static lab_status lab_replay_resume_request(const lab_request *req, const cJSON *replay, const char *dir,
                                             lab_request *rq)
 {
@@ -171,10 +171,11 @@ static lab_status lab_replay_resume_request(const lab_request *req, const cJSON 
     int good =
         cJSON_IsArray(ids) && cJSON_GetArraySize(ids) > 0 && cJSON_GetArraySize(ids) <= LAB_REQUEST_IDS_MAX &&
         (cJSON_IsString(variant) || cJSON_IsNull(variant)) && cJSON_IsNumber(first) && first->valuedouble >= 1 &&
-        cJSON_IsNumber(seeds) && seeds->valuedouble >= 1 &&
+        cJSON_IsNumber(seeds) && seeds->valuedouble >= 1 && seeds->valuedouble <= (double)LAB_REQUEST_SEEDS_MAX &&
         first->valuedouble + seeds->valuedouble - 1 <= 9007199254740992.0 && cJSON_IsBool(dflt) &&
         cJSON_IsString(backend) && (!strcmp(backend->valuestring, "cpu") || !strcmp(backend->valuestring, "cuda")) &&
-        cJSON_IsNumber(timeout) && timeout->valuedouble >= 0 && (cJSON_IsString(sanitize) || cJSON_IsNull(sanitize));
+        cJSON_IsNumber(timeout) && timeout->valuedouble >= 0 && timeout->valuedouble <= LAB_REQUEST_TIMEOUT_MAX &&
+        (cJSON_IsString(sanitize) || cJSON_IsNull(sanitize));
     rq->n_ids = 0;
     const cJSON *list = good ? ids : NULL;
     cJSON_ArrayForEach(id, list) {

@@ -13,6 +13,8 @@ extern "C" {
 #endif
 
 #define LAB_REQUEST_IDS_MAX 64
+#define LAB_REQUEST_SEEDS_MAX ((uint64_t)1 << 20) /* seeds per replay (--seeds; a --resume's record) */
+#define LAB_REQUEST_TIMEOUT_MAX 86400             /* seconds: the watchdog's cap (--timeout; a --resume's record) */
 #define LAB_REQUEST_SEEDS_DEFAULT 256 /* seeds of a replay without --seeds (an incident's default_seeds caps it) */ /* --incident flags; also the most incidents one replay selects */
 
 /* One replay. Strings are borrowed (argv, the environment): they must outlive the replay. */

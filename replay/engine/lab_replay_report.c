@@ -206,8 +206,14 @@ void lab_replay_print_end(FILE *f, const lab_replay_opts *opts, size_t n, double
 {
     lab_machine host;
     lab_device_machine(&host);
-    fprintf(f, "\n%zu cases in %.2f s (%.1f cases/s, %d jobs): %s\n", n, wall, wall > 0 ? n / wall : 0.0,
-            lab_sched_workers(&host, opts->what.backend, opts->how.jobs, NULL, 0), line);
+    int jobs = lab_replay_workers(opts, &host, NULL, 0);
+    size_t kept = lab_resume_count(opts->how.carry), ran = n > kept ? n - kept : 0;
+    if (kept) /* a --resume: the rate is the cases that ran now */
+        fprintf(f, "\n%zu cases, %zu of them kept from before, %zu run in %.2f s (%.1f cases/s, %d jobs): %s\n", n,
+                kept, ran, wall, wall > 0 ? ran / wall : 0.0, jobs, line);
+    else
+        fprintf(f, "\n%zu cases in %.2f s (%.1f cases/s, %d jobs): %s\n", n, wall, wall > 0 ? n / wall : 0.0, jobs,
+                line);
 }
 
 /* The replay's own fields of summary.json: "replay" (what it ran, lab_resume_describe: what --resume reads back),
@@ -228,6 +234,8 @@ static lab_status lab_replay_summary_fields(void *ctx, cJSON *summary)
     cJSON_AddStringToObject(workers, "from", said);
     cJSON_AddNumberToObject(workers, "cpus", host.ncpu);
     cJSON_AddStringToObject(workers, "cpus_from", host.cpu_source);
+    if (opts->how.carry) /* a --resume: the cases it kept as they were ("cases_per_s" counts them too) */
+        cJSON_AddNumberToObject(summary, "resumed_kept", (double)lab_resume_count(opts->how.carry));
     if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(summary, "resume_commands")) > 0 && opts->how.out_dir) {
         char line[2 * PATH_MAX];
         lab_command_resume_dir(opts->how.lab_bin, opts->how.out_dir, line, sizeof line);

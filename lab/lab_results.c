@@ -324,7 +324,8 @@ static void lab_results_xml(const char *s, char *out, size_t len)
 
 int lab_results_junit_case(FILE *f, const lab_case_record *c, const lab_results_cmd *cmd)
 {
-    char line[512], detail[512], err[512];
+    /* XML escapes take up to 6 bytes a character ("&quot;"): room for the whole detail line, escaped */
+    char line[512], detail[6 * LAB_DETAIL_MAX], err[6 * 240];
     lab_results_spell(cmd, c, line, sizeof line);
     lab_results_xml(c->o.r.detail, detail, sizeof detail);
     lab_results_xml(c->o.error, err, sizeof err);

@@ -13,7 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lab_card.h"
 #include "lab_device.h"
+#include "lab_fs.h"
 #include "lab_html.h"
 #include "lab_isolate.h"
 #include "lab_json.h"
@@ -457,7 +459,42 @@ static int lab_report_str_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Adds "plots": the PNG files of <dir>/plots that belong to incident id (the longest incident id that
+/* From the story of incident id under root (its card, lab_card): "summary", the first sentence of "What you see", and
+ * the story's pictures copied into <dir>/plots as <id>-story-NAME.svg with NAME's caption beside it, so that the plots
+ * list (lab_report_plots) holds them. A story without a card or a picture that cannot be copied is reported on stderr
+ * and left out: the report is still made. */
+static void lab_report_story(cJSON *inc_json, const char *dir, const char *root, const char *id)
+{
+    lab_card card;
+    if (lab_card_load(root, id, &card) != LAB_OK) {
+        fprintf(stderr, "lab report: %s: no summary or pictures from its story: %s\n", id, lab_err_msg());
+        return;
+    }
+    char line[1024];
+    lab_card_first_sentence(&card, LAB_CARD_SEE, line, sizeof line);
+    cJSON_AddStringToObject(inc_json, "summary", line);
+    for (size_t i = 0; i < card.n_pictures; ++i) {
+        const char *file = card.pictures[i].file, *base = strrchr(file, '/');
+        base = base ? base + 1 : file;
+        char src[4096], dst[4096], cap[4096];
+        snprintf(src, sizeof src, "%s/incidents/%s/%s", root, id, file);
+        snprintf(dst, sizeof dst, "%s/plots/%s-story-%s", dir, id, base);
+        snprintf(cap, sizeof cap, "%s/plots/%s-story-%.*s.caption", dir, id, (int)strlen(base) - 4, base);
+        char *data = NULL;
+        size_t len = 0;
+        char pdir[4096];
+        snprintf(pdir, sizeof pdir, "%s/plots", dir);
+        lab_status st = lab_fs_mkdirs(pdir);
+        if (st == LAB_OK) st = lab_fs_read_all(src, &data, &len);
+        if (st == LAB_OK) st = lab_fs_write_atomic(dst, data, len);
+        if (st == LAB_OK) st = lab_fs_write_atomic(cap, card.pictures[i].caption, strlen(card.pictures[i].caption));
+        free(data);
+        if (st != LAB_OK) fprintf(stderr, "lab report: %s: picture %s left out: %s\n", id, file, lab_err_msg());
+    }
+    lab_card_free(&card);
+}
+
+/* Adds "plots": the PNG (and the story's SVG) files of <dir>/plots that belong to incident id (the longest incident id that
  * prefixes the file name, followed by '.' or '-'), at least as new as since; <id>.png first, then the
  * others by name. Paths are relative to dir. */
 static void lab_report_plots(cJSON *inc_json, const char *dir, const char *id, const cJSON *all_incs, time_t since)
@@ -472,7 +509,7 @@ static void lab_report_plots(cJSON *inc_json, const char *dir, const char *id, c
     struct dirent *e;
     while ((e = readdir(d)) && nn < 512) {
         size_t l = strlen(e->d_name);
-        if (l < 5 || strcmp(e->d_name + l - 4, ".png")) continue;
+        if (l < 5 || (strcmp(e->d_name + l - 4, ".png") && strcmp(e->d_name + l - 4, ".svg"))) continue;
         /* Whose plot is it? */
         const char *best = NULL;
         const cJSON *inc;
@@ -592,7 +629,7 @@ static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, 
         if (pm) cJSON_AddStringToObject(inc, "plot_metric", pm);
         if (pm) cJSON_AddBoolToObject(inc, "plot_log", known->plots.log);
         if (dm) cJSON_AddStringToObject(inc, "drift_metric", dm);
-        if (known && known->summary) cJSON_AddStringToObject(inc, "summary", known->summary);
+        if (known && opts->root) lab_report_story(inc, dir, opts->root, id);
         if (known && known->plots.n_specs > 0) {
             cJSON *specs = cJSON_AddArrayToObject(inc, "metric_specs");
             for (int k = 0; k < known->plots.n_specs; ++k) {

@@ -69,16 +69,35 @@ static char *lab_card_strip(const char *s, size_t n)
     return out;
 }
 
-/* Where an entry of the Variants section starts at item[i] (a backquote at the item's start or after ". " / "; "):
- * 1 with the name's span [*n0, *n1) and *text the index just past its colon; 0 when none starts there. */
-static int lab_card_entry_at(const char *item, size_t i, size_t *n0, size_t *n1, size_t *text)
+#define LAB_CARD_NAMES_MAX 8
+
+/* One backquoted variant name at item[i]: 1 with its span [*n0, *n1) and *end just past the closing backquote. */
+static int lab_card_name_at(const char *item, size_t i, size_t *n0, size_t *n1, size_t *end)
 {
     if (item[i] != '`') return 0;
-    if (i > 0 && !(i >= 2 && item[i - 1] == ' ' && (item[i - 2] == '.' || item[i - 2] == ';'))) return 0;
     size_t j = i + 1;
     while (item[j] && (islower((unsigned char)item[j]) || isdigit((unsigned char)item[j]) || item[j] == '-')) ++j;
     if (item[j] != '`' || j == i + 1) return 0;
-    size_t k = j + 1;
+    *n0 = i + 1, *n1 = j, *end = j + 1;
+    return 1;
+}
+
+/* Where an entry of the Variants section starts at item[i] (a backquote at the item's start or after ". " / "; "):
+ * "`a`: text", "`a`, `b`: text" or "`a` (note): text". Returns how many names it has (0: no entry starts there), their
+ * spans in n0[], n1[] and *text the index just past its colon. */
+static int lab_card_entry_at(const char *item, size_t i, size_t n0[LAB_CARD_NAMES_MAX], size_t n1[LAB_CARD_NAMES_MAX],
+                             size_t *text)
+{
+    if (i > 0 && !(i >= 2 && item[i - 1] == ' ' && (item[i - 2] == '.' || item[i - 2] == ';'))) return 0;
+    int n = 0;
+    size_t k = i, end;
+    while (n < LAB_CARD_NAMES_MAX && lab_card_name_at(item, k, &n0[n], &n1[n], &end)) {
+        ++n;
+        k = end;
+        if (item[k] == ',' && item[k + 1] == ' ' && item[k + 2] == '`') k += 2;
+        else break;
+    }
+    if (!n) return 0;
     while (item[k] == ' ') ++k;
     if (item[k] == '(') { /* a note: "`clamp-first-fix` (fix role):" */
         while (item[k] && item[k] != ')') ++k;
@@ -86,55 +105,114 @@ static int lab_card_entry_at(const char *item, size_t i, size_t *n0, size_t *n1,
         ++k;
     }
     if (item[k] != ':') return 0;
-    *n0 = i + 1, *n1 = j, *text = k + 1;
-    return 1;
+    *text = k + 1;
+    return n;
 }
 
-/* Adds the entries of one list item (its lines joined by spaces) to c. LAB_ERR_FORMAT naming path:line for a
- * variant named twice. */
+/* The class an entry's text names first in bold. When the entry opens with it, *after is where its text starts after
+ * it and *sep how to join the two for people (": " where a colon followed the class, else " "); otherwise *after is the
+ * whole text and *sep NULL. */
+static lab_card_class lab_card_class_of(const char *raw, const char **after, const char **sep)
+{
+    static const struct { const char *bold; lab_card_class cls; } classes[] = {
+        {"**history**", LAB_CARD_CLASS_HISTORY},
+        {"**hypothesis**", LAB_CARD_CLASS_HYPOTHESIS},
+        {"**construction**", LAB_CARD_CLASS_CONSTRUCTION},
+    };
+    lab_card_class cls = LAB_CARD_CLASS_NONE;
+    const char *best = NULL;
+    size_t bl = 0;
+    for (size_t k = 0; k < sizeof classes / sizeof *classes; ++k) {
+        const char *at = strstr(raw, classes[k].bold);
+        if (at && (!best || at < best)) best = at, cls = classes[k].cls, bl = strlen(classes[k].bold);
+    }
+    *after = raw;
+    *sep = NULL;
+    if (best == raw) { /* the entry opens with its class: what follows is its why */
+        const char *p = raw + bl;
+        while (*p == ' ') ++p;
+        *sep = " ";
+        if (*p == ':') {
+            ++p;
+            *sep = ": ";
+        }
+        while (*p == ' ') ++p;
+        *after = p;
+    }
+    return cls;
+}
+
+/* Adds one variant to c: its why is the class's name, sep and the text (text alone when sep is NULL), emphasis
+ * removed and a trailing ';' or ',' dropped. LAB_ERR_FORMAT naming path:line for a variant named twice. */
+static lab_status lab_card_add(lab_card *c, const char *name, size_t nl, lab_card_class cls, const char *sep,
+                               const char *text, size_t tl, const char *path, int line)
+{
+    while (tl && (text[tl - 1] == ';' || text[tl - 1] == ',' || text[tl - 1] == ' ')) --tl;
+    char *nm = lab_card_strip(name, nl), *raw = lab_card_strip(text, tl);
+    char *plain = raw ? lab_card_plain(raw) : NULL;
+    size_t wl = (plain ? strlen(plain) : 0) + 32;
+    char *why = plain ? malloc(wl) : NULL;
+    if (why) snprintf(why, wl, "%s%s%s", sep ? lab_card_class_name(cls) : "", sep && *plain ? sep : "", plain);
+    free(raw), free(plain);
+    if (!nm || !why) {
+        free(nm), free(why);
+        return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
+    }
+    if (lab_card_variant_of(c, nm)) {
+        lab_status st = lab_err_set(LAB_ERR_FORMAT, "%s:%d: the card's Variants name `%s` twice", path, line, nm);
+        free(nm), free(why);
+        return st;
+    }
+    lab_card_variant *v = realloc(c->variants, (c->n_variants + 1) * sizeof *v);
+    if (!v) {
+        free(nm), free(why);
+        return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
+    }
+    c->variants = v;
+    c->variants[c->n_variants++] = (lab_card_variant){nm, cls, why};
+    return LAB_OK;
+}
+
+/* Adds the entries of one list item (its lines joined by spaces) to c. An entry of several names gives each the
+ * entry's class; its text goes to each name in turn when it has as many parts separated by "; " as names, else the
+ * whole text to every name. LAB_ERR_FORMAT naming path:line for a variant named twice. */
 static lab_status lab_card_item(lab_card *c, const char *item, const char *path, int line)
 {
     size_t n = strlen(item);
-    for (size_t i = 0; i < n; ++i) {
-        size_t n0, n1, t;
-        if (!lab_card_entry_at(item, i, &n0, &n1, &t)) continue;
+    lab_status st = LAB_OK;
+    for (size_t i = 0; i < n && st == LAB_OK; ++i) {
+        size_t n0[LAB_CARD_NAMES_MAX], n1[LAB_CARD_NAMES_MAX], t;
+        int names = lab_card_entry_at(item, i, n0, n1, &t);
+        if (!names) continue;
         size_t e = t; /* the entry runs to the next entry's start */
-        size_t m0, m1, mt;
-        while (e < n && !lab_card_entry_at(item, e, &m0, &m1, &mt)) ++e;
-        char *name = lab_card_strip(item + n0, n1 - n0);
-        char *raw = lab_card_strip(item + t, e - t);
-        char *why = raw ? lab_card_plain(raw) : NULL;
-        if (!name || !why) {
-            free(name), free(raw), free(why);
-            return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
+        size_t m0[LAB_CARD_NAMES_MAX], m1[LAB_CARD_NAMES_MAX], mt;
+        while (e < n && !lab_card_entry_at(item, e, m0, m1, &mt)) ++e;
+        size_t tl = e - t;
+        char *raw = lab_card_strip(item + t, tl);
+        if (!raw) return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
+        const char *after, *sep;
+        lab_card_class cls = lab_card_class_of(raw, &after, &sep);
+        /* the parts of the text after the class, one a name when there are as many */
+        const char *part[LAB_CARD_NAMES_MAX + 1];
+        int parts = 0;
+        for (const char *p = after; parts <= LAB_CARD_NAMES_MAX;) {
+            part[parts++] = p;
+            const char *q = strstr(p, "; ");
+            if (!q) break;
+            p = q + 2;
         }
-        if (lab_card_variant_of(c, name)) {
-            lab_status st = lab_err_set(LAB_ERR_FORMAT, "%s:%d: the card's Variants name `%s` twice", path, line, name);
-            free(name), free(raw), free(why);
-            return st;
-        }
-        lab_card_class cls = LAB_CARD_CLASS_NONE;
-        const char *best = NULL;
-        static const struct { const char *bold; lab_card_class cls; } classes[] = {
-            {"**history**", LAB_CARD_CLASS_HISTORY},
-            {"**hypothesis**", LAB_CARD_CLASS_HYPOTHESIS},
-            {"**construction**", LAB_CARD_CLASS_CONSTRUCTION},
-        };
-        for (size_t k = 0; k < sizeof classes / sizeof *classes; ++k) {
-            const char *at = strstr(raw, classes[k].bold);
-            if (at && (!best || at < best)) best = at, cls = classes[k].cls;
+        for (int k = 0; k < names && st == LAB_OK; ++k) {
+            const char *from = after, *to = after + strlen(after);
+            if (names > 1 && parts == names) {
+                from = part[k];
+                to = k + 1 < parts ? part[k + 1] - 2 : after + strlen(after);
+            }
+            st = lab_card_add(c, item + n0[k], n1[k] - n0[k], cls, sep, from, (size_t)(to - from), path, line);
         }
         free(raw);
-        lab_card_variant *v = realloc(c->variants, (c->n_variants + 1) * sizeof *v);
-        if (!v) {
-            free(name), free(why);
-            return lab_err_set(LAB_ERR_NOMEM, "%s: out of memory", path);
-        }
-        c->variants = v;
-        c->variants[c->n_variants++] = (lab_card_variant){name, cls, why};
         i = e - 1;
     }
-    return LAB_OK;
+    return st;
 }
 
 /* Splits the Variants section's text into list items ("- " starts one, a non-blank line continues it) and adds

@@ -46,13 +46,15 @@ typedef enum {
 /* "history", "hypothesis", "construction"; "" for LAB_CARD_CLASS_NONE. */
 const char *lab_card_class_name(lab_card_class c);
 
-/* One entry of the Variants section: "`NAME`: text" or "`NAME` (note): text", at the start of a list item or after
- * the end of a sentence in one. */
+/* One entry of the Variants section: "`NAME`: text", "`NAME` (note): text" or "`A`, `B`: text", at the start of a list
+ * item or after ". " or "; " in one. Several names share the entry's class; its text goes to each name in turn when it
+ * has as many parts separated by "; ", else whole to each. */
 typedef struct {
     char *name;         /* the variant's name */
     lab_card_class cls; /* the first class the entry names in bold */
-    char *why;          /* the entry's text after the name and its colon, markdown emphasis (**) removed: "history:
-                           the write-up's old rule as it computed, its exponent a run-time value." */
+    char *why;          /* the entry's text after the name and its colon, markdown emphasis (**) removed and a class
+                           that opens it joined as a person reads it: "history: the write-up's old rule as it
+                           computed, its exponent a run-time value.", "hypothesis (the lab's): ..." */
 } lab_card_variant;
 
 /* A picture the story shows, on a line of its own: "![CAPTION](figures/NAME.svg)". */

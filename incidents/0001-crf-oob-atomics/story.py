@@ -2,7 +2,8 @@
 tools/stories/story_numbers.py, which finds this file, runs the CPU replays below and checks or rewrites what
 they measure (`make stories`, `make test`)."""
 
-from story_numbers import Block, Picture, Run, Svg, every, f_int, f_pct, f_plain, f_range, incident_of, metric, n_of
+from story_numbers import (Block, Picture, Run, Svg, every, f_int, f_pct, f_plain, f_range, incident_of, metric,
+                           n_of)
 
 ID = incident_of(__file__)
 

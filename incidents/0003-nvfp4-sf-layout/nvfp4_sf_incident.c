@@ -93,9 +93,10 @@ static const char *const nv_fig_variants[] = {"fix", "bug-size-not-cosize", "bug
 
 /* The data of the story's picture of the 128x4 tile (story.py draws it): where each scale (m, k) of a problem of
  * NV_TILE_ROWS rows and NV_TILE_KSF scale columns lands in the layout's bytes under the fix, the M/K swap and the
- * size-vs-cosize loop, through the lab's own remap (lab_nvfp4_sf_remap). <plots_dir>/<id>-sf-tile.dat: one row per byte
- * offset, then per kind the m and k of the scale written there; -1 -1 where the kind leaves the byte as it was (stale).
- * LAB_ERR_IO naming the file; the remap's status. */
+ * size-vs-cosize loop, through the lab's own remap (lab_nvfp4_sf_remap) of scales labelled by their m and k.
+ * <plots_dir>/<id>-sf-tile.dat: one row per byte offset, then per kind the m and k of the scale written there; -2 -2
+ * where the kind writes the padding's zero, -1 -1 where it leaves the byte as it was (stale). LAB_ERR_IO naming the
+ * file; the remap's status. */
 #define NV_TILE_ROWS 100
 #define NV_TILE_KSF 3
 static lab_status nv_tile_figure(const lab_figure_ctx *fx)
@@ -105,10 +106,12 @@ static lab_status nv_tile_figure(const lab_figure_ctx *fx)
     enum { NK = 3, NSRC = NV_TILE_ROWS * NV_TILE_KSF };
     size_t cos = lab_nvfp4_sf_cosize(NV_TILE_ROWS, NV_TILE_KSF);
     uint8_t src_m[NSRC], src_k[NSRC];
-    for (size_t i = 0; i < NSRC; ++i) src_m[i] = (uint8_t)(i / NV_TILE_KSF), src_k[i] = (uint8_t)(i % NV_TILE_KSF);
+    /* labels from 1: a 0 in the tile is the padding the remap writes, 0xFF a byte it left alone */
+    for (size_t i = 0; i < NSRC; ++i)
+        src_m[i] = (uint8_t)(1 + i / NV_TILE_KSF), src_k[i] = (uint8_t)(1 + i % NV_TILE_KSF);
     uint8_t *dst = malloc(2 * NK * cos);
     if (!dst) return lab_err_set(LAB_ERR_NOMEM, "0003 tile figure: out of memory");
-    memset(dst, 0xFF, 2 * NK * cos); /* 0xFF: no scale written (m < 100, k < 3 never reach it) */
+    memset(dst, 0xFF, 2 * NK * cos); /* 0xFF: nothing written (the labels stay below it) */
     lab_status st = LAB_OK;
     for (int k = 0; k < NK && st == LAB_OK; ++k) {
         st = lab_nvfp4_sf_remap(src_m, NV_TILE_ROWS, NV_TILE_KSF, dst + (size_t)(2 * k) * cos, cos, kinds[k]);
@@ -124,7 +127,7 @@ static lab_status nv_tile_figure(const lab_figure_ctx *fx)
         fprintf(f, "%zu", o);
         for (int k = 0; k < 2 * NK; ++k) {
             uint8_t b = dst[(size_t)k * cos + o];
-            fprintf(f, " %d", b == 0xFF ? -1 : (int)b);
+            fprintf(f, " %d", b == 0xFF ? -1 : b == 0 ? -2 : (int)b - 1);
         }
         fputc('\n', f);
     }

@@ -5,7 +5,8 @@ import math
 import os
 import statistics
 
-from story_numbers import Block, Picture, Run, Svg, f_e_short, f_range, f_sig, incident_of, metric, n_of, seed_span
+from story_numbers import (Block, Picture, Run, Svg, f_e_short, f_plain, f_range, f_sig, incident_of, metric,
+                           n_of, seed_span)
 
 ID = incident_of(__file__)
 
@@ -160,48 +161,58 @@ def draw_tile(res):
     col = {name: i for i, name in enumerate(head)}
     n = len(rows)
     fix = {o[0]: (o[col["fix-m"]], o[col["fix-k"]]) for o in rows}
-    m_max = max(m for m, _k in fix.values())
-    k_max = max(k for _m, k in fix.values())
+    m_n = 1 + max(m for m, _k in fix.values())
+    k_n = 1 + max(k for _m, k in fix.values())
     formula = all(o == 16 * (m % 32) + 4 * (m // 32) + k for o, (m, k) in fix.items() if m >= 0)
     kinds = [("fix", "fix"), ("bug-mk-swap", "mk-swap"), ("bug-size-not-cosize", "size-not-cosize")]
-    cw, ch, gap, x0, y0 = 10, 10, 50, 30, 110
+    cw, ch, gap, x0, y0 = 12, 10, 40, 30, 132
     pw = 16 * cw
-    svg = Svg(x0 + 3 * pw + 2 * gap + 30, y0 + 32 * ch + 150,
-              "0003: where the scales of M = %d rows and K/16 = %d columns land in one 128x4 tile" % (
-                  m_max + 1, k_max + 1))
-    svg.text(x0, 28, "0003: one 128x4 scale-factor tile, %d bytes: M = %d rows, K/16 = %d scale columns" % (
-        n, m_max + 1, k_max + 1), size=15, weight="bold")
-    svg.text(x0, 50, ("each row of 16 bytes holds rows m, m+32, m+64, m+96, k = 0..3 each: byte = 16 (m mod 32) + "
+    svg = Svg(x0 + 3 * pw + 2 * gap + 70, y0 + 32 * ch + 150,
+              "0003: one 128x4 scale-factor tile, M = %d, K/16 = %d" % (m_n, k_n))
+    svg.text(x0, 28, "0003: one 128x4 scale-factor tile, %d bytes (M = %d rows, K/16 = %d)" % (n, m_n, k_n), size=15,
+             weight="bold")
+    svg.text(x0, 50, ("a row of 16 bytes holds scale rows m, m+32, m+64, m+96, k = 0..3 each: byte = 16 (m mod 32) + "
                       "4 (m div 32) + k" if formula else "the bytes as the fix's remap fills them"), size=12)
-    svg.text(x0, 68, "colour: m div 32 (4 bands), lighter for larger k; grey: never written (stale); red frame: "
-             "not the fix's scale", size=12)
+    svg.text(x0, 68, "colour: the scale's m div 32 (4 bands), lighter for larger k", size=12)
+    svg.rect(x0, 78, 10, 10, "#ffffff", stroke="#999")
+    svg.text(x0 + 16, 87, "padding written as zero", size=12)
+    svg.rect(x0 + 190, 78, 10, 10, "#d0d0d0")
+    svg.text(x0 + 206, 87, "never written: stale", size=12)
+    svg.rect(x0 + 360, 78, 10, 10, "none", stroke="#d62728", sw=1.5)
+    svg.text(x0 + 376, 87, "not the scale the fix puts there", size=12)
+    counts = {}
     for p, (title, key) in enumerate(kinds):
         px = x0 + p * (pw + gap)
         wrong = stale = 0
         for o in rows:
             m, k = o[col[key + "-m"]], o[col[key + "-k"]]
             x, y = px + (o[0] % 16) * cw, y0 + (o[0] // 16) * ch
-            if m < 0:
+            if m == -1:
                 stale += 1
                 svg.rect(x, y, cw - 1, ch - 1, "#d0d0d0")
                 continue
-            svg.rect(x, y, cw - 1, ch - 1, _shade(TILE_BANDS[(m // 32) % 4], k))
+            if m == -2:
+                svg.rect(x + 0.5, y + 0.5, cw - 2, ch - 2, "#ffffff", stroke="#bbbbbb", sw=0.5)
+            else:
+                svg.rect(x, y, cw - 1, ch - 1, _shade(TILE_BANDS[(m // 32) % 4], k))
             if (m, k) != fix[o[0]]:
                 wrong += 1
                 svg.rect(x + 0.5, y + 0.5, cw - 2, ch - 2, "none", stroke="#d62728", sw=1.2)
-        svg.text(px, y0 - 12, title, size=13, weight="bold")
+        svg.text(px, y0 - 10, title, size=13, weight="bold")
         placed = sum(1 for o in rows if o[col[key + "-m"]] >= 0)
-        lines = ["%d scales placed" % placed]
+        counts[key] = (placed, wrong, stale)
+        lines = [("%d scales placed" % placed, False)]
         if key != "fix":
-            lines.append("%d of them in the wrong byte" % wrong if wrong else "every one where the fix puts it")
-        lines.append("%d bytes never written" % stale if stale else "every byte written")
-        for i, t in enumerate(lines):
-            svg.text(px, y0 + 32 * ch + 22 + 18 * i, t, size=12, fill="#d62728" if
-                     (i > 0 and (wrong or stale) and ("wrong" in t or "never" in t)) else "#222")
-    svg.text(x0, y0 + 32 * ch + 100, "The fix writes every byte (cosize, 512): real scales, and zeros in the padding "
-             "(rows %d..127, column k = 3)." % (m_max + 1), size=12)
-    svg.text(x0, y0 + 32 * ch + 120, "The swap reads src[k*M + m] for the scale of (m, k); the size loop stops at "
-             "M x K/16 = %d bytes and leaves the padding stale." % ((m_max + 1) * (k_max + 1)), size=12)
+            lines.append(("%d bytes not the fix's" % wrong if wrong else "each scale where the fix puts it", wrong > 0))
+        lines.append(("%d bytes never written" % stale if stale else "every byte written", stale > 0))
+        for i, (t, bad) in enumerate(lines):
+            svg.text(px, y0 + 32 * ch + 22 + 18 * i, t, size=12, fill="#d62728" if bad else "#222")
+    svg.text(x0, y0 + 32 * ch + 96, "The fix writes all %d bytes (the cosize): the scales, and zeros in the padding "
+             "(rows %d..127, column k = %d)." % (n, m_n, k_n), size=12)
+    svg.text(x0, y0 + 32 * ch + 114, "The swap reads src[k*M + m] for the scale of (m, k). The size loop writes its %d "
+             "scales" % counts["size-not-cosize"][0], size=12)
+    svg.text(x0, y0 + 32 * ch + 132, "and leaves %d bytes stale: E4M3 NaN codes there, if that is what the memory held."
+             % counts["size-not-cosize"][2], size=12)
     return svg.svg()
 
 

@@ -5,7 +5,7 @@ they measure (`make stories`, `make test`)."""
 import json
 import os
 
-from story_numbers import ROOT, Block, Picture, Run, Svg, all_or, f_range, incident_of, metric, seeds_of
+from story_numbers import ROOT, Block, Picture, Run, Svg, all_or, f_plain, f_range, incident_of, metric, seeds_of
 
 ID = incident_of(__file__)
 
@@ -84,55 +84,55 @@ def draw_counters(res):
     dist = [p for p, n in names.items() if "distiller" in n][0]
     trainer = min(p for p, n in names.items() if "trainer" in n)
     n_tr = sum(1 for n in names.values() if "trainer" in n)
-    seqs = sorted(s for s in colls[trainer] if colls[trainer][s]["op"] == "bcast")  # one exchange starts a bcast
+    seqs = sorted(s for s in colls[trainer] if colls[trainer][s]["op"] == "bcast")  # an exchange starts with a bcast
     cols = len(seqs)
-    cw, x0, top = 150, 190, 110
-    svg = Svg(x0 + cols * cw + 40, 430, "0006 seed 1: the two step counters over the micro-steps")
+    cw, x0, top = 180, 130, 90
+    svg = Svg(x0 + cols * cw + 30, 470, "0006 seed 1: the two step counters over the micro-steps")
     svg.text(20, 28, "0006 seed 1 (bug-step-counter): %d trainers, G = %d micro-steps a step, %d steps" % (
         n_tr, G, steps), size=15, weight="bold")
     svg.text(20, 50, "one column per exchange (bcast, gather, scatter); each side's step counter as its trace records "
              "it", size=12)
     blue, orange, red = "#4e79a7", "#f28e2b", "#d62728"
     ymax = max(steps, 1)
-    ybase, yh = top + 200, 180
+    ybase, yh = top + 190, 170
 
     def yof(step):
         return ybase - yh * step / ymax
 
     for k in range(ymax + 1):
-        svg.line(x0 - 10, yof(k), x0 + cols * cw, yof(k), stroke="#e5e5e5")
-        svg.text(x0 - 16, yof(k) + 4, str(k), size=11, anchor="end", fill="#666")
-    svg.text(20, top + 4, "step counter", size=12, fill="#666")
+        svg.line(x0, yof(k), x0 + cols * cw, yof(k), stroke="#e5e5e5")
+        svg.text(x0 - 8, yof(k) + 4, str(k), size=11, anchor="end", fill="#666")
+    svg.text(20, top - 8, "step counter", size=12, fill="#666")
     pts = {"t": [], "d": []}
     for i, s in enumerate(seqs):
-        xc = x0 + i * cw + cw / 2
+        xl, xc = x0 + i * cw, x0 + i * cw + cw / 2
         t, d = colls[trainer][s], colls[dist].get(s)
-        svg.text(xc, ybase + 22, "seq %d" % s, size=11, anchor="middle", fill="#666")
-        svg.text(xc, ybase + 40, "trainers: %s, step %d micro %d" % (t["op"], t["step"], t["micro"]), size=11,
-                 anchor="middle", fill=blue)
+        svg.text(xc, ybase + 22, "seq %d" % s, size=12, anchor="middle", fill="#666")
+        svg.text(xc, ybase + 42, "trainers: %s" % t["op"], size=12, anchor="middle", fill=blue)
+        svg.text(xc, ybase + 58, "step %d, micro-step %d" % (t["step"], t["micro"]), size=12, anchor="middle",
+                 fill=blue)
         if d:
             paired = d["op"] == t["op"]
-            svg.text(xc, ybase + 58, "distiller: %s, step %d" % (d["op"], d["step"]), size=11, anchor="middle",
+            svg.text(xc, ybase + 78, "distiller: %s" % d["op"], size=12, anchor="middle",
                      fill=orange if paired else red, weight=None if paired else "bold")
-            pts["d"].append((xc, yof(d["step"])))
-        pts["t"].append((xc, yof(t["step"])))
+            svg.text(xc, ybase + 94, "step %d" % d["step"], size=12, anchor="middle", fill=orange if paired else red,
+                     weight=None if paired else "bold")
+            pts["d"].append((xl, xl + cw, yof(d["step"])))
+        pts["t"].append((xl, xl + cw, yof(t["step"])))
         if s == bad:
-            svg.rect(x0 + i * cw + 4, top - 6, cw - 8, ybase - top + 72, "none", stroke=red, sw=2)
-            svg.text(xc, top - 12, "seq %d does not pair up: the trainers wait" % s, size=12, anchor="middle",
-                     fill=red, weight="bold")
-    for key, colour, label in (("t", blue, "trainers' step (one per %d micro-steps)" % G),
-                               ("d", orange, "distiller's step (one per exchange)")):
-        p = pts[key]
-        svg.path(" ".join(("M" if i == 0 else "L") + " %s %s" % (Svg.n(x), Svg.n(y)) for i, (x, y) in enumerate(p)),
-                 stroke=colour, sw=2.5)
-        for x, y in p:
-            svg.rect(x - 3, y - 3, 6, 6, colour)
-    svg.rect(20, 395, 14, 4, blue)
-    svg.text(40, 401, "trainers' step counter (one step per G = %d micro-steps)" % G, size=12)
-    svg.rect(420, 395, 14, 4, orange)
-    svg.text(440, 401, "distiller's step counter (one step per exchange)", size=12)
-    svg.text(20, 422, "The distiller reaches step %d after %d exchanges and finalizes; the trainers are still at step "
-             "%d." % (steps, steps, colls[trainer][seqs[-1]]["step"]), size=12)
+            svg.rect(xl + 6, top - 4, cw - 12, ybase - top + 106, "none", stroke=red, sw=2)
+    for key, colour in (("t", blue), ("d", orange)):
+        d = []
+        for i, (a, b, y) in enumerate(pts[key]):  # a step function: flat over each exchange, a riser between
+            d.append(("M" if i == 0 else "L") + " %s %s L %s %s" % (Svg.n(a + 10), Svg.n(y), Svg.n(b - 10), Svg.n(y)))
+        svg.path(" ".join(d), stroke=colour, sw=3)
+    svg.rect(20, 402, 16, 4, blue)
+    svg.text(42, 408, "trainers' step counter: one step per G = %d micro-steps, one exchange per micro-step" % G, size=12)
+    svg.rect(20, 420, 16, 4, orange)
+    svg.text(42, 426, "distiller's step counter: one step per exchange", size=12)
+    svg.text(20, 452, "seq %d does not pair up: the distiller finalizes at step %d while the trainers, at step %d, "
+             "broadcast%s" % (bad, steps, colls[trainer][seqs[-1]]["step"],
+                              ": the job hangs" if metric(r, "hung") == 1 else ""), size=13, fill=red, weight="bold")
     return svg.svg()
 
 

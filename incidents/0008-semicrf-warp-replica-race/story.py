@@ -52,7 +52,7 @@ def draw_replicas(res):
     cw, ch, x0 = 11, 15, 110
     warps = sorted({r[0] for r in rows})
     height = 90 + sum(48 + ch * (nw + 1) for nw in warps) + 40
-    svg = Svg(x0 + n_el * cw + 30, height, "0008: who stores and who loads one row of %d elements" % n_el)
+    svg = Svg(x0 + n_el * cw + 130, height, "0008: who stores and who loads one row of %d elements" % n_el)
     svg.text(20, 28, "0008: one row of the alpha buffer (%d elements) at 2, 4 and 8 warps: who stores it, who loads it"
              % n_el, size=15, weight="bold")
     own, intra, cross = "#59a14f", "#f28e2b", "#d62728"

@@ -85,7 +85,10 @@ int lab_explain_card_print(FILE *f, const lab_incident *inc, const lab_card *c, 
                 char first[128], rest[128];
                 snprintf(first, sizeof first, "  %-*s  %s  ", wname, var->name, lab_role_name(var->role));
                 snprintf(rest, sizeof rest, "%*s", (int)strlen(first), "");
-                const char *why = cv ? cv->why : "(the card does not name this variant: its story must class it)";
+                const char *why = cv ? cv->why
+                                  : var->role == LAB_ROLE_FIX ? "(told under \"The fix\")"
+                                                              : "(the card does not name this variant: its story must class "
+                                                                "it)";
                 char *row = NULL;
                 if (cv && var->role == LAB_ROLE_BUG && cv->cls == LAB_CARD_CLASS_NONE) {
                     size_t n = strlen(why) + 64;

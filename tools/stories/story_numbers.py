@@ -4,7 +4,7 @@ checked against them.
 
 Usage: tools/stories/story_numbers.py check|write|list [--lab BIN] [--only NAME]... [--readme PATH] [--keep DIR] [--jobs N]
 
-An incident's README holds generated blocks:
+An incident's README, or a page beside it (notes/*.md), holds generated blocks:
 
     <!-- generated: NAME (COMMAND) -->
     text whose figures come from the replay COMMAND
@@ -255,6 +255,10 @@ class Block:
     def readme(self):
         return os.path.join(ROOT, "incidents", self.incident, "README.md")
 
+    def pages(self):
+        """The pages the block may live in: its incident's README.md and the pages of its notes/."""
+        return [self.readme()] + sorted(glob.glob(os.path.join(ROOT, "incidents", self.incident, "notes", "*.md")))
+
     def command(self):
         return " ; ".join(r.command() for r in self.runs)
 
@@ -451,16 +455,17 @@ def rel(path):
 
 
 def plan(blocks_by_name, readme, only):
-    """[(README path, its lines, [(Found, Block)])] to check or write. UsageError for an unknown name in a README or
-    in --only, a block missing from its README, or a block found in another incident's README."""
+    """[(page path, its lines, [(Found, Block)])] to check or write. A block lives in one page of its incident: its
+    README.md or a page beside it (notes/*.md). UsageError for an unknown name in a page or in --only, a block missing
+    from every page of its incident or in two of them, or a block found in another incident's page."""
     for n in only:
         if n not in blocks_by_name:
             raise UsageError("--only %s: no such block or picture (story_numbers.py list)" % n)
     if readme:
         paths = [readme]
     else:
-        paths = sorted({b.readme() for b in blocks_by_name.values()})
-    out = []
+        paths = sorted({p for b in blocks_by_name.values() for p in b.pages()})
+    out, where = [], {}
     for path in paths:
         try:
             with open(path, encoding="utf-8") as f:
@@ -474,19 +479,21 @@ def plan(blocks_by_name, readme, only):
             if b is None:
                 raise UsageError("%s:%d: block %s is not defined in any incidents/*/story.py" % (rel(path), fb.begin,
                                                                                               fb.name))
-            if not readme and b.readme() != path:
+            if not readme and path not in b.pages():
                 raise UsageError("%s:%d: block %s belongs to %s" % (rel(path), fb.begin, fb.name, rel(b.readme())))
+            if fb.name in where:
+                raise UsageError("%s:%d: block %s is also in %s" % (rel(path), fb.begin, fb.name, rel(where[fb.name])))
+            where[fb.name] = path
             if not only or fb.name in only:
                 pairs.append((fb, b))
-        if not readme:
-            have = {fb.name for fb in found}
-            for b in blocks_by_name.values():
-                if b.readme() == path and b.name not in have and (not only or b.name in only):
-                    raise UsageError("%s: block %s is missing: add its markers where its text belongs\n"
-                                     "  <!-- generated: %s (%s) -->\n  %s\n(then make stories)" % (
-                                         rel(path), b.name, b.name, b.command(), END_LINE))
         if pairs:
             out.append((path, lines, pairs))
+    if not readme:
+        for b in blocks_by_name.values():
+            if b.name not in where and (not only or b.name in only):
+                raise UsageError("%s: block %s is missing: add its markers where its text belongs (the README or a "
+                                 "page of notes/)\n  <!-- generated: %s (%s) -->\n  %s\n(then make stories)" % (
+                                     rel(b.readme()), b.name, b.name, b.command(), END_LINE))
     return out
 
 

@@ -320,12 +320,15 @@ class Svg:
             ' font-style="italic"' if italic else "", fill, self.esc(t)))
 
     def svg(self):
+        # drawn at least 1000 px wide (the report shows its figures at reading size); the viewBox keeps the units
+        scale = max(1.0, 1000.0 / self.w)
         head = ('<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" '
                 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif">\n<title>%s</title>\n'
                 '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
                 'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="context-stroke"/></marker></defs>\n'
                 '<rect x="0" y="0" width="%s" height="%s" fill="#ffffff"/>\n' % (
-                    self.n(self.w), self.n(self.h), self.n(self.w), self.n(self.h), self.esc(self.title),
+                    self.n(round(self.w * scale)), self.n(round(self.h * scale)), self.n(self.w), self.n(self.h),
+                    self.esc(self.title),
                     self.n(self.w), self.n(self.h)))
         return head + "\n".join(self.items) + "\n</svg>\n"
 

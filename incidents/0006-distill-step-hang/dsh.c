@@ -314,12 +314,13 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
                  outputs_bad ? ", teacher outputs mismatched" : "", finished && steps_ok ? "" : ", steps incomplete");
     if (golden_bad > 0)
         snprintf(what + strlen(what), sizeof what - strlen(what), ", %.0f records off the golden schedule", golden_bad);
-    if (!clean && traced) fprintf(stderr, "0006 seed %llu: trace of this case (Perfetto): %s.trace.json\n",
+    if (!clean && traced) fprintf(stderr, "0006 seed %llu: trace of this case (Perfetto):\n    %s.trace.json\n",
                                   (unsigned long long)c->seed, trace_stem);
-    /* The logged state or the step-counter finding first, then the first collective that did not pair up. */
+    /* The logged state or the first collective that did not pair up, then the step-counter finding (once: the
+     * analyzer's verdict may end with it already). */
     if (as_logged)
         lab_result_verdict(r, clean, "N=%d G=%d: %s; as logged: %s; %s", p.trainers, p.g, what, logged, a.counters);
-    else if (a.counters[0])
+    else if (a.counters[0] && !strstr(a.verdict, a.counters))
         lab_result_verdict(r, clean, "N=%d G=%d steps=%d: %s; %s; %s", p.trainers, p.g, p.steps, what, a.counters,
                            a.verdict);
     else

@@ -442,10 +442,12 @@ Test(report, cli_bad_flags)
     EXPECT_IN(out, "--seeds must be 1..1048576, got 0");
     free(out);
     cr_expect_not(lab_fs_exists("/tmp/lab-report-never/report.json"));
-    cr_expect_eq(lab("help", &out), 0);
-    EXPECT_IN(out, "report [OPTION]...");
+    cr_expect_eq(lab("help report", &out), 0);
+    EXPECT_IN(out, "usage: lab report [OPTION]...");
     EXPECT_IN(out, "    --no-bench ");
-    EXPECT_IN(out, "compare A B [--factor F] [--strict]");
+    free(out);
+    cr_expect_eq(lab("help compare", &out), 0);
+    EXPECT_IN(out, "usage: lab compare A B [--factor F] [--strict]");
     free(out);
 }
 

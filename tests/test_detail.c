@@ -85,7 +85,7 @@ Test(detail, a_long_0006_detail_whole_everywhere, .timeout = 180)
     snprintf(want, sizeof want, "%s &#10;replay: ", end); /* JUnit: the detail whole, then the replay line */
     EXPECT_IN(buf, want);
     EXPECT_IN(buf, tail);
-    snprintf(want, sizeof want, "  detail: \"%s\"\n", detail); /* TAP: as it is */
+    snprintf(want, sizeof want, "  detail: \"%s\"\n", detail); /* TAP: as it is (it holds no quote to escape) */
     EXPECT_IN(buf, want);
     free(buf);
 
@@ -115,4 +115,22 @@ Test(detail, a_long_0006_detail_whole_everywhere, .timeout = 180)
     free(html);
     lab_resread_free(&set);
     free(out);
+}
+
+/* TAP 13's diagnostics are a YAML block: a detail holding a quote, a backslash or a tab stays one double-quoted
+ * scalar (escaped), so a TAP consumer reads the block instead of stopping at the first quote. */
+Test(detail, tap_diagnostics_escape_quotes)
+{
+    const lab_incident *inc = lab_incident_find("0004");
+    cr_assert_not_null(inc);
+    lab_case_record rec = {inc, lab_incident_variant(inc, "fix"), 2, LAB_BACKEND_CPU, {.outcome = LAB_OUT_FAIL}};
+    snprintf(rec.o.r.detail, sizeof rec.o.r.detail, "max rel err \"square\" 2.1e-06\tover C:\\tol");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert(lab_results_tap_case(f, &rec, 1, NULL));
+    fclose(f);
+    cr_expect(strstr(buf, "  detail: \"max rel err \\\"square\\\" 2.1e-06\\x09over C:\\\\tol\"\n") != NULL,
+              "the detail escaped as a YAML scalar:\n%s", buf);
+    free(buf);
 }

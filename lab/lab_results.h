@@ -35,7 +35,7 @@ void lab_results_spell(const lab_results_cmd *cmd, const lab_case_record *c, cha
 lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs, size_t n, const lab_results_cmd *cmd);
 
 /* The commands cmds (one a line, '\n' after each) as one shell line that runs them in turn, "; " between them, as
- * summary.json's "resume" and journal.resume say it: malloc'ed ("" for none), NULL when out of memory. */
+ * summary.json's "resume" says it where the replay writes no set: malloc'ed ("" for none), NULL when out of memory. */
 char *lab_results_join_cmds(const char *cmds);
 
 struct cJSON;

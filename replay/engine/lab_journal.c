@@ -14,6 +14,7 @@
 
 #include "lab_clock.h"
 #include "lab_resultset.h"
+#include "lab_testknobs.h"
 
 struct lab_journal {
     char out[PATH_MAX];
@@ -31,7 +32,7 @@ struct lab_journal {
  * as a kill can end a write(2) part way. Inert unless set. */
 static size_t lab_journal_test_kill(void)
 {
-    const char *e = getenv("LAB_JOURNAL_TEST_KILL");
+    const char *e = getenv(LAB_TESTKNOB_JOURNAL_KILL);
     return e && *e ? (size_t)strtoull(e, NULL, 10) : 0;
 }
 

@@ -20,6 +20,7 @@
 #include "lab_replay_int.h"
 #include "lab_resultset.h"
 #include "lab_stall.h"
+#include "lab_testknobs.h"
 
 /* ---- Windowed replays: a replay of more cases than LAB_REPLAY_WINDOW_AT (or $LAB_REPLAY_WINDOW) runs its cases a
  * window at a time (lab_window.h), holding records and outcomes only for the window's cases. ---- */
@@ -27,7 +28,7 @@
 /* $LAB_REPLAY_WINDOW as a positive count of cases, else 0. */
 static size_t lab_replay_window_env(void)
 {
-    const char *e = getenv("LAB_REPLAY_WINDOW");
+    const char *e = getenv(LAB_TESTKNOB_REPLAY_WINDOW);
     if (!e || !*e) return 0;
     char *end;
     errno = 0;

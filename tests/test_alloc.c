@@ -2,7 +2,8 @@
  * the task's CPUs in a job step (SLURM_CPUS_PER_TASK, else the step's CPUs on the node over its tasks there) and
  * outside one, its GPU list and whether Slurm bound GPUs per task; the smaller of that and the affinity mask is the
  * count (lab_cpus), a share Slurm already split among a host's ranks is not split again (lab_sched_host_share), and
- * `lab replay` says and records where its worker count came from (summary.json "workers"), under taskset too. */
+ * `lab replay` says and records where its worker count came from (summary.json "workers"; `lab report`'s report.json
+ * too), under taskset too. */
 #define _GNU_SOURCE
 #include <cJSON.h>
 #include <criterion/criterion.h>
@@ -185,6 +186,20 @@ Test(alloc, a_replay_says_where_its_workers_came_from, .timeout = 120)
     cr_expect(cJSON_IsString(from) && strstr(from->valuestring, "SLURM_CPUS_PER_TASK=1"), "%s", sum);
     cJSON_Delete(s);
     free(sum);
+    /* lab report records it too: report.json's summary (workers) and its host (usable_cpus_from) */
+    snprintf(args, sizeof args, "report --incident 0004 --seeds 2 --backend cpu --no-bench --out %s/r", dir);
+    cr_assert_eq(lab_test_lab("env SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURM_CPUS_PER_TASK=1 SLURM_CPUS_ON_NODE=1 "
+                              "SLURM_STEP_TASKS_PER_NODE=1 SLURM_NODEID=0", args, &out), 0, "%s", out);
+    free(out);
+    char *rep = lab_test_slurp(dir, "r/report.json");
+    cJSON *r = cJSON_Parse(rep);
+    const cJSON *rw = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "summary"), "workers");
+    const cJSON *host = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "device"), "host");
+    const cJSON *ufrom = cJSON_GetObjectItem(host, "usable_cpus_from");
+    cr_expect(cJSON_GetObjectItem(rw, "count") && cJSON_GetObjectItem(rw, "count")->valueint == 1, "%.400s", rep);
+    cr_expect(cJSON_IsString(ufrom) && strstr(ufrom->valuestring, "SLURM_CPUS_PER_TASK=1"), "%.400s", rep);
+    cJSON_Delete(r);
+    free(rep);
     if (system("command -v taskset >/dev/null 2>&1") == 0) {
         cr_assert_eq(lab_test_lab("env -u SLURM_JOB_ID taskset -c 0", args, &out), 0, "%s", out);
         cr_expect(strstr(out, "scheduler: 1 workers (default: one a CPU; 1 CPUs: affinity 1 of ") != NULL, "%s", out);

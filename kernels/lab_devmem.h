@@ -10,7 +10,7 @@ extern "C" {
 
 /* Why: cudaMalloc and cudaFree go through the driver's resource manager, which serialises them across every process
  * and GPU of the host. Alone, a pair costs about 0.1 ms; with 64 worker processes on four H200s starting at once it
- * cost 35 ms (tools/measure/cuda_start_probe.sh, reports/multi-gpu-h200x4), and a case makes 4 to 16 of them, so the
+ * cost 35 ms (tools/measure/cuda_start_probe.sh, docs/performance.md), and a case makes 4 to 16 of them, so the
  * replay's workers waited on each other whatever GPU they used. Memory taken from the device's stream-ordered pool
  * (cudaMallocAsync) with a release threshold stays with the process when freed and is handed out again without a
  * driver call.

@@ -262,7 +262,7 @@ void lab_semicrf_group_teardown(void *group);
  * So 16 is a chosen margin, not a bound. Measured (tools/dev/margins.py): the fix's worst gradient error is 0.525 of
  * tol (8.4 units, seed 65, T = 500; median 0.116) on the CPU over seeds 1-256 and on an H100 over seeds 1-1000;
  * log Z's absolute error at most 0.444 of tol on the CPU (seed 65) and 0.608 on the H100 (seed 761, seeds 1-1000,
- * h100-1000-seedbatch, reports/README.md; in git at 31ff1c2). */
+ * docs/performance.md). */
 #define LAB_SEMICRF_TOL_ULPS 16.0
 double lab_semicrf_tolerance(const lab_semicrf_ref *r, int B);
 

@@ -7,7 +7,7 @@ extern "C" {
 #endif
 
 /* Why: on a host of several GPUs a replay's command spent 3.7 s outside the replay's own clock where one GPU spent
- * 1.4 s (reports/multi-gpu-h200x4): the device probe, the MPS daemons and their probes, the end. The case timeline
+ * 1.4 s (docs/performance.md): the device probe, the MPS daemons and their probes, the end. The case timeline
  * (tools/measure/case_timeline.py) sees only the cases; these marks see the rest.
  *
  * Contract: with LAB_PHASES set and not empty when lab_phase_begin runs (first thing in main), each lab_phase(what)

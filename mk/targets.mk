@@ -1,6 +1,6 @@
 # mk/targets.mk: compile rules and the user-facing targets.
 
-.PHONY: all deps test replay sanitize bench golden golden-check plots help clean mutants stories stories-check
+.PHONY: all deps test replay sanitize bench golden golden-check plots help clean mutants stories stories-check studies
 
 all: $(LAB_BIN)
 
@@ -121,6 +121,10 @@ MUTANTS_ARGS ?=
 mutants: | $(DEPS_OK)
 	python3 tools/dev/mutants.py $(MUTANTS_ARGS)
 
+# The standalone studies (studies/*/Makefile), outside the lab's build: each builds into build/study.
+studies:
+	@for d in studies/*/; do $(MAKE) -C "$$d" || exit 1; done
+
 golden: $(LAB_BIN)
 	$(LAB_BIN) golden bless
 
@@ -141,6 +145,8 @@ help:
 	@echo "make plots        redraw the plots of the last replay in $(REPLAY_OUT)/plots"
 	@echo "make stories      rewrite the incidents' READMEs' generated numbers from CPU replays (make test checks them)"
 	@echo "make mutants      planted regressions in a scratch copy: which the replay and the tests kill (MUTANTS_ARGS=...)"
+	@echo "make studies      build the standalone studies of studies/ (nvcc), outside the lab's build"
+	@echo "make layering-check  prove that no include runs up the layers (lab < kernels < incidents < replay's wings)"
 	@echo "make fuzz         run the libFuzzer targets (npy, manifest) for FUZZ_SECONDS=$(FUZZ_SECONDS) s each"
 	@echo "make test SANITIZE=address,undefined   the same tests under sanitizers (build in build/san-*)"
 	@echo "CUDA=0 disables the CUDA parts (build in build/nocuda); CUDA_ARCH=$(CUDA_ARCH) picks the GPU architecture"

@@ -152,30 +152,26 @@ Test(bench_compare, small_moves_other_devices_and_missing_sections_do_not_fail, 
     free(out);
 }
 
-Test(bench_compare, bench_json_is_attached_to_a_report, .init = setup_tmp, .fini = teardown_tmp)
+Test(bench_compare, bench_json_is_read_for_a_report_from_files, .init = setup_tmp, .fini = teardown_tmp)
 {
     char path[4200];
     const char *text = "{\"schema\":\"" LAB_BENCH_SCHEMA "\",\"records\":[{\"incident\":\"0003-nvfp4-sf-layout\",\"name\":\"n\","
                        "\"baseline\":\"b\",\"ratio\":1.2}]}";
     snprintf(path, sizeof path, "%s/%s", tmp_root, LAB_BENCH_FILE);
     cr_assert_eq(lab_fs_write_atomic(path, text, strlen(text)), LAB_OK);
-    cJSON *rep = cJSON_CreateObject();
-    cr_expect_eq(lab_bench_attach(rep, tmp_root, 0), LAB_OK, "%s", lab_err_msg());
-    cJSON *b = cJSON_GetObjectItem(rep, "bench");
+    cJSON *b = NULL;
+    cr_expect_eq(lab_bench_read(tmp_root, 0, &b), LAB_OK, "%s", lab_err_msg());
     cr_assert_not_null(b);
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(b, "records")), 1);
-    cJSON_Delete(rep);
+    cJSON_Delete(b);
     /* an earlier run's file is left out */
-    rep = cJSON_CreateObject();
-    cr_expect_eq(lab_bench_attach(rep, tmp_root, time(NULL) + 3600), LAB_OK);
-    cr_expect_null(cJSON_GetObjectItem(rep, "bench"));
-    cJSON_Delete(rep);
+    cr_expect_eq(lab_bench_read(tmp_root, time(NULL) + 3600, &b), LAB_OK);
+    cr_expect_null(b);
     /* a malformed one is an error naming the file */
     cr_assert_eq(lab_fs_write_atomic(path, "{\"records\":3}", 13), LAB_OK);
-    rep = cJSON_CreateObject();
-    cr_expect_eq(lab_bench_attach(rep, tmp_root, 0), LAB_ERR_FORMAT);
+    cr_expect_eq(lab_bench_read(tmp_root, 0, &b), LAB_ERR_FORMAT);
+    cr_expect_null(b);
     EXPECT_IN(lab_err_msg(), LAB_BENCH_FILE);
-    cJSON_Delete(rep);
 }
 
 /* `lab bench --json` prints a bench section that parses, whatever the machine (skips without a GPU; a build without

@@ -317,7 +317,7 @@ static int thr_same(const thr_case *c)
 
 /* A case run on one of several threads of a process, beside other cases, gives what it gives alone: a case's cached
  * state (its seed's group, the device facts, 0008's inputs) is the thread's own, and the incidents' shared tables are
- * filled once. What a process running several cases at once relies on (reports/multi-gpu-h200x4, seventeenth visit).
+ * filled once. What a process running several cases at once relies on (docs/performance.md).
  * The CPU cases always run; the CUDA cases where a GPU is usable. Memory bugs are left out: their stray accesses are
  * contained by a process of their own, not by a thread. */
 Test(incidents, a_case_on_a_thread_beside_others_gives_what_it_gives_alone, .timeout = 300)

@@ -12,9 +12,11 @@
 
 #include "lab_fs.h"
 #include "lab_gnuplot.h"
+#include "lab_bench.h"
 #include "lab_json.h"
 #include "lab_device.h"
 #include "lab_html.h"
+#include "lab_replay.h"
 #include "lab_report.h"
 #include "lab_resread.h"
 #include "lab_results.h"
@@ -519,4 +521,60 @@ Test(report, records_in_memory_read_as_the_file_gives_them, .init = mkdir_tmp, .
         cr_expect_eq(mem.recs[0].metrics[k].value, file.recs[0].metrics[k].value, "%s: %.17g in memory, %.17g from the file",
                      mem.recs[0].metrics[k].name, mem.recs[0].metrics[k].value, file.recs[0].metrics[k].value);
     lab_resread_free(&file), lab_resread_free(&mem);
+}
+
+/* `lab report` hands the replay's result over in memory: its summary, its records as results.jsonl holds them, the
+ * benchmarks it ran and the plots it drew. Nothing the replay wrote is read back: with results.jsonl and summary.json
+ * gone, a bench.json that would not parse and a PNG the replay did not draw put into its folder, the report is the
+ * one of the replay (the plots it drew, the bench section given, every case). */
+Test(report, written_from_memory_without_reading_back, .init = mkdir_tmp, .fini = rm_tmp, .timeout = 180)
+{
+    const lab_incident *incs[] = {lab_incident_find("0004")};
+    cr_assert(incs[0]);
+    uint64_t seeds[] = {1, 2, 3};
+    cJSON *summary = NULL;
+    lab_resread_set set = {0};
+    lab_plot_list plots = {0};
+    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 3, .backend = LAB_BACKEND_CPU,
+                         .jobs = 2, .out_dir = dir, .plots = 1, .lab_bin = "build/lab", .root = ".",
+                         .summary_out = &summary, .set_out = &set, .plots_out = &plots};
+    FILE *devnull = fopen("/dev/null", "w");
+    lab_verdict v;
+    lab_case_record *recs = NULL;
+    size_t n = 0;
+    cr_assert_eq(lab_replay_run(&o, devnull, &v, &recs, &n), LAB_OK, "%s", lab_err_msg());
+    fclose(devnull);
+    free(recs);
+    cr_assert_not_null(summary);
+    cr_assert_eq(set.n, 6, "the finished cases: %zu", set.n);
+    char path[256];
+    static const char *const gone[] = {"results.jsonl", "summary.json"};
+    for (size_t k = 0; k < 2; ++k) {
+        snprintf(path, sizeof path, "%s/%s", dir, gone[k]);
+        cr_assert_eq(unlink(path), 0, "%s", path);
+    }
+    write_file(LAB_BENCH_FILE, "not json");
+    snprintf(path, sizeof path, "%s/plots", dir);
+    cr_assert_eq(lab_fs_mkdirs(path), LAB_OK);
+    write_file("plots/0004-pow-grad-nan-not-drawn.png", "x");
+    cJSON *bench = cJSON_Parse("{\"schema\":\"" LAB_BENCH_SCHEMA "\",\"records\":[]}");
+    lab_report_opts ro = {0, "made in memory", 0};
+    cr_assert_eq(lab_report_write_set(dir, &ro, summary, &set, bench, &plots), LAB_OK, "%s", lab_err_msg());
+    cJSON *r = read_report();
+    cr_expect(cJSON_IsArray(at(r, "bench", "records", NULL)), "the bench section given, not bench.json");
+    cr_expect_gt(plots.n, 0, "the replay drew its plots");
+    const cJSON *inc = cJSON_GetArrayItem(at(r, "incidents", NULL), 0);
+    const cJSON *listed = cJSON_GetObjectItemCaseSensitive(inc, "plots"), *p;
+    size_t n_listed = 0;
+    cJSON_ArrayForEach(p, listed) {
+        cr_expect(!strstr(p->valuestring, "not-drawn"), "a PNG the replay did not draw is listed: %s", p->valuestring);
+        n_listed++;
+    }
+    cr_expect_eq(n_listed, plots.n, "%zu plots listed, %zu drawn", n_listed, plots.n);
+    cr_expect_eq(cJSON_GetNumberValue(at(r, "summary", "cases", NULL)), 6);
+    cJSON_Delete(r);
+    cJSON_Delete(bench);
+    cJSON_Delete(summary);
+    lab_resread_free(&set);
+    lab_plot_list_free(&plots);
 }

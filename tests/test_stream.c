@@ -85,7 +85,11 @@ Test(stream, report_from_a_stream_equals_the_in_memory_report, .init = mk, .fini
     cJSON *summary = read_json(path);
     snprintf(d, sizeof d, "%s/a", dir);
     lab_report_opts ro = {0, NULL, 0};
-    cr_assert_eq(lab_report_write_set(d, &ro, summary, &rs), LAB_OK, "%s", lab_err_msg());
+    lab_plot_list plots;
+    snprintf(path, sizeof path, "%s/a/plots", dir);
+    cr_assert_eq(lab_plot_list_dir(path, &plots), LAB_OK, "%s", lab_err_msg());
+    cr_assert_eq(lab_report_write_set(d, &ro, summary, &rs, NULL, &plots), LAB_OK, "%s", lab_err_msg());
+    lab_plot_list_free(&plots);
     snprintf(path, sizeof path, "%s/a/report.json", dir);
     cJSON *mem = read_json(path);
     cr_expect(cJSON_Compare(cJSON_GetObjectItemCaseSensitive(mem, "incidents"), cJSON_GetObjectItemCaseSensitive(want, "incidents"), 1));

@@ -42,7 +42,7 @@ extern "C" {
  * rms:     per-row upstream 12.5u (sum of 1024 positive powf values, depth 11: 9u + 11u; + eps u;
  *          sqrt halves it, + u; c / (r * 2n) + u) + g*e u + y/x 10u + product u = 24.5u -> 25u. */
 /* Measured (README "Measured margins", tools/dev/margins.py): max 0.201 / 0.207 of TOL_SQUARE / TOL_RMS on the CPU
- * (seeds 1-256), 0.246 / 0.229 on an H100 (seeds 1-1000, reports/h100-1000). */
+ * (seeds 1-256), 0.246 / 0.229 on an H100 (seeds 1-1000, docs/performance.md). */
 #define POW_GRAD_TOL_SQUARE (12.0 * POW_GRAD_U)
 #define POW_GRAD_TOL_RMS (25.0 * POW_GRAD_U)
 /* Floor of the relative error: every step is a product, quotient, square root or sum of positive

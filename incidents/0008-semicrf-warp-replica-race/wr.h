@@ -126,8 +126,7 @@ lab_status wr_census_program(const lab_semicrf_problem *p, const wr_fwd *f, cons
  * marginals keep. log Z is judged by its relative error against the same tol, which admits |log Z| times more than
  * its absolute error would (wr_compare says why the absolute error is not judged yet). The count is per position
  * (README.md: "What the criterion checks"). Measured: the fixes reach 0.571 of tol at worst (seed 70) over CPU
- * seeds 1-256 (tools/dev/margins.py), 0.666 (seed 643) over 1000 H100 seeds of each fix (h100-1000-seedbatch, reports/README.md; in git at
- * 31ff1c2). */
+ * seeds 1-256 (tools/dev/margins.py), 0.666 (seed 643) over 1000 H100 seeds of each fix (docs/performance.md). */
 #define WR_TOL_ULPS(K) ((double)(K) + 4.0)
 double wr_tolerance(const lab_semicrf_ref *r, int B, int K);
 

@@ -17,8 +17,8 @@
 #endif
 
 /* GPU launches per CUDA case: a bug is caught when a launch is wrong or the two differ; a fix must be right and give
- * the same bits in both. Two, not the four of the first replays: in the 1000-seed H100 replay h100-1000-par
- * (reports/README.md; in git at 31ff1c2) every one of the 24000 launches of the 6000 bug cases (1000 seeds per bug
+ * the same bits in both. Two, not the four of the first replays: in a 1000-seed H100 replay
+ * (docs/performance.md) every one of the 24000 launches of the 6000 bug cases (1000 seeds per bug
  * variant, 4 launches each) was wrong on its own, so the third and fourth launch never decided a case, and they cost
  * half of 0008's GPU time in a 1000-seed replay. A bug case's
  * second launch runs only when its first was right (the race did not fire): a wrong launch has already decided it,
@@ -37,8 +37,7 @@
 /* The GPU/CPU cross-check of a fix: the same float32 arithmetic in the same order on both, differing by the GPU's
  * exp and log roundings only, so far closer than the reference's tol. It was 2 tol (what two results each within tol
  * of the reference may differ by), which only a CPU model off by more than tol could fail; measured at most 0.067 tol
- * over the 378 cross-checked fix cases of a 1000-seed H100 replay (h100-1000-mps, reports/README.md; in git at
- * 31ff1c2), so half of tol, 7x that, is a bound a GPU that computes something else (or a CPU model that drifted from
+ * over the 378 cross-checked fix cases of a 1000-seed H100 replay (docs/performance.md), so half of tol, 7x that, is a bound a GPU that computes something else (or a CPU model that drifted from
  * the kernel) fails. */
 #define WR_XCHECK_TOL 0.5
 
@@ -133,7 +132,7 @@ static lab_status wr_group_cpu_job(void *g) { return wr_group_cpu_make(g); }
  * 1000 seeds of the GPU incidents on one 2 x H200 host: under `--mpi` with a GPU a rank 69.0 s -> 25.1 s (the rank
  * dealt most of 0008 ran its chunks' waits one after another), the plain replay on two GPUs 21.5 s -> 20.9-22.0 s, but
  * on one GPU 32.8-33.2 s -> 35.2-35.3 s: the waiting had left the GPU to the other incidents' seed batches
- * (reports/multi-gpu-h200x2). */
+ * (docs/performance.md). */
 static void wr_cpu_ahead(const wr_group *cg)
 {
     wr_group *g = (wr_group *)cg; /* the memo only (see wr_group) */

@@ -514,7 +514,8 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
         lab_replay_result_free(&res);
         return rc;
     }
-    if (lab_bench_report_step(out, bench, stdout) != LAB_OK) /* bench.json, into report.json */
+    cJSON *bench_section = NULL; /* into report.json, from memory; bench.json beside the set */
+    if (lab_bench_report_step(out, bench, res.backend == LAB_BACKEND_CUDA, stdout, &bench_section) != LAB_OK)
         fprintf(stderr, "lab report: benchmarks: %s\n", lab_err_msg());
     lab_stall_point(LAB_STALL_HTML);
     if (lab_isolate_interrupted()) {
@@ -522,13 +523,16 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
         printf("INTERRUPTED by %s before the report was written: the replay's result set in %s is kept, no "
                "report.json or index.html\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", out);
         lab_replay_result_free(&res);
+        cJSON_Delete(bench_section);
         return LAB_EXIT_SIGNAL + sig;
     }
     lab_report_opts ro = {t0, command, 1};
-    /* from the result set the replay holds in memory; a windowed replay holds none: its files, through the reader */
-    lab_status st = res.summary && res.recs ? lab_report_write_set(out, &ro, res.summary, &res.set)
-                                            : lab_report_write(out, &ro);
+    /* from what the replay holds in memory; a windowed replay holds no records (bounded memory): its files, streamed */
+    lab_status st = res.summary && res.recs
+                        ? lab_report_write_set(out, &ro, res.summary, &res.set, bench_section, &res.plots)
+                        : lab_report_write(out, &ro);
     lab_replay_result_free(&res);
+    cJSON_Delete(bench_section);
     if (st != LAB_OK && lab_isolate_interrupted()) { /* while reading a windowed replay's set, or before writing */
         int sig = lab_isolate_interrupted();
         printf("INTERRUPTED by %s before the report was written: the replay's result set in %s is kept, no "

@@ -306,7 +306,7 @@ static double lab_replay_cost(const lab_replay_ctx *ctx, const size_t *jobs, siz
  * its chunks are a plain replay's of that run, not cut smaller for each smaller answer of its feed). A chunk's variants stay one run: their batches share the seeds' groups
  * (made once in the worker); a run per batch made every worker remake them, and 1000 seeds of the GPU incidents took
  * 4.4x the CPU for 0008 (591 s against 135 s) and 66 s on one H200 where 33-34 s was the rule on hosts of that kind
- * (reports/multi-gpu-h200x2). The other parts' groups are dealt into LAB_SCHED_SHARES_PER_WORKER x workers runs, run
+ * (docs/performance.md). The other parts' groups are dealt into LAB_SCHED_SHARES_PER_WORKER x workers runs, run
  * k holding the k-th slice of every such part, so one process runs its slice of every incident in one CUDA context.
  * The runs are laid out with the incidents taking turns, each one's runs costliest first, the runs costing half a
  * worker's fair share or more (LAB_SCHED_LEAD_SHARE) ahead of the rest (lab_sched_order_runs on the incidents' declared costs,

@@ -7,6 +7,7 @@
 
 #include "lab_incident.h"
 #include "lab_mps.h"
+#include "lab_plot.h"
 #include "lab_request.h"
 #include "lab_resread.h"
 #include "lab_results.h"
@@ -54,6 +55,9 @@ typedef struct {
                                               (lab_mps_replay_start) once it has taken it */
     struct cJSON **summary_out;            /* when set: gets the summary.json tree as written (the caller deletes
                                               it; NULL when none was written) */
+    lab_resread_set *set_out;              /* when set: gets the finished cases as results.jsonl holds them, the set
+                                              the plots were drawn from (lab_resread_free; empty when none) */
+    lab_plot_list *plots_out;              /* when set: gets the PNG files drawn (lab_plot_list_free) */
 } lab_replay_opts;
 
 /* Runs every selected case, prints the per-incident table and the replay command of every case that
@@ -86,6 +90,7 @@ typedef struct {
     size_t n_recs;
     lab_resread_set set;         /* keep_set: the finished cases as results.jsonl holds them (empty for a windowed
                                     replay, whose records are not held) */
+    lab_plot_list plots;         /* keep_set: the PNG files the replay drew into its plots folder */
     struct cJSON *summary;       /* keep_set: the summary.json tree written (NULL: none was, or not kept) */
     int said;                    /* the request was refused or stopped before any case, and diag says why */
 } lab_replay_result;

@@ -265,7 +265,12 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
         /* The whole set goes to a fresh folder beside out_dir, then replaces it in one swap. */
         char stage[PATH_MAX], path[PATH_MAX + 32];
         lab_results_cmd spell = lab_replay_cmd(opts);
-        st2 = lab_resultset_stage(opts->out_dir, stage, sizeof stage);
+        /* The finished cases as results.jsonl holds them, made once: the plots are drawn from it and the caller
+         * (lab report) keeps it, so that nothing written here is read back. */
+        lab_resread_set rs = {0};
+        int want_set = opts->plots || opts->set_out;
+        st2 = want_set ? lab_resread_from_records(recs, n, &spell, &rs) : LAB_OK;
+        if (st2 == LAB_OK) st2 = lab_resultset_stage(opts->out_dir, stage, sizeof stage);
         int staged = st2 == LAB_OK;
         lab_stall_point(LAB_STALL_WRITING);
         /* Written twice only when an interrupt comes after the verdict (while writing or plotting): every case had
@@ -292,10 +297,7 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
             if (st2 == LAB_OK && opts->plots && pass == 0 && !lab_isolate_interrupted()) {
                 /* drawn from the records in memory, not from the results.jsonl just written */
                 int npng = 0;
-                lab_resread_set rs;
-                lab_status sp = lab_resread_from_records(recs, n, &spell, &rs);
-                if (sp == LAB_OK) sp = lab_plot_set(&rs, stage, opts->root, report, &npng);
-                lab_resread_free(&rs);
+                lab_status sp = lab_plot_set_listed(&rs, stage, opts->root, report, &npng, opts->plots_out);
                 if (sp == LAB_OK) fprintf(report, "plots: %d PNG in %s/plots\n", npng, opts->out_dir);
                 else fprintf(report, "plots: %s\n", lab_err_msg()); /* a missing gnuplot does not fail the replay */
                 st2 = LAB_OK;
@@ -310,6 +312,12 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
                     opts->plots ? "; the plots as far as they got" : "");
         }
         if (st2 == LAB_OK) st2 = lab_resultset_swap(stage, opts->out_dir);
+        if (st2 == LAB_OK && opts->set_out) {
+            lab_resread_free(opts->set_out);
+            *opts->set_out = rs;
+        } else {
+            lab_resread_free(&rs);
+        }
         if (st2 != LAB_OK && staged) {
             char keep[512];
             snprintf(keep, sizeof keep, "%s", lab_err_msg());

@@ -154,6 +154,8 @@ lab_status lab_replay_request_run(const lab_request *req, const lab_replay_how *
                          req->lab_bin, req->root, req->sanitize};
     o.batch_seeds = (unsigned)req->batch_seeds;
     o.summary_out = how->keep_set ? &res->summary : NULL;
+    o.set_out = how->keep_set ? &res->set : NULL;
+    o.plots_out = how->keep_set ? &res->plots : NULL;
     /* The CUDA workers share the GPU through a private MPS daemon (lab_mps_replay.h), unless asked not to, under
      * compute-sanitizer (no MPS clients) or for one seed: started before the workers (under --mpi by each rank, for
      * its share of its host's GPUs), stopped after the replay, interrupted or not. */
@@ -171,16 +173,6 @@ lab_status lab_replay_request_run(const lab_request *req, const lab_replay_how *
     lab_mps_stop(&mps);
     lab_phase("MPS daemons stopped");
     res->backend = backend;
-    if (st == LAB_OK && how->keep_set && res->recs) {
-        /* the finished cases, as the result set's results.jsonl holds them */
-        lab_case_record *done = malloc((res->n_recs ? res->n_recs : 1) * sizeof *done);
-        size_t k = 0;
-        for (size_t j = 0; done && j < res->n_recs; ++j)
-            if (!res->recs[j].o.not_run) done[k++] = res->recs[j];
-        lab_results_cmd spell = lab_replay_cmd(&o);
-        st = done ? lab_resread_from_records(done, k, &spell, &res->set) : lab_err_set(LAB_ERR_NOMEM, "out of memory");
-        free(done);
-    }
     free(seeds);
     return st;
 }
@@ -189,6 +181,7 @@ void lab_replay_result_free(lab_replay_result *res)
 {
     free(res->recs);
     lab_resread_free(&res->set);
+    lab_plot_list_free(&res->plots);
     cJSON_Delete(res->summary);
     memset(res, 0, sizeof *res);
 }

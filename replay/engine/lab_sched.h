@@ -27,7 +27,7 @@ extern "C" {
  * host, so one GPU keeps more than 16 busy where the cores are there. 1000 seeds of every GPU incident on one H200
  * of a 64-core host: 32 workers 33.9 and 35.1 s against 16 workers 37.5 and 38.0 s (one call; another host: 33.5
  * against 36.1 s). Not more a GPU where there are several: contexts are made one after another across the host, and
- * on 2 of those GPUs 64 workers took 27.1 s against 23.2 s for 32 (reports/multi-gpu-h200x4, seventh visit). */
+ * on 2 of those GPUs 64 workers took 27.1 s against 23.2 s for 32 (docs/performance.md). */
 #define LAB_SCHED_HOST_WORKERS 32
 
 /* The worker count of a replay on backend b: `asked` (-j) when given (> 0), else the default: on the CPU one
@@ -92,12 +92,12 @@ unsigned lab_sched_chunk_seeds(unsigned bmax, double group_cost, double fair, in
  * NULL: costliest first. Ties keep their order. The workers that start together hold different incidents: costliest
  * first alone gave the first workers every seed batch of 0001, 0002 and 0008 at once (GPU-bound; 0001's cases took 4.8
  * times as long as beside other work) and left the CPU-bound incidents for the end (1000 seeds of the GPU incidents on
- * one 2 x H200 host: one GPU 36.4 -> 35.2 s, two 22.7 -> 20.9 s with turns, reports/multi-gpu-h200x2). Why the long
+ * one 2 x H200 host: one GPU 36.4 -> 35.2 s, two 22.7 -> 20.9 s with turns, docs/performance.md). Why the long
  * runs lead: a pool's workers come up one after another (their contexts are made one at a time on the host), so a run's
  * place is its start; in turns of four kinds the sixth T = 500 seed batch of 0008 came 21st and started on a worker
  * ready 4 s after the first, and ended 4 s after every other run. Leading, 1000 seeds of the GPU incidents on the 4
- * GPUs of a 4 x H200 host took 18.5 s instead of 20.6 s and 18.8 s instead of 19.4 s on two hosts (means of 2 and 3
- * rounds, reports/multi-gpu-h200x4; a one-GPU replay was not measured with it). LAB_ERR_NOMEM (idx unset). */
+ * GPUs of a 4 x H200 host took 18.5 s instead of 20.6 s and 18.8 s instead of 19.4 s on two hosts (means of 2 and 3 rounds,
+ * docs/performance.md; a one-GPU replay was not measured with it). LAB_ERR_NOMEM (idx unset). */
 lab_status lab_sched_order_runs(const double *cost, const size_t *kind, size_t nkinds, size_t n, double lead_at,
                                 size_t *idx);
 

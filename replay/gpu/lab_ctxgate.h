@@ -14,7 +14,7 @@
  * one gate they came up in no order of GPU: in 2-rank replays on 4 x H200 a rank put 4 to 6 of its 6 long runs on one
  * of its two GPUs, its longest took 15-19 s against 11-12 s, and it ended 2.6-7.9 s after the other rank. A lane a
  * GPU, of equal width, brings the GPUs' workers up at one pace: 3 and 3 in every round, the ranks within 0.05 s
- * (reports/multi-gpu-h200x4).
+ * (docs/performance.md).
  *
  * Contract: lab_ctxgate_open (in the parent, before the workers are forked) makes a gate of `lanes` lanes (1 ..
  * LAB_CTXGATE_LANES) of max(1, width / lanes) tokens each: a pipe per lane that the workers inherit (close-on-exec, so
@@ -29,7 +29,7 @@
 /* A gate's width for one of `procs` lab processes that make their contexts on one host at once (lab_mpi's local
  * ranks): the host's `width` divided among them, at least 1 each. Under --mpi each rank opens a gate of its own; with
  * LAB_CTXGATE_WIDTH each, 4 ranks asked the driver for 16 contexts at once and their first cases started 1 to 2 s
- * after a plain replay's (reports/multi-gpu-h200x4). */
+ * after a plain replay's (docs/performance.md). */
 int lab_ctxgate_share(int width, int procs);
 
 typedef struct {

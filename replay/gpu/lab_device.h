@@ -56,7 +56,7 @@ cJSON *lab_device_build_json(void);
  * (CUDA_DEVICE_MAX_CONNECTIONS=1, the driver's default is 8), unless the environment already sets the count.
  * Why: the driver makes contexts one at a time across the whole host, and a replay makes one a worker (64 on a host of
  * 4 GPUs and 64 cores); with one queue a context is made in half the time: 64 of them on 4 x H200 under MPS, four at a
- * time, 20.6 s -> 9.0 s, 16 on one GPU 5.4 s -> 2.7 s (replay/cuda_start_probe, reports/multi-gpu-h200x4). A case
+ * time, 20.6 s -> 9.0 s, 16 on one GPU 5.4 s -> 2.7 s (tools/measure/cuda_start_probe.sh, docs/performance.md). A case
  * issues its GPU work in order on one stream at a time, so one queue takes no concurrency from it; the work of the
  * workers on one GPU still runs side by side (each worker is a process of its own, an MPS client). Multi-GPU cases
  * (NCCL, their own streams) keep the default. */

@@ -289,7 +289,7 @@ void lab_mps_stop(lab_mps *m)
 
 /* Why the daemons start all at once: `nvidia-cuda-mps-control -d` took about 0.11 s, so four of them one after
  * another took 0.45 s before the first probe on a host of 4 H200s, and 0.26 s all at once (LAB_PHASES,
- * reports/multi-gpu-h200x4, sixteenth visit). */
+ * docs/performance.md). */
 lab_status lab_mps_start_per_gpu(lab_mps *m, const char *const *uuids, int n, char *why, size_t len)
 {
     memset(m, 0, sizeof *m);

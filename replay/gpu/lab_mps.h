@@ -14,7 +14,7 @@ extern "C" {
  * time-slices between contexts, one context's kernels at a time, so a worker's small launches (a float64 reference of
  * two sequences, a GEMM of 128 x 64) hold the whole GPU for their slice while its SMs idle; with the references on the
  * device a 1000-seed replay on an H100 took 93 s so, and 56 s under MPS, where kernels of different workers run side
- * by side (h100-1000-mps, reports/README.md; in git at 31ff1c2).
+ * by side (docs/performance.md).
  *
  * Contract: lab_mps_start starts `nvidia-cuda-mps-control -d` (found on PATH, run without a shell) with its pipe and
  * log directories in a fresh private folder under TMPDIR (or /tmp), and points this process's environment at them
@@ -44,7 +44,7 @@ extern "C" {
  * workers) runs with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = LAB_MPS_SM_PERCENT, or the value the environment already
  * holds (100 gives a client the whole GPU again). Why: a client may otherwise fill every SM with one long kernel (0001's
  * contention run, 0002's atomics, 0003's GEMMs) while the 15 to 31 other workers of its GPU wait with small launches.
- * Half the SMs measured fastest (reports/mps-sm-share): 1000 seeds of the one-GPU incidents 13% faster on one GPU and
+ * Half the SMs measured fastest (docs/performance.md): 1000 seeds of the one-GPU incidents 13% faster on one GPU and
  * 9-14% on two than with whole GPUs, within the rounds' spread on four; a quarter was no faster and an eighth slower;
  * every outcome the same case by case. The user's own MPS is left as it is, this variable included. */
 #define LAB_MPS_MAX_GPUS 64
@@ -69,7 +69,7 @@ lab_status lab_mps_start(lab_mps *m, char *why, size_t len);
  * server remaps indices, UUIDs it does not), in a private folder of its own; this process's environment is left as it is, and a
  * worker picks its GPU's daemon with lab_mps_client. Why one a GPU: one daemon's server serves every GPU it sees,
  * and a 1000-seed replay on four H200s was no faster than on one through one daemon (40.7 s on one GPU, 31.8 s on
- * two, 37.9 s on four, every case about four times slower on four GPUs: reports/multi-gpu-h200x4); and a fault or a
+ * two, 37.9 s on four, every case about four times slower on four GPUs: docs/performance.md); and a fault or a
  * server that stops serving then holds up the clients of that GPU only. Errors as lab_mps_start; on an error every
  * daemon started is stopped. */
 lab_status lab_mps_start_per_gpu(lab_mps *m, const char *const *uuids, int n, char *why, size_t len);

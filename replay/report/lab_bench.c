@@ -196,31 +196,22 @@ lab_status lab_bench_run_kind(const char *const *ids, size_t n_ids, int study, F
     return LAB_OK;
 }
 
-lab_status lab_bench_report_step(const char *dir, int want, FILE *log)
+lab_status lab_bench_report_step(const char *dir, int want, int replay_cuda, FILE *log, cJSON **section)
 {
-    if (want == 0) return LAB_OK;
-    char path[4096];
-    if (want < 0) {
-        snprintf(path, sizeof path, "%s/summary.json", dir);
-        cJSON *sum = NULL;
-        if (lab_json_read_file(path, &sum) != LAB_OK) return LAB_OK; /* no replay summary: the report says why */
-        int cuda = !strcmp(lab_bench_str(sum, "backend"), "cuda");
-        cJSON_Delete(sum);
-        if (!cuda) return LAB_OK;
-    }
-    cJSON *s = NULL;
+    *section = NULL;
+    if (want == 0 || (want < 0 && !replay_cuda)) return LAB_OK;
     int failed = 0;
     if (log) fprintf(log, "benchmarks (lab bench) into %s/%s\n", dir, LAB_BENCH_FILE);
-    lab_status st = lab_bench_run(NULL, 0, log, &s, &failed);
+    lab_status st = lab_bench_run(NULL, 0, log, section, &failed);
     if (st != LAB_OK) return st;
+    char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, LAB_BENCH_FILE);
-    st = lab_json_write_file(path, s, LAB_JSON_PRETTY);
-    cJSON_Delete(s);
-    return st;
+    return lab_json_write_file(path, *section, LAB_JSON_PRETTY);
 }
 
-lab_status lab_bench_attach(cJSON *report, const char *dir, time_t since)
+lab_status lab_bench_read(const char *dir, time_t since, cJSON **section)
 {
+    *section = NULL;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, LAB_BENCH_FILE);
     struct stat sb;
@@ -233,8 +224,7 @@ lab_status lab_bench_attach(cJSON *report, const char *dir, time_t since)
         cJSON_Delete(b);
         return lab_err_set(LAB_ERR_FORMAT, "%s: no array 'records'", path);
     }
-    cJSON_DeleteItemFromObjectCaseSensitive(report, "bench");
-    cJSON_AddItemToObject(report, "bench", b);
+    *section = b;
     return LAB_OK;
 }
 

@@ -50,16 +50,16 @@ lab_status lab_bench_run(const char *const *ids, size_t n_ids, FILE *human, cJSO
  * benchmarks; study 0: lab_bench_run. */
 lab_status lab_bench_run_kind(const char *const *ids, size_t n_ids, int study, FILE *human, cJSON **section, int *failed);
 
-/* For `lab report`: runs every benchmark into <dir>/bench.json when want is 1, or when want is -1 and
- * <dir>/summary.json says the replay's backend was cuda; nothing when want is 0. Progress to log (may be
- * NULL). LAB_ERR_IO when the file cannot be written; a failed benchmark is recorded in the file, not an
- * error. */
-lab_status lab_bench_report_step(const char *dir, int want, FILE *log);
+/* For `lab report`: runs every benchmark when want is 1, or when want is -1 and the replay ran on cuda (replay_cuda);
+ * nothing when want is 0 (*section NULL). *section gets the benchmarks' section (the caller deletes it), also written
+ * to <dir>/bench.json beside the replay's set. Progress to log (may be NULL). LAB_ERR_IO when the file cannot be
+ * written (*section is still set); a failed benchmark is recorded in the section, not an error. */
+lab_status lab_bench_report_step(const char *dir, int want, int replay_cuda, FILE *log, cJSON **section);
 
-/* Adds <dir>/bench.json to a report being written as its "bench" member, when that file exists and is
- * not older than since (0: no check). A missing file adds nothing and is not an error; an unreadable or
- * malformed one is LAB_ERR_IO / LAB_ERR_FORMAT naming it. */
-lab_status lab_bench_attach(cJSON *report, const char *dir, time_t since);
+/* Reads <dir>/bench.json into *section (the caller deletes it) when that file exists and is not older than since (0:
+ * no check): what a report made from files (`lab report --from`) shows. A missing or older file gives NULL and is not
+ * an error; an unreadable or malformed one is LAB_ERR_IO / LAB_ERR_FORMAT naming it. */
+lab_status lab_bench_read(const char *dir, time_t since, cJSON **section);
 
 /* Whether ratio b is a performance regression against ratio a: b / a - 1 above the threshold
  * max(LAB_BENCH_NOISE_FLOOR, spread_a + spread_b) (spreads relative, as in the records). Returns 1

@@ -4,6 +4,7 @@
 #include "lab_plot.h"
 
 #include <math.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,4 +288,59 @@ lab_status lab_plot_set(const lab_resread_set *rs, const char *out_dir, const ch
     if (st == LAB_OK && missing_gnuplot)
         return lab_err_set(LAB_ERR_UNSUPPORTED, "gnuplot not found: plot data written to %s, no PNG", dir);
     return st;
+}
+
+static int lab_plot_name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+lab_status lab_plot_list_dir(const char *dir, lab_plot_list *l)
+{
+    memset(l, 0, sizeof *l);
+    DIR *d = opendir(dir);
+    if (!d) return LAB_OK;
+    size_t cap = 0;
+    struct dirent *e;
+    lab_status st = LAB_OK;
+    while (st == LAB_OK && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".png")) continue;
+        if (l->n == cap) {
+            size_t nc = cap ? 2 * cap : 64;
+            char **nn = realloc(l->names, nc * sizeof *nn);
+            if (!nn) {
+                st = lab_err_set(LAB_ERR_NOMEM, "plots: out of memory listing %s", dir);
+                break;
+            }
+            l->names = nn, cap = nc;
+        }
+        if (!(l->names[l->n] = strdup(e->d_name))) st = lab_err_set(LAB_ERR_NOMEM, "plots: out of memory listing %s", dir);
+        else l->n++;
+    }
+    closedir(d);
+    if (st != LAB_OK) lab_plot_list_free(l);
+    else if (l->n) qsort(l->names, l->n, sizeof *l->names, lab_plot_name_cmp);
+    return st;
+}
+
+void lab_plot_list_free(lab_plot_list *l)
+{
+    for (size_t i = 0; i < l->n; ++i) free(l->names[i]);
+    free(l->names);
+    memset(l, 0, sizeof *l);
+}
+
+lab_status lab_plot_set_listed(const lab_resread_set *rs, const char *out_dir, const char *root, FILE *report,
+                               int *n_png, lab_plot_list *drawn)
+{
+    lab_status st = lab_plot_set(rs, out_dir, root, report, n_png);
+    if (!drawn) return st;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/plots", out_dir);
+    char keep[512];
+    snprintf(keep, sizeof keep, "%s", st != LAB_OK ? lab_err_msg() : "");
+    lab_status sl = lab_plot_list_dir(dir, drawn);
+    if (st != LAB_OK) return lab_err_set(st, "%s", keep);
+    return sl;
 }

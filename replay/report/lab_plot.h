@@ -29,6 +29,24 @@ lab_status lab_plot_results(const char *out_dir, const char *root, FILE *report,
  * out. */
 lab_status lab_plot_set(const lab_resread_set *rs, const char *out_dir, const char *root, FILE *report, int *n_png);
 
+/* The PNG files a drawing left in its plots folder (names without the folder, sorted by name): what a report lists
+ * from the replay that drew them, handed over in memory. */
+typedef struct {
+    char **names;
+    size_t n;
+} lab_plot_list;
+
+/* As lab_plot_set, and *drawn (when not NULL) gets the PNG files in <out_dir>/plots after the drawing (also after a
+ * failure: what is there); lab_plot_list_free releases it. LAB_ERR_NOMEM when the list cannot be made. */
+lab_status lab_plot_set_listed(const lab_resread_set *rs, const char *out_dir, const char *root, FILE *report,
+                               int *n_png, lab_plot_list *drawn);
+
+/* Fills *l with the PNG files of folder dir, sorted by name (none: an empty list, not an error). LAB_ERR_NOMEM. */
+lab_status lab_plot_list_dir(const char *dir, lab_plot_list *l);
+
+/* Releases a list (and empties it); an empty one is fine. */
+void lab_plot_list_free(lab_plot_list *l);
+
 /* The value a figure draws for metric spec m of record r: the metric itself, or, when the spec's bound
  * comes from a per-case metric (tolerance_metric), the metric as a fraction of that bound. 0 when r lacks
  * the metric (or its bound), else 1 with *v set (possibly NaN/Inf). */

@@ -452,58 +452,61 @@ static lab_status lab_rep_per_seed(cJSON *inc_json, lab_rep_inc *c)
     return LAB_OK;
 }
 
-static int lab_report_str_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Adds "plots": the PNG files of <dir>/plots that belong to incident id (the longest incident id that
- * prefixes the file name, followed by '.' or '-'), at least as new as since; <id>.png first, then the
- * others by name. Paths are relative to dir. */
-static void lab_report_plots(cJSON *inc_json, const char *dir, const char *id, const cJSON *all_incs, time_t since)
+/* Adds "plots": the PNG files of list that belong to incident id (the longest incident id that prefixes the file
+ * name, followed by '.' or '-'); <id>.png first, then the others by name (the list is sorted). Paths are relative to
+ * the report's folder. */
+static void lab_report_plots(cJSON *inc_json, const lab_plot_list *list, const char *id, const cJSON *all_incs)
 {
     cJSON *arr = cJSON_AddArrayToObject(inc_json, "plots");
-    char pdir[4096];
-    snprintf(pdir, sizeof pdir, "%s/plots", dir);
-    DIR *d = opendir(pdir);
-    if (!d) return;
-    char *names[512];
-    size_t nn = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && nn < 512) {
-        size_t l = strlen(e->d_name);
-        if (l < 5 || strcmp(e->d_name + l - 4, ".png")) continue;
-        /* Whose plot is it? */
-        const char *best = NULL;
-        const cJSON *inc;
-        cJSON_ArrayForEach(inc, all_incs) {
-            const char *cand = lab_report_str(inc, "id");
-            size_t cl = strlen(cand);
-            if (cl && !strncmp(e->d_name, cand, cl) && (e->d_name[cl] == '.' || e->d_name[cl] == '-') &&
-                (!best || cl > strlen(best)))
-                best = cand;
-        }
-        if (!best || strcmp(best, id)) continue;
-        char path[4096 + 256];
-        snprintf(path, sizeof path, "%s/%s", pdir, e->d_name);
-        if (since && lab_report_mtime(path) < since) continue;
-        names[nn++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, nn, sizeof *names, lab_report_str_cmp);
     char main_png[512];
     snprintf(main_png, sizeof main_png, "%s.png", id);
     for (int pass = 0; pass < 2; ++pass)
-        for (size_t i = 0; i < nn; ++i) {
-            if (!names[i] || (pass == 0) != !strcmp(names[i], main_png)) continue;
+        for (size_t i = 0; list && i < list->n; ++i) {
+            const char *name = list->names[i];
+            if ((pass == 0) != !strcmp(name, main_png)) continue;
+            /* Whose plot is it? */
+            const char *best = NULL;
+            const cJSON *inc;
+            cJSON_ArrayForEach(inc, all_incs) {
+                const char *cand = lab_report_str(inc, "id");
+                size_t cl = strlen(cand);
+                if (cl && !strncmp(name, cand, cl) && (name[cl] == '.' || name[cl] == '-') &&
+                    (!best || cl > strlen(best)))
+                    best = cand;
+            }
+            if (!best || strcmp(best, id)) continue;
             char rel[600];
-            snprintf(rel, sizeof rel, "plots/%s", names[i]);
+            snprintf(rel, sizeof rel, "plots/%s", name);
             cJSON_AddItemToArray(arr, cJSON_CreateString(rel));
         }
-    for (size_t i = 0; i < nn; ++i) free(names[i]);
 }
 
-static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, const cJSON *summary, lab_rep_build *b);
+/* The PNG files of <dir>/plots at least as new as since (0: all): a report made from files (--from, --replot) lists
+ * them there, leaving out an earlier run's. */
+static lab_status lab_report_plots_on_disk(const char *dir, time_t since, lab_plot_list *l)
+{
+    char pdir[4096];
+    snprintf(pdir, sizeof pdir, "%s/plots", dir);
+    lab_status st = lab_plot_list_dir(pdir, l);
+    size_t k = 0;
+    for (size_t i = 0; st == LAB_OK && i < l->n; ++i) {
+        char path[4096 + 256];
+        snprintf(path, sizeof path, "%s/%s", pdir, l->names[i]);
+        if (since && lab_report_mtime(path) < since) free(l->names[i]);
+        else l->names[k++] = l->names[i];
+    }
+    if (st == LAB_OK) l->n = k;
+    return st;
+}
+
+/* What a report shows beside the records: the benchmarks' section (NULL: none) and the plots drawn. */
+typedef struct {
+    const cJSON *bench;
+    const lab_plot_list *plots;
+} lab_rep_extra;
+
+static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, const cJSON *summary, lab_rep_build *b,
+                                  const lab_rep_extra *x);
 
 lab_status lab_report_write(const char *dir, const lab_report_opts *opts)
 {
@@ -524,14 +527,23 @@ lab_status lab_report_write(const char *dir, const lab_report_opts *opts)
     if (st == LAB_OK) st = lab_rep_begin(&b, summary);
     /* the records streamed: only what the report needs of each stays (lab_rep_build) */
     if (st == LAB_OK) st = lab_resread_each(res_path, lab_rep_add, &b);
-    if (st == LAB_OK) st = lab_report_emit(dir, opts, summary, &b);
+    /* the benchmarks and plots of the replay in dir: its bench.json and plots/, not older than it */
+    cJSON *bench = NULL;
+    lab_plot_list plots = {0};
+    if (st == LAB_OK && lab_bench_read(dir, opts->since, &bench) != LAB_OK)
+        fprintf(stderr, "lab report: benchmarks left out: %s\n", lab_err_msg());
+    if (st == LAB_OK) st = lab_report_plots_on_disk(dir, opts->since, &plots);
+    lab_rep_extra x = {bench, &plots};
+    if (st == LAB_OK) st = lab_report_emit(dir, opts, summary, &b, &x);
+    lab_plot_list_free(&plots);
+    cJSON_Delete(bench);
     lab_rep_free(&b);
     cJSON_Delete(summary);
     return st;
 }
 
 lab_status lab_report_write_set(const char *dir, const lab_report_opts *opts, const cJSON *summary,
-                                const lab_resread_set *set)
+                                const lab_resread_set *set, const cJSON *bench, const lab_plot_list *plots)
 {
     char sum_path[4096];
     snprintf(sum_path, sizeof sum_path, "%s/summary.json", dir);
@@ -540,12 +552,14 @@ lab_status lab_report_write_set(const char *dir, const lab_report_opts *opts, co
     lab_rep_build b = {0};
     st = lab_rep_begin(&b, summary);
     for (size_t i = 0; i < set->n && st == LAB_OK; ++i) st = lab_rep_add(&b, &set->recs[i]);
-    if (st == LAB_OK) st = lab_report_emit(dir, opts, summary, &b);
+    lab_rep_extra x = {bench, plots};
+    if (st == LAB_OK) st = lab_report_emit(dir, opts, summary, &b, &x);
     lab_rep_free(&b);
     return st;
 }
 
-static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, const cJSON *summary, lab_rep_build *b)
+static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, const cJSON *summary, lab_rep_build *b,
+                                  const lab_rep_extra *x)
 {
     char rep_path[4096];
     snprintf(rep_path, sizeof rep_path, "%s/report.json", dir);
@@ -566,8 +580,7 @@ static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, 
     }
     cJSON *build = lab_device_build_json();
     if (build) cJSON_AddItemToObject(root, "build", build);
-    lab_status bst = lab_bench_attach(root, dir, opts->since); /* <dir>/bench.json as "bench" */
-    if (bst != LAB_OK) fprintf(stderr, "lab report: benchmarks left out: %s\n", lab_err_msg());
+    if (x->bench) cJSON_AddItemToObject(root, "bench", cJSON_Duplicate(x->bench, 1));
 
     cJSON *sum = cJSON_AddObjectToObject(root, "summary");
     static const char *const keys[] = {"ok", "backend", "cases", "wall_s", "cases_per_s"};
@@ -615,7 +628,7 @@ static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, 
         cJSON_AddItemToObject(inc, "failures", c->fail);
         c->fail = NULL;
         cJSON_AddNumberToObject(inc, "failures_total", (double)c->n_fail);
-        lab_report_plots(inc, dir, id, sincs, opts->since);
+        lab_report_plots(inc, x->plots, id, sincs);
     }
     if (st == LAB_OK && lab_isolate_interrupted()) st = lab_err_set(LAB_ERR_IO, "interrupted before report.json was written");
     if (st == LAB_OK) st = lab_json_write_file(rep_path, root, LAB_JSON_PRETTY);
@@ -634,10 +647,16 @@ lab_status lab_report_replot(const char *dir, const char *repo_root, FILE *log)
     cJSON *root;
     if ((st = lab_json_read_file(rep_path, &root)) != LAB_OK) return st;
     cJSON *incs = cJSON_GetObjectItemCaseSensitive(root, "incidents"), *inc;
+    lab_plot_list plots;
+    if ((st = lab_report_plots_on_disk(dir, 0, &plots)) != LAB_OK) {
+        cJSON_Delete(root);
+        return st;
+    }
     cJSON_ArrayForEach(inc, incs) {
         cJSON_DeleteItemFromObjectCaseSensitive(inc, "plots");
-        lab_report_plots(inc, dir, lab_report_str(inc, "id"), incs, 0);
+        lab_report_plots(inc, &plots, lab_report_str(inc, "id"), incs);
     }
+    lab_plot_list_free(&plots);
     st = lab_json_write_file(rep_path, root, LAB_JSON_PRETTY);
     if (st == LAB_OK) st = lab_html_write(dir, root);
     cJSON_Delete(root);

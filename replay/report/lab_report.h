@@ -10,6 +10,7 @@
 
 #include "lab_err.h"
 #include "lab_incident.h"
+#include "lab_plot.h"
 #include "lab_resread.h"
 
 #ifdef __cplusplus
@@ -37,12 +38,13 @@ typedef struct {
  * the file, line and field that is malformed. */
 lab_status lab_report_write(const char *dir, const lab_report_opts *opts);
 
-/* lab_report_write from a result set in memory, as the replay that wrote <dir> returns it (lab_replay_result: its
- * summary.json tree and its records as lab_resread reads them back): nothing of the set is read from <dir> (its plots
- * and bench.json are). The same report.json and index.html, the same errors (LAB_ERR_FORMAT naming summary.json when
- * the tree lacks a field). */
+/* lab_report_write from what the replay that wrote <dir> hands over in memory (lab_replay_result): its summary.json
+ * tree, its records as lab_resread reads them back, the benchmarks' section it ran (bench: NULL for none) and the plots
+ * it drew (plots: NULL for none). Nothing the replay wrote into <dir> is read back; only the PNG files are, to inline
+ * them in index.html. The same report.json and index.html, the same errors (LAB_ERR_FORMAT naming summary.json when the
+ * tree lacks a field). */
 lab_status lab_report_write_set(const char *dir, const lab_report_opts *opts, const cJSON *summary,
-                                const lab_resread_set *set);
+                                const lab_resread_set *set, const cJSON *bench, const lab_plot_list *plots);
 
 /* For a report made where gnuplot is missing (a bare GPU machine): renders <dir>/plots from
  * <dir>/results.jsonl here (lab_plot_results), lists them in report.json and rewrites index.html. The

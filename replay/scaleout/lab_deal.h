@@ -56,7 +56,7 @@ void lab_deal_weight(lab_deal *d, int rank, int weight);
  * 2-rank replay on 2 x H200.) What the shares' rounding leaves over (fewer groups than the floor, costing less than a
  * quarter of the share) goes with the share: 3 seeds of 0008 left so were dealt 9.8 s into a 4-rank replay, and one
  * seed's nine variants, one after another as in any batch run, took 5.9 s and were the replay's last cases
- * (reports/multi-gpu-h200x4).
+ * (docs/performance.md).
  * Out-of-range p: ignored. */
 void lab_deal_floor(lab_deal *d, size_t part, size_t groups);
 

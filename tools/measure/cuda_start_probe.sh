@@ -2,7 +2,7 @@
 # tools/measure/cuda_start_probe.sh: runs build/cuda_start_probe (tools/measure/cuda_start_probe.cu) on a GPU host over a matrix of
 # process counts, GPU counts, start gates, with and without one MPS daemon a GPU, and prints each run's aggregate:
 # when the last context was ready, the mean per-call costs, the CPU the children spent. Where a multi-GPU replay's
-# start-up time goes (reports/multi-gpu-*). Usage: tools/measure/cuda_start_probe.sh [OUTFILE]
+# start-up time goes (docs/performance.md). Usage: tools/measure/cuda_start_probe.sh [OUTFILE]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-/dev/stdout}

@@ -11,7 +11,7 @@
  * that waits on it (NCCL's guide: communicators used at different epochs, not side by side). A pool of spare
  * communicators made and connected by a helper thread while seeds ran (and aborts on threads of their own) was
  * measured faster and gave false alarms with 3 trainers: fix seeds judged stalls, a rank stuck in a call for 1.5 s
- * (reports/multi-gpu-h200x4, sixth visit). The lab instead keeps several such jobs, processes of their own with a
+ * (docs/performance.md). The lab instead keeps several such jobs, processes of their own with a
  * context each, and runs the next seed on another job while this one retires (dsh_job.c). The stream and the
  * staging, sized for the largest exchange of any seed, are made once before the first communicator, so a seed
  * allocates nothing.
@@ -227,7 +227,7 @@ int main(int argc, char **argv)
     /* Lean communicators (DSH_NCCL_LEAN=0 turns this off): two channels and 1 MiB buffers (NCCL_MAX_NCHANNELS,
      * NCCL_MAX_P2P_NCHANNELS, NCCL_BUFFSIZE, where the user set none). The protocol moves a few hundred bytes a
      * collective, so two channels carry it as fast as NCCL's default 16 or more, and a communicator's connection costs
-     * 0.11 s instead of 0.48 on 2 x H200 (reports/0006-nccl-h200x4). */
+     * 0.11 s instead of 0.48 on 2 x H200 (docs/performance.md). */
     const char *lean = getenv("DSH_NCCL_LEAN");
     if (!lean || strcmp(lean, "0")) {
         setenv("NCCL_MAX_NCHANNELS", "2", 0);

@@ -352,3 +352,6 @@ extern "C" lab_status lab_nvfp4_cuda_gemm_host(const uint8_t *qa, const uint8_t 
 done:
     return lab_cuda_stream_release(st, s, dev, 5);
 }
+
+/* this module in the load check that runs before any case (lab_cuda.h) */
+LAB_CUDA_MODULE(nv_remap_words);

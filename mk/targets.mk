@@ -24,9 +24,19 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LAB_INC) $(LAB_INCIDENT_DEF) $(PKG_CFLAGS) $(if $(findstring test_,$(notdir $<)),$(CRIT_CFLAGS) -Itests) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/%.cu.o: %.cu | $(DEPS_OK)
+$(BUILD)/obj/%.cu.o: %.cu $(LAB_CUDA_ARCH_STAMP) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(CUDA_DEFS) $(LAB_INCIDENT_DEF) -MMD -MP -c $< -o $@
+
+# The architectures the CUDA objects were built for (mk/cuda_arch.sh): rewritten only when the list changes, so that a
+# build for other architectures (CUDA_ARCH=..., or another GPU in the machine) recompiles every .cu file.
+ifeq ($(CUDA),1)
+.PHONY: lab-cuda-arch-force
+lab-cuda-arch-force:
+$(LAB_CUDA_ARCH_STAMP): lab-cuda-arch-force
+	@mkdir -p $(@D)
+	@echo '$(CUDA_ARCHS)' > $@.tmp.$$$$ && { cmp -s $@.tmp.$$$$ $@ || mv $@.tmp.$$$$ $@; }; rm -f $@.tmp.$$$$
+endif
 
 # The MPI modules (lab_mpi.o, lab_mpi_*.o) are built with MPI (when MPI=0 lab_mpi.o is a stub and the others are
 # empty) and linked into build/lab only; the stamp rebuilds them when MPI changes.

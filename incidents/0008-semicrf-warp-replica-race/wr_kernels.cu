@@ -578,3 +578,6 @@ void wr_launch_reduce(int f64, const wr_args &a, size_t nmax, int Wt, int Wc, fl
         wr_reduce<false><<<(unsigned)((nmax + 255) / 256), 256>>>(a.gtr, a.gdb, a.gcum, a.gps, a.gpe, a.B, a.SPB, a.T, a.K, a.C,
                                                                    Wt, Wc, g_trans, g_dur, g_cum, g_ps, g_pe);
 }
+
+/* this module in the load check that runs before any case (lab_cuda.h) */
+LAB_CUDA_MODULE(wr_fill);

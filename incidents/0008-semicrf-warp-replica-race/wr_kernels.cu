@@ -566,6 +566,16 @@ cudaError_t wr_bwd_smem(const wr_kdesc *kd, size_t dyn)
     return cudaFuncSetAttribute(kd->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn);
 }
 
+int wr_bwd_regs(const wr_kdesc *kd)
+{
+    cudaFuncAttributes a;
+    if (cudaFuncGetAttributes(&a, kd->fn) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return a.numRegs;
+}
+
 void wr_launch_bwd(const wr_kdesc *kd, const wr_args &a, size_t dyn) { kd->fn<<<(unsigned)a.B, 32 * kd->cfg.num_warps, dyn>>>(a); }
 
 void wr_launch_reduce(int f64, const wr_args &a, size_t nmax, int Wt, int Wc, float *g_trans, float *g_dur, float *g_cum,

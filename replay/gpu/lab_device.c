@@ -325,12 +325,11 @@ static const lab_job_outcome *lab_device_gpu(lab_status *st, char *err, size_t l
     static lab_status ran;
     static char seen[1024], ran_err[240];
     static int probed;
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES"), *fake = getenv("LAB_DEVICE_TEST_PROBE");
     char now[sizeof seen];
-    snprintf(now, sizeof now, "%s%s", vis ? "=" : "", vis ? vis : "");
+    snprintf(now, sizeof now, "%s%s|%s", vis ? "=" : "", vis ? vis : "", fake ? fake : "");
     if (!probed || strcmp(now, seen)) {
         memset(&o, 0, sizeof o);
-        const char *fake = getenv("LAB_DEVICE_TEST_PROBE");
         if (fake && *fake) ran = lab_device_fake_probe(fake, &o);
         else ran = lab_isolate_run(1, lab_device_gpu_job, NULL, 1, 60.0, NULL, &o);
         snprintf(ran_err, sizeof ran_err, "%s", ran != LAB_OK ? lab_err_msg() : "");

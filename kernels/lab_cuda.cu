@@ -2,6 +2,7 @@
 #include "lab_cuda.h"
 #include "lab_clock.h"
 #include "lab_devmem.h"
+#include "lab_incident.h"
 #include "lab_isolate.h"
 
 #include <cuda_runtime.h>
@@ -141,6 +142,21 @@ extern "C" size_t lab_cuda_module_count(void) { return (size_t)(__stop_lab_cuda_
 extern "C" const lab_cuda_module *lab_cuda_module_at(size_t i)
 {
     return i < lab_cuda_module_count() ? __start_lab_cuda_modules[i] : NULL;
+}
+
+extern "C" int lab_cuda_skip_below(lab_case_result *r, int need, const char *what)
+{
+    int dev = 0;
+    lab_cuda_info info;
+    if (cudaGetDevice(&dev) != cudaSuccess || lab_cuda_device_info(dev, &info) != LAB_OK) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    int cc = 10 * info.cc_major + info.cc_minor;
+    if (cc >= need) return 0;
+    lab_result_skip_as(r, LAB_SKIP_NEEDS_ARCH, "needs compute capability %d.%d (%s); this GPU (%s) is %d.%d",
+                       need / 10, need % 10, what, info.name, info.cc_major, info.cc_minor);
+    return 1;
 }
 
 extern "C" const char *lab_cuda_error_text(int e) { return cudaGetErrorString((cudaError_t)e); }

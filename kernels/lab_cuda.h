@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "lab_incident.h" /* C++ guards of its own */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -86,6 +88,13 @@ typedef struct {
  * for execution on the device" for a build without this architecture, "the provided PTX was compiled with an
  * unsupported toolchain" for PTX newer than the driver), with *out saying which. The check stops at the first failure. */
 lab_status lab_cuda_modules_check(lab_cuda_load *out);
+
+/* A variant that needs a newer GPU declares it in its run function, before any launch (the per-variant SKIP of the
+ * incident contract, never an ERROR): when the current device's compute capability is below need (10 * major + minor,
+ * e.g. 80), records in *r SKIP of class needs-arch with "needs compute capability X.Y (what); this
+ * GPU (<name>) is A.B" and returns 1; else returns 0 and leaves *r alone (call after lab_cuda_ready). what names the feature ("cp.async", "bf16
+ * tensor cores"). A device query that fails returns 0: the run then meets the device's error itself. */
+int lab_cuda_skip_below(lab_case_result *r, int need, const char *what);
 
 /* The CUDA runtime's text for error code e (cudaGetErrorString: no CUDA context is made). */
 const char *lab_cuda_error_text(int e);

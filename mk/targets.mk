@@ -1,6 +1,6 @@
 # mk/targets.mk: compile rules and the user-facing targets.
 
-.PHONY: all deps test replay sanitize bench golden golden-check plots help clean mutants stories stories-check studies
+.PHONY: all deps test replay sanitize bench golden golden-check plots help clean mutants stories stories-check baselines studies
 
 all: $(LAB_BIN)
 
@@ -124,6 +124,13 @@ sanitize: $(LAB_BIN)
 bench: $(LAB_BIN)
 	$(LAB_BIN) bench
 
+# The GPU at hand's baseline, baselines/<gpu>/ (report.json + README.md): `lab report --backend cuda --seeds 1000` with
+# its bench, by this build (tools/gpu/baseline.py; BASELINE_ARGS=--gpu NAME names the folder). Remade when the kernels
+# or incidents change: lab compare says so from the sources digest the report records.
+BASELINE_ARGS ?=
+baselines: $(LAB_BIN)
+	python3 tools/gpu/baseline.py --lab $(LAB_BIN) $(BASELINE_ARGS)
+
 # Planted regressions (tools/dev/mutants.py), one at a time in a scratch copy outside the tree (incremental builds
 # there, CUDA off): which the replay kills, which only the unit tests, which survive. Not part of `make test`
 # (minutes); `make test` checks that every mutant still applies (tests/python/test_mutants.py).
@@ -150,6 +157,7 @@ help:
 	@echo "make replay       replay every incident (SEEDS=N overrides the defaults) on BACKEND=auto|cpu|cuda, into $(REPLAY_OUT)"
 	@echo "make sanitize     every CUDA case under compute-sanitizer (SANITIZE_TOOLS=$(SANITIZE_TOOLS), SANITIZE_SEEDS=$(SANITIZE_SEEDS))"
 	@echo "make bench        the incidents' GPU benchmarks, as ratios against the device's ceilings"
+	@echo "make baselines    remake baselines/<gpu>/ on the GPU at hand (lab report --backend cuda --seeds 1000, with the bench)"
 	@echo "make golden       regenerate every incident's golden tensors from the float64 reference"
 	@echo "make golden-check verify every golden against its MANIFEST (sha256, dtype, shape)"
 	@echo "make plots        redraw the plots of the last replay in $(REPLAY_OUT)/plots"
@@ -159,7 +167,9 @@ help:
 	@echo "make layering-check  prove that no include runs up the layers (lab < kernels < incidents < replay's wings)"
 	@echo "make fuzz         run the libFuzzer targets (npy, manifest) for FUZZ_SECONDS=$(FUZZ_SECONDS) s each"
 	@echo "make test SANITIZE=address,undefined   the same tests under sanitizers (build in build/san-*)"
-	@echo "CUDA=0 disables the CUDA parts (build in build/nocuda); CUDA_ARCH=$(CUDA_ARCH) picks the GPU architecture"
+	@echo "CUDA=0 disables the CUDA parts (build in build/nocuda). GPU architectures: the GPUs nvidia-smi lists, else the fat"
+	@echo "                  binary (SASS sm_75..sm_120 + newest PTX); CUDA_ARCH=sm_80 (or \"sm_80 sm_90\", compute_80) chooses."
+	@echo "                  This build: $(if $(filter 1,$(CUDA)),$(CUDA_ARCHS),no CUDA)"
 
 clean:
 	rm -rf build

@@ -13,6 +13,7 @@
 #include "lab_compare.h"
 #include "lab_device.h"
 #include "lab_fs.h"
+#include "lab_incident.h"
 #include "lab_json.h"
 #include "lab_report.h"
 #include "tests/lab_test_sh.h"
@@ -292,4 +293,12 @@ Test(arch, compare_warns_jit_toolkit_and_old_kernels, .init = mk, .fini = rm)
     r = compare(&out);
     EXPECT_IN(out, "warning: A records no digest of the kernels' and incidents' sources (made by commit aaaa");
     free(out);
+}
+
+/* A variant that needs a newer GPU SKIPs as needs-arch, an expected skip (never the replay's error). */
+Test(arch, needs_arch_is_an_expected_skip)
+{
+    cr_expect_str_eq(lab_skip_class_name(LAB_SKIP_NEEDS_ARCH), "needs-arch");
+    cr_expect(lab_skip_expected(LAB_SKIP_NEEDS_ARCH));
+    cr_expect_not(lab_skip_expected(LAB_SKIP_MISSING));
 }

@@ -237,8 +237,9 @@ void lab_arch_note(char *buf, size_t len)
     int n = snprintf(buf, len, "GPU %s (%d.%d) runs PTX compute_%d JIT-compiled by the driver (this build carries %s)", f0.name,
                      f0.cc / 10, f0.cc % 10, from, lab_arch_built());
     if (n > 0 && (size_t)n < len && !isnan(lab_arch_state.warmup_s))
-        snprintf(buf + n, len - (size_t)n, "; every kernel compiled once into %s in %.1f s before the workers",
-                 cache ? cache : "the driver's default cache", lab_arch_state.warmup_s);
+        snprintf(buf + n, len - (size_t)n,
+                 "; compiled once into %s before the workers: %.1f s in the load check, %.1f s in the warm-up",
+                 cache ? cache : "the driver's default cache", isfinite(f0.load_s) ? f0.load_s : 0.0, lab_arch_state.warmup_s);
 }
 
 /* "580.159.04" from /proc/driver/nvidia/version ("NVRM version: NVIDIA UNIX ... Kernel Module for x86_64  580.159.04

@@ -75,14 +75,16 @@ void lab_arch_cache_setup(void);
  * LAB_ERR_DEVICE with the one message of lab_arch_refusal in msg (and as the lab error) otherwise. */
 lab_status lab_arch_check(char *msg, size_t len);
 
-/* One line for the replay's progress output about the code the first GPU runs, into buf ("GPU 0 (NVIDIA H100 80GB
- * HBM3, 9.0) runs PTX compute_80, JIT-compiled by the driver; cache ... warmed in 12.3 s"); "" when it runs its own
- * machine code or no GPU was probed. */
+/* One line for the replay's progress output about the code the first GPU runs, into buf ("GPU NVIDIA H100 80GB HBM3
+ * (9.0) runs PTX compute_80 JIT-compiled by the driver (...); compiled once into <cache> before the workers: 20.1 s in
+ * the load check, 0.9 s in the warm-up"): the JIT's cost is the two together; "" when the GPU runs its own machine code
+ * or no GPU was probed. */
 void lab_arch_note(char *buf, size_t len);
 
 /* What the first GPU ran, for report.json's device.gpu.code: "carried" (the architectures), "runs" (native, jit or
  * none), "from" (sm_XY or compute_XY), "binary_version" and "ptx_version" as the loaded kernel reports them ("9.0"),
- * "load_check_s", "jit_warmup_s" (null where no warm-up ran), "jit_cache" (CUDA_CACHE_PATH, null when unset), "toolkit"
+ * "load_check_s" (the probe's loads: the JIT of every module where
+ * the cache was cold), "jit_warmup_s" (the warm-up child, context included; null where none ran), "jit_cache" (CUDA_CACHE_PATH, null when unset), "toolkit"
  * (nvcc's version) and "driver" (the NVIDIA driver's version from /proc/driver/nvidia/version, null when unknown).
  * NULL when out of memory or when no GPU was usable. */
 cJSON *lab_arch_json(void);

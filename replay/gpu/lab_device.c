@@ -316,7 +316,11 @@ static lab_status lab_device_fake_probe(const char *spec, lab_job_outcome *o)
     return LAB_OK;
 }
 
-/* The CUDA check of this process's GPUs (lab_device_gpu_job in a child under a 60 s watchdog), made once for each
+/* How long a probe child may take (its watchdog's seconds): a context and the kernels' load, which on a GPU that runs
+ * PTX JIT-compiles every module with a cold cache (seconds to tens of seconds of one core). */
+#define LAB_DEVICE_PROBE_S 300.0
+
+/* The CUDA check of this process's GPUs (lab_device_gpu_job in a child under LAB_DEVICE_PROBE_S), made once for each
  * CUDA_VISIBLE_DEVICES value (an MPI rank narrows it to its share): its outcome; *st the runner's status, err its
  * message. */
 static const lab_job_outcome *lab_device_gpu(lab_status *st, char *err, size_t len)
@@ -331,7 +335,7 @@ static const lab_job_outcome *lab_device_gpu(lab_status *st, char *err, size_t l
     if (!probed || strcmp(now, seen)) {
         memset(&o, 0, sizeof o);
         if (fake && *fake) ran = lab_device_fake_probe(fake, &o);
-        else ran = lab_isolate_run(1, lab_device_gpu_job, NULL, 1, 60.0, NULL, &o);
+        else ran = lab_isolate_run(1, lab_device_gpu_job, NULL, 1, LAB_DEVICE_PROBE_S, NULL, &o);
         snprintf(ran_err, sizeof ran_err, "%s", ran != LAB_OK ? lab_err_msg() : "");
         snprintf(seen, sizeof seen, "%s", now);
         probed = 1;
@@ -392,7 +396,7 @@ lab_status lab_device_probe_one(const char *visible, int eager, lab_device_gpu_f
     lab_device_probe_ask ask = {visible, eager};
     lab_job_outcome o;
     memset(&o, 0, sizeof o);
-    lab_status st = lab_isolate_run(1, lab_device_gpu_job, &ask, 1, 120.0, NULL, &o);
+    lab_status st = lab_isolate_run(1, lab_device_gpu_job, &ask, 1, LAB_DEVICE_PROBE_S, NULL, &o);
     lab_device_facts_of(st, st != LAB_OK ? lab_err_msg() : "", &o, f);
     return st;
 }

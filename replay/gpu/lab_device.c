@@ -249,9 +249,9 @@ typedef struct {
  * the module that failed, "load_s" the loads' seconds, "binary_version" and "ptx_version" of the first module). */
 static lab_status lab_device_gpu_job(void *ctx, size_t job, lab_case_result *r)
 {
-    const lab_device_probe_ask *ask = ctx;
     (void)job;
 #ifdef LAB_HAVE_CUDA
+    const lab_device_probe_ask *ask = ctx;
     char first[256];
     if (ask && ask->visible) setenv("CUDA_VISIBLE_DEVICES", ask->visible, 1);
     else if (lab_device_probe_visible(getenv("CUDA_VISIBLE_DEVICES"), first, sizeof first))
@@ -291,6 +291,7 @@ static lab_status lab_device_gpu_job(void *ctx, size_t job, lab_case_result *r)
     lab_result_verdict(r, 1, "%s", info.name);
     return LAB_OK;
 #else
+    (void)ctx;
     lab_result_skip(r, "this build has no CUDA (nvcc was not found at build time)");
     return LAB_OK;
 #endif

@@ -28,7 +28,7 @@ extern "C" {
  * number is named on stderr and the default kept) of freed memory stays with each pool between synchronisations;
  * beyond, the pool returns memory to the driver.
  *
- * lab_devmem_exact() (for compute-sanitizer's runs: `lab case --sanitizer`), or LAB_DEVMEM=exact in the environment,
+ * lab_devmem_exact() (for compute-sanitizer's runs: `lab case --sanitize`), or LAB_DEVMEM=exact in the environment,
  * makes every later lab_devmem_alloc / lab_devmem_free a plain cudaMalloc / cudaFree: each buffer an allocation of
  * its exact size, so a memory checker sees a stray access leave it. Only call it before the process's first
  * lab_devmem_alloc. lab_devmem_alloc_async stays on the pool: 0003's stale block needs one. */

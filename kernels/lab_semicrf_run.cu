@@ -12,6 +12,7 @@
 #include "lab_cuda.h"
 #include "lab_devmem.h"
 #include "lab_semicrf_cuda.h"
+#include "lab_testknobs.h"
 
 /* Places b (bytes, zones of `zone` bytes each side) at the end of section sec, element 0 256-byte aligned. */
 static void sg_place(sg_ctx &x, int sec, sg_buf &b, size_t bytes, size_t zone)
@@ -29,7 +30,7 @@ static lab_status sg_det_launch(unsigned *threads, unsigned *blocks)
 {
     *threads = 256;
     *blocks = 0;
-    const char *v = getenv("LAB_SEMICRF_DET_LAUNCH");
+    const char *v = getenv(LAB_TESTKNOB_DET_LAUNCH);
     if (!v || !*v) return LAB_OK;
     unsigned t = 0, b = 0;
     char extra;

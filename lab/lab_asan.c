@@ -1,5 +1,6 @@
 /* lab_asan: AddressSanitizer as a second witness of the CPU cases' memory bugs: exact-size regions, and an ASan report turned into the case's result. */
 #include "lab_asan.h"
+#include "lab_text.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -135,9 +136,9 @@ void lab_asan_judge_unflagged(const lab_case *c, lab_case_result *r)
     if (!LAB_ASAN || !c->exact_alloc || c->backend != LAB_BACKEND_CPU || !c->variant->asan ||
         c->variant->role != LAB_ROLE_BUG || r->skipped || !r->verdict_set)
         return;
-    char own[sizeof r->detail];
-    snprintf(own, sizeof own, "%s", r->detail);
-    lab_result_verdict(r, 1, "AddressSanitizer found nothing in a variant it should flag (own verdict %s: %.150s)",
+    char own[160]; /* the case's own detail, its first words whole */
+    lab_text_fit(own, sizeof own, r->detail);
+    lab_result_verdict(r, 1, "AddressSanitizer found nothing in a variant it should flag (own verdict %s: %s)",
                        r->passed ? "PASS" : "FAIL", own);
     lab_result_metric(r, "asan_reports", 0);
 }

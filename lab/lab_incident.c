@@ -1,6 +1,7 @@
 /* lab_incident: the incident contract in C: variants with roles, case context and results, and the registry. */
 #include "lab_incident.h"
 #include "lab_par.h"
+#include "lab_text.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -89,11 +90,19 @@ void lab_result_metric(lab_case_result *r, const char *name, double value)
     r->n_metrics++;
 }
 
+/* The detail line from fmt and ap, fitted into r->detail at a word boundary when longer (lab_text_fit). */
+static void lab_result_detail(lab_case_result *r, const char *fmt, va_list ap)
+{
+    char full[4 * LAB_DETAIL_MAX];
+    vsnprintf(full, sizeof full, fmt, ap);
+    lab_text_fit(r->detail, sizeof r->detail, full);
+}
+
 void lab_result_verdict(lab_case_result *r, int passed, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->detail, sizeof r->detail, fmt, ap);
+    lab_result_detail(r, fmt, ap);
     va_end(ap);
     r->verdict_set = 1;
     r->passed = passed ? 1 : 0;
@@ -103,7 +112,7 @@ void lab_result_skip(lab_case_result *r, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->detail, sizeof r->detail, fmt, ap);
+    lab_result_detail(r, fmt, ap);
     va_end(ap);
     r->skipped = 1;
     r->skip_class = LAB_SKIP_MISSING;
@@ -113,7 +122,7 @@ void lab_result_skip_as(lab_case_result *r, lab_skip_class k, const char *fmt, .
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->detail, sizeof r->detail, fmt, ap);
+    lab_result_detail(r, fmt, ap);
     va_end(ap);
     r->skipped = 1;
     r->skip_class = (int)k;
@@ -144,7 +153,7 @@ void lab_case_init(lab_case *c, const lab_incident *inc, const lab_variant *v, u
     snprintf(gdir, len, "%s/incidents/%s/golden", c->root, inc->id);
     c->golden_dir = gdir;
     /* exact_alloc stays 0: the runner sets it where a memory checker watches the case (lab_replay's workers in
-     * an AddressSanitizer build, `lab case --sanitizer`), so that a case run in a test's own process keeps its
+     * an AddressSanitizer build, `lab case --sanitize`), so that a case run in a test's own process keeps its
      * guard zones and counts its stray accesses instead of being ended by the first one. */
 }
 
@@ -306,6 +315,35 @@ double lab_result_get(const lab_case_result *r, const char *name)
     for (int i = 0; i < r->n_metrics; ++i)
         if (strcmp(r->metrics[i].name, name) == 0) return r->metrics[i].value;
     return NAN;
+}
+
+int lab_result_has(const lab_case_result *r, const char *name)
+{
+    for (int i = 0; i < r->n_metrics; ++i)
+        if (strcmp(r->metrics[i].name, name) == 0) return 1;
+    return 0;
+}
+
+int lab_metric_spec_passes(const lab_metric_spec *m, double value, double bound)
+{
+    if (isnan(value) || isnan(bound)) return 0;
+    return m->higher_is_worse ? value <= bound : value >= bound;
+}
+
+const lab_metric_spec *lab_incident_crossed(const lab_incident *inc, const lab_case_result *r, double *value,
+                                            double *bound)
+{
+    for (int model = 0; model < 2; ++model)
+        for (int k = 0; k < inc->plots.n_specs; ++k) {
+            const lab_metric_spec *m = &inc->plots.specs[k];
+            if ((m->model != 0) != model || !lab_result_has(r, m->name)) continue;
+            double v = lab_result_get(r, m->name);
+            double b = m->tolerance_metric ? lab_result_get(r, m->tolerance_metric) : m->tolerance;
+            if (lab_metric_spec_passes(m, v, b)) continue;
+            *value = v, *bound = b;
+            return m;
+        }
+    return NULL;
 }
 
 lab_status lab_case_run_named(const lab_incident *inc, const char *variant, uint64_t seed, lab_backend backend,

@@ -21,6 +21,10 @@ lab_status lab_backend_parse(const char *s, lab_backend *out); /* LAB_ERR_ARG na
 
 #define LAB_MAX_METRICS 20
 #define LAB_METRIC_NAME 32
+/* Room for a case's detail line, its terminating NUL included: enough for the longest an incident writes (0006's
+ * hang: the job's state, the step-counter finding and the first unmatched collective). Longer text is fitted at a
+ * word boundary and marked (lab_text_fit), never cut mid-word. */
+#define LAB_DETAIL_MAX 1024
 
 /* Why a case was skipped. All but LAB_SKIP_MISSING are expected where the machine lacks them; LAB_SKIP_MISSING
  * (not built, a dependency missing) is an error: the replay is NOT OK and says what to install. */
@@ -49,7 +53,7 @@ typedef struct {
                                         guard zones of seeded contents, stray writes only guard zones that
                                         it read back intact past the kernel's farthest reach. Its worker then
                                         runs further cases; without it, the worker retires. */
-    char detail[240];                /* one line: why it passed/failed/skipped */
+    char detail[LAB_DETAIL_MAX];     /* one line: why it passed/failed/skipped (lab_result_verdict) */
     int n_metrics;
     struct { char name[LAB_METRIC_NAME]; double value; } metrics[LAB_MAX_METRICS];
 } lab_case_result;
@@ -116,7 +120,15 @@ typedef struct {
     const char *tolerance_metric; /* NULL, or a metric of the same case holding that case's own bound (the bound
                                      depends on the case, e.g. 0001's "tol" from T); then tolerance is unused */
     const char *caption;          /* one line under the figure: what to look for */
+    int model;                    /* 1: a count the lab's CPU model makes of the mechanism itself (e.g. unsynchronised
+                                     accesses), not an effect on the outputs. A bug case that crosses only such bounds
+                                     shows the mechanism without its damage: `lab explain` says the mechanism did not
+                                     fire on that backend and shows this count as the evidence it has instead. */
 } lab_metric_spec;
+
+/* Whether value passes spec m's bound `bound` (the tolerance, or the case's tolerance_metric): value <= bound when
+ * higher is worse, value >= bound otherwise; a NaN value or bound never passes. */
+int lab_metric_spec_passes(const lab_metric_spec *m, double value, double bound);
 
 /* Makes the state every variant of one (seed, backend) shares: inputs, the float64 reference. The runner
  * owns it (one per worker process, reused while consecutive cases have the same incident, seed and
@@ -172,15 +184,16 @@ typedef struct {
     /* Optional: the incident's own figures beyond the per-seed plots (a study against T, loss curves, a scatter
      * of two metrics). Called after a replay with plots on and by `lab plots`, in its own process under a
      * watchdog; it may compute (small studies), writes <plots_dir>/<id>-<name>.dat and renders each with
-     * lab_gnuplot_xy. NULL: none. A failing figure is reported (with its reason), never fails the replay. */
+     * lab_gnuplot_xy; a .dat without a PNG is the data of a picture the story draws (the incident's story.py, `make
+     * stories`). NULL: none. A failing figure is reported (with its reason), never fails the replay. */
     lab_status (*figures)(const struct lab_figure_ctx *fx);
 } lab_incident_plots;
 
 typedef struct lab_incident {
     const char *id;                  /* directory name, "0004-pow-grad-nan": LAB_INCIDENT_ID, which the build
                                         passes to the incident's own files from its incident.mk */
-    const char *title;
-    const char *summary;             /* a few sentences for `lab explain` */
+    const char *title;               /* one line for `lab list` and reports; what the incident is, its story told by
+                                        the card at the top of incidents/<id>/README.md (lab_card, `lab explain`) */
     const lab_variant *variants;
     int n_variants;
     lab_setup_fn setup;              /* optional: the per-seed shared state (NULL: c->group is NULL) */
@@ -281,7 +294,8 @@ void lab_case_release(void);
  * setup's status. */
 lab_status lab_case_run_batch(const lab_case *cases, size_t n, lab_case_result *results);
 
-/* Result helpers for run functions. */
+/* Result helpers for run functions. lab_result_verdict, lab_result_skip and lab_result_skip_as format the detail line;
+ * text longer than LAB_DETAIL_MAX is fitted at a word boundary and marked (lab_text_fit). */
 void lab_result_metric(lab_case_result *r, const char *name, double value);
 void lab_result_verdict(lab_case_result *r, int passed, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A skip of class LAB_SKIP_MISSING (an error: not built or a dependency missing). */
@@ -291,6 +305,15 @@ void lab_result_skip_as(lab_case_result *r, lab_skip_class k, const char *fmt, .
  * with its name (never silently dropped). */
 /* Value of a recorded metric, or NaN if absent. */
 double lab_result_get(const lab_case_result *r, const char *name);
+/* 1 when r recorded a metric of that name (whatever its value), else 0. */
+int lab_result_has(const lab_case_result *r, const char *name);
+
+/* The bound of inc's criterion (inc->plots.specs) that result r crosses: the first spec in the incident's order whose
+ * metric r recorded with a value that does not pass it (lab_metric_spec_passes), specs that are not `model` counts
+ * before those that are. *value gets the metric's value and *bound the bound it was judged against. NULL when r
+ * crosses none: a pass, or a failure the specs do not name (a golden mismatch, a hang: r's detail says which). */
+const lab_metric_spec *lab_incident_crossed(const lab_incident *inc, const lab_case_result *r, double *value,
+                                            double *bound);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 
 #include "lab_clock.h"
 #include "lab_cpus.h"
+#include "lab_text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -204,11 +205,11 @@ static void lab_isolate_asan_report(void *vctx, const char *summary)
 {
     lab_isolate_asan_ctx *x = vctx;
     lab_isolate_msg *msg = x->msg;
-    char own[sizeof msg->r.detail];
-    snprintf(own, sizeof own, "%s", msg->r.detail);
+    char own[96]; /* the case's detail so far, its first words whole */
+    lab_text_fit(own, sizeof own, msg->r.detail);
     msg->status = LAB_OK;
     msg->r.skipped = 0;
-    lab_result_verdict(&msg->r, 0, "%s%s%.80s", summary, own[0] ? "; before it: " : "", own);
+    lab_result_verdict(&msg->r, 0, "%s%s%s", summary, own[0] ? "; before it: " : "", own);
     lab_result_metric(&msg->r, "asan_reports", 1);
     msg->r.retire_worker = 1;
     lab_isolate_send(x->fd, msg);

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 /* lab_resread: the one reader of results.jsonl (the writer is lab_results): case records back in memory. */
 #include "lab_resread.h"
+#include "lab_text.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include "lab_isolate.h"
 #include "lab_results.h"
 #include "lab_stall.h"
+#include "lab_testknobs.h"
 
 static void lab_resread_str(const cJSON *o, const char *key, char *dst, size_t len)
 {
@@ -45,7 +47,8 @@ static const char *lab_resread_fill(const cJSON *o, lab_resread_rec *r)
     r->ok = cJSON_IsBool(ok) ? cJSON_IsTrue(ok) : -1;
     const cJSON *wall = cJSON_GetObjectItemCaseSensitive(o, "wall_s");
     r->wall_s = cJSON_IsNumber(wall) ? wall->valuedouble : NAN;
-    lab_resread_str(o, "detail", r->detail, sizeof r->detail);
+    const cJSON *detail = cJSON_GetObjectItemCaseSensitive(o, "detail");
+    lab_text_fit(r->detail, sizeof r->detail, cJSON_IsString(detail) ? detail->valuestring : "");
     lab_resread_str(o, "error", r->error, sizeof r->error);
     lab_resread_str(o, "replay", r->replay, sizeof r->replay);
     const cJSON *nf = cJSON_GetObjectItemCaseSensitive(o, "nonfinite_metrics");
@@ -141,7 +144,7 @@ lab_status lab_resread_count(const char *path, size_t *n)
 
 size_t lab_resread_sample_at(void)
 {
-    const char *e = getenv("LAB_SAMPLE_AT");
+    const char *e = getenv(LAB_TESTKNOB_SAMPLE_AT);
     char *end;
     unsigned long long v = e && *e ? strtoull(e, &end, 10) : 0;
     return v > 0 && *end == '\0' ? (size_t)v : LAB_RESREAD_SAMPLE_AT;

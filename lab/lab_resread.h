@@ -29,7 +29,7 @@ typedef struct {
     int outcome;                 /* lab_outcome (lab_isolate.h); LAB_OUT_ERROR when absent or unknown */
     int ok;                      /* 1 met its role, 0 did not, -1 neither (SKIP) or absent */
     double wall_s;               /* NaN when absent */
-    char detail[240];
+    char detail[LAB_DETAIL_MAX];  /* fitted at a word boundary when the file's is longer (lab_text_fit) */
     char error[240];
     char replay[512];
     int n_metrics;

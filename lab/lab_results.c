@@ -246,6 +246,19 @@ static const char *lab_results_role_word(const lab_case_record *c)
     return o == LAB_OUT_PASS ? "XPASS (bug not detected)" : "INCONCLUSIVE (not the bug's own failure)";
 }
 
+/* Writes s as a YAML double-quoted scalar (TAP 13's diagnostics are YAML): quotes, backslashes and control characters
+ * escaped, so a detail that holds a quote keeps the block parseable. Returns 0 when the write failed. */
+static int lab_results_yaml_str(FILE *f, const char *s)
+{
+    int good = fputc('"', f) != EOF;
+    for (const unsigned char *p = (const unsigned char *)s; good && *p; ++p) {
+        if (*p == '"' || *p == '\\') good = fprintf(f, "\\%c", *p) >= 0;
+        else if (*p < 0x20 || *p == 0x7f) good = fprintf(f, "\\x%02x", *p) >= 0;
+        else good = fputc(*p, f) != EOF;
+    }
+    return good && fputc('"', f) != EOF;
+}
+
 int lab_results_tap_case(FILE *f, const lab_case_record *c, size_t number, const lab_results_cmd *cmd)
 {
     int ok = lab_verdict_case_ok(c);
@@ -255,8 +268,9 @@ int lab_results_tap_case(FILE *f, const lab_case_record *c, size_t number, const
                        c->variant->name, (unsigned long long)c->seed, lab_backend_name(c->backend),
                        lab_outcome_name(c->o.outcome), lab_results_role_word(c), ok < 0 ? " # SKIP" : "") >= 0;
     if (good && ok <= 0)
-        good = fprintf(f, "  ---\n  detail: \"%s\"\n  error: \"%s\"\n  replay: \"%s\"\n  ...\n", c->o.r.detail, c->o.error,
-                       line) >= 0;
+        good = fputs("  ---\n  detail: ", f) >= 0 && lab_results_yaml_str(f, c->o.r.detail) &&
+               fputs("\n  error: ", f) >= 0 && lab_results_yaml_str(f, c->o.error) && fputs("\n  replay: ", f) >= 0 &&
+               lab_results_yaml_str(f, line) && fputs("\n  ...\n", f) >= 0;
     return good;
 }
 
@@ -324,7 +338,8 @@ static void lab_results_xml(const char *s, char *out, size_t len)
 
 int lab_results_junit_case(FILE *f, const lab_case_record *c, const lab_results_cmd *cmd)
 {
-    char line[512], detail[512], err[512];
+    /* XML escapes take up to 6 bytes a character ("&quot;"): room for the whole detail line, escaped */
+    char line[512], detail[6 * LAB_DETAIL_MAX], err[6 * 240];
     lab_results_spell(cmd, c, line, sizeof line);
     lab_results_xml(c->o.r.detail, detail, sizeof detail);
     lab_results_xml(c->o.error, err, sizeof err);

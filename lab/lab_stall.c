@@ -8,10 +8,11 @@
 #include <time.h>
 
 #include "lab_isolate.h"
+#include "lab_testknobs.h"
 
 void lab_stall_point(const char *phase)
 {
-    const char *want = getenv("LAB_STALL");
+    const char *want = getenv(LAB_TESTKNOB_STALL);
     if (!want || !phase || strcmp(want, phase) != 0) return;
     fprintf(stderr, "lab: stalled in %s (LAB_STALL)\n", phase);
     fflush(stderr);

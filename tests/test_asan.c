@@ -52,7 +52,7 @@ static const lab_variant stray_variants[] = {
     {.name = "bug-stray", .role = LAB_ROLE_BUG, .what = "reads one past", .param = 8, .asan = 1},
     {.name = "bug-inside", .role = LAB_ROLE_BUG, .what = "claims ASan flags it, reads inside", .param = 3, .asan = 1},
 };
-static const lab_incident stray = {.id = "9201-stray", .title = "t", .summary = "s", .variants = stray_variants,
+static const lab_incident stray = {.id = "9201-stray", .title = "t", .variants = stray_variants,
                                    .n_variants = 4, .run_cpu = run_stray, .timeout_s = 30};
 
 static const lab_case_record *find(const lab_case_record *recs, size_t n, const char *variant)

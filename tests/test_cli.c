@@ -73,13 +73,78 @@ Test(cli, one_case_replay_prints_outcome_and_metrics)
     free(out);
 }
 
+/* Every line of text fits `width` columns (UTF-8 code points); the first that does not is named. */
+static void expect_width(const char *text, int width, const char *what)
+{
+    int line = 1;
+    for (const char *p = text; *p; ++line) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p), cols = 0;
+        for (size_t i = 0; i < n; ++i) cols += ((unsigned char)p[i] & 0xC0) != 0x80;
+        cr_expect(cols <= (size_t)width, "%s: line %d has %zu columns: %.*s", what, line, cols, (int)n, p);
+        if (!e) break;
+        p = e + 1;
+    }
+}
+
+/* explain: the card (its headings, the variant's class), then bug and fix live with the bound each case crossed, then
+ * what to try next; every line within 100 columns. */
 Test(cli, explain_runs_bug_and_fix_side_by_side, .timeout = 120)
 {
     char *out;
     int st = run(NULL, "explain 0004-pow-grad-nan --seeds 2", &out);
     cr_expect_eq(st, 0, "%s", out);
+    EXPECT_IN(out, "(the card at the top of incidents/0004-pow-grad-nan/README.md; the story goes on below it)");
+    EXPECT_IN(out, "\nRoot cause\n  ");
+    EXPECT_IN(out, "bug-exp-log  bug  history: ");
+    EXPECT_IN(out, "bug-exp-log (bug, history): detected on 2 of 2 seeds, as a bug variant must be");
+    EXPECT_IN(out, "  seed 1    FAIL nonfinite_frac = 0.");
+    EXPECT_IN(out, "  seed 1    PASS nonfinite_frac = 0 (passes at <= 0)");
     EXPECT_IN(out, "The bug happens and the fix holds.");
-    EXPECT_IN(out, "README.md");
+    EXPECT_IN(out, "Try next:\n  ");
+    EXPECT_IN(out, "lab case 0004 bug-exp-log 1\n");
+    EXPECT_IN(out, "read incidents/0004-pow-grad-nan/README.md below the card");
+    expect_width(out, 100, "lab explain 0004");
+    free(out);
+}
+
+/* A story without a card: explain names the file and exits 3 (the lab could not do its job), running nothing. */
+Test(cli, explain_without_a_card_names_the_file)
+{
+    char dir[] = "/tmp/lab-cli-XXXXXX", cmd[1024], *out;
+    cr_assert(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/incidents/0004-pow-grad-nan && printf '# 0004\\n\\n## Symptom\\n' > "
+             "%s/incidents/0004-pow-grad-nan/README.md", dir, dir);
+    cr_assert_eq(system(cmd), 0);
+    char env[256];
+    snprintf(env, sizeof env, "LAB_ROOT=%s", dir);
+    cr_expect_eq(run(env, "explain 0004", &out), 3, "%s", out);
+    EXPECT_IN(out, "/incidents/0004-pow-grad-nan/README.md: no card");
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* case: a line for people first (the outcome and what it means for the variant's role), its detail, then the JSON;
+ * exit 0 when the case met its role; the old spelling --sanitizer is still taken. */
+Test(cli, case_says_what_its_outcome_means, .timeout = 120)
+{
+    char *out;
+    cr_expect_eq(run(NULL, "case 0004 bug-exp-log 7", &out), 0, "%s", out);
+    cr_expect(!strncmp(out, "bug-exp-log seed 7: FAIL, so the bug is detected, as a bug variant must be\n", 75),
+              "%s", out);
+    EXPECT_IN(out, "\n  ");
+    EXPECT_IN(out, "gradients NaN");
+    EXPECT_IN(out, "\nLAB-CASE {");
+    free(out);
+    cr_expect_eq(run(NULL, "case 0004 fix 7", &out), 0, "%s", out);
+    cr_expect(!strncmp(out, "fix seed 7: PASS, so the fix holds, as a fix must\n", 50), "%s", out);
+    free(out);
+    cr_expect_eq(run(NULL, "case 0004 fix 7 --sanitize nope", &out), 2, "%s", out);
+    EXPECT_IN(out, "unknown compute-sanitizer tool 'nope'");
+    free(out);
+    cr_expect_eq(run(NULL, "case 0004 fix 7 --sanitizer nope", &out), 2, "%s", out);
+    EXPECT_IN(out, "unknown compute-sanitizer tool 'nope'");
     free(out);
 }
 
@@ -166,36 +231,74 @@ Test(cli, largest_seed_is_exact_in_json, .timeout = 60)
     free(text);
 }
 
-/* `lab COMMAND --help` is usage, exit 0, for every command; `lab help` states the ranges and exit codes. */
+/* `lab COMMAND --help` is usage, exit 0, for every command: it begins "usage: lab COMMAND" and states its own exit
+ * status; `lab help` leads with the five everyday commands, an example each, and lists the others under "More". */
 Test(cli, every_command_has_help_with_exit_0)
 {
-    const char *cmds[] = {"list", "replay", "explain", "golden", "plots", "case", "bench", "report", "compare", "help"};
+    const char *cmds[] = {"list", "replay", "explain", "golden", "plots", "case", "bench", "report", "compare",
+                          "trend", "new", "help"};
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; ++i) {
-        char args[64], *out;
+        char args[64], *out, want[64];
         snprintf(args, sizeof args, "%s --help", cmds[i]);
         int st = run("LAB_ROOT=/nonexistent", args, &out);
         cr_expect_eq(st, 0, "lab %s exited %d:\n%s", args, st, out);
-        EXPECT_IN(out, "usage: lab");
-        EXPECT_IN(out, cmds[i]);
+        snprintf(want, sizeof want, "usage: lab %s", cmds[i]);
+        if (strcmp(cmds[i], "help")) {
+            cr_expect(!strncmp(out, want, strlen(want)), "lab %s begins:\n%.80s", args, out);
+            EXPECT_IN(out, "\nExit status: 0");
+        }
+        expect_width(out, 100, args);
         free(out);
     }
     char *out;
     cr_expect_eq(run(NULL, "replay -h", &out), 0);
+    cr_expect(!strncmp(out, "usage: lab replay [OPTION]...\n", 30), "%s", out);
     free(out);
     cr_expect_eq(run(NULL, "help", &out), 0);
+    cr_expect(!strncmp(out, "usage: lab COMMAND", 18), "%s", out);
+    /* the five everyday commands first, each with an example, then the others under "More" */
+    const char *every[] = {"replay", "explain", "case", "report", "compare"};
+    const char *more = strstr(out, "\nMore:\n");
+    cr_assert(more, "%s", out);
+    for (size_t i = 0; i < 5; ++i) {
+        char want[64];
+        snprintf(want, sizeof want, "\n  %-9s ", every[i]);
+        const char *at = strstr(out, want);
+        cr_expect(at && at < more, "lab help: %s is not among the everyday commands:\n%s", every[i], out);
+        snprintf(want, sizeof want, "            build/lab %s ", every[i]);
+        cr_expect(strstr(out, want) && strstr(out, want) < more, "lab help: no example of %s", every[i]);
+    }
+    EXPECT_IN(more, "\n  bench     ");
+    EXPECT_IN(more, "\n  list      ");
     EXPECT_IN(out, "Exit status: 0 ok");
     EXPECT_IN(out, "1 the verdict is NOT OK; 2 bad usage;");
     EXPECT_IN(out, "3 the lab could not do the job");
+    expect_width(out, 100, "lab help");
+    free(out);
     /* the ranges the parser checks, stated beside their options (from the option table: lab_cli_usage) */
+    cr_expect_eq(run(NULL, "help replay", &out), 0);
     EXPECT_IN(out, "    --seeds N                        1..1048576:");
     EXPECT_IN(out, "    --seed S                         1..9007199254740992 (2^53):");
     EXPECT_IN(out, "    -j, --jobs JOBS                  1..1024:");
     EXPECT_IN(out, "    --timeout SEC                    1..86400 s:");
+    EXPECT_IN(out, "Exit status: 0 every fix holds and every bug is detected; 1 the verdict is NOT OK");
+    free(out);
+    /* each command states its own exit status */
+    cr_expect_eq(run("LAB_ROOT=/nonexistent", "case --help", &out), 0);
+    EXPECT_IN(out, "Exit status: 0 the case met its role");
+    EXPECT_IN(out, "--sanitize TOOL");
+    EXPECT_IN(out, "--sanitizer, the old spelling");
+    free(out);
+    cr_expect_eq(run("LAB_ROOT=/nonexistent", "explain --help", &out), 0);
+    EXPECT_IN(out, "Exit status: 0 every case met its role");
+    free(out);
+    cr_expect_eq(run(NULL, "help frob", &out), 2);
+    EXPECT_IN(out, "help: unknown command 'frob'");
     free(out);
     /* compare says it flags a fix that got slower (its bench records), and bench names its --study */
     cr_expect_eq(run("LAB_ROOT=/nonexistent", "compare --help", &out), 0);
     EXPECT_IN(out, "a fix that got slower");
-    EXPECT_IN(out, "PERF REGRESSION and exits 1");
+    EXPECT_IN(out, "PERF REGRESSION");
     free(out);
     cr_expect_eq(run("LAB_ROOT=/nonexistent", "bench --help", &out), 0);
     EXPECT_IN(out, "--study");

@@ -121,7 +121,7 @@ Test(compare_plot, dsh_trace_is_chrome_json, .init = mk, .fini = rm, .timeout = 
             free(out);
             cr_skip_test("0006 cases skip here (no Open MPI job)");
         }
-        if (v == 0) EXPECT_IN(out, "trace of this case (Perfetto): ");
+        if (v == 0) EXPECT_IN(out, "trace of this case (Perfetto):\n    ");
         free(out);
         char *text = slurp(path);
         cJSON *j = cJSON_Parse(text);

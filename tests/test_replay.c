@@ -71,7 +71,7 @@ static const lab_variant good_variants[] = {
     {.name = "bug-half", .role = LAB_ROLE_BUG, .what = "caught on about half the seeds", .param = P_HALF,
      .min_detect_rate = 0.4},
 };
-static const lab_incident good = {.id = "9001-good", .title = "all roles met", .summary = "synthetic",
+static const lab_incident good = {.id = "9001-good", .title = "all roles met",
                                   .variants = good_variants, .n_variants = 5, .run_cpu = run_param,
                                   .plots = {.metric = "err", .log = 1, .drift_metric = "err"}, .timeout_s = 0.5};
 
@@ -81,7 +81,7 @@ static const lab_variant bad_variants[] = {
     {.name = "bug-rare", .role = LAB_ROLE_BUG, .what = "caught on half, stated 0.95", .param = P_HALF,
      .min_detect_rate = 0.95},
 };
-static const lab_incident bad = {.id = "9002-bad", .title = "roles not met", .summary = "synthetic",
+static const lab_incident bad = {.id = "9002-bad", .title = "roles not met",
                                  .variants = bad_variants, .n_variants = 3, .run_cpu = run_param,
                                  .plots = {.metric = "err", .log = 1}, .timeout_s = 0.5};
 
@@ -341,9 +341,9 @@ static lab_status fig_crash(const lab_figure_ctx *fx)
     return LAB_OK;
 }
 static const lab_variant fig_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "holds"}};
-static const lab_incident fig_good = {.id = "9003-figures", .title = "figures", .summary = "synthetic",
+static const lab_incident fig_good = {.id = "9003-figures", .title = "figures",
                                       .variants = fig_variants, .n_variants = 1, .run_cpu = run_pass, .plots.figures = fig_ok};
-static const lab_incident fig_bad = {.id = "9004-figures-crash", .title = "figures", .summary = "synthetic",
+static const lab_incident fig_bad = {.id = "9004-figures-crash", .title = "figures",
                                      .variants = fig_variants, .n_variants = 1, .run_cpu = run_pass, .plots.figures = fig_crash};
 LAB_INCIDENT_REGISTER(fig_good);
 LAB_INCIDENT_REGISTER(fig_bad);
@@ -402,7 +402,7 @@ static const lab_variant batch_variants[] = {
     {.name = "fix", .role = LAB_ROLE_FIX, .what = "shares the seed's group"},
     {.name = "fix-2", .role = LAB_ROLE_FIX, .what = "shares the seed's group"},
 };
-static const lab_incident batch_inc = {.id = "9005-batch", .title = "batches", .summary = "synthetic",
+static const lab_incident batch_inc = {.id = "9005-batch", .title = "batches",
                                        .variants = batch_variants, .n_variants = 3, .setup = setup_count,
                                        .teardown = teardown_none, .run_cpu = run_pid, .plots.metric = "pid"};
 
@@ -457,7 +457,7 @@ Test(replay, contained_memory_bugs_keep_their_worker)
         {.name = "bug-device", .role = LAB_ROLE_BUG, .what = "vouches, device error", .param = 3, .sanitizer = "memcheck"},
         {.name = "bug-plain", .role = LAB_ROLE_BUG, .what = "no memory bug", .param = 0},
     };
-    static const lab_incident inc = {.id = "9006-contained", .title = "contained", .summary = "synthetic",
+    static const lab_incident inc = {.id = "9006-contained", .title = "contained",
                                      .variants = vs, .n_variants = 4, .run_cpu = run_contained};
     const int want_retire[] = {0, 1, 1, 0};
     for (int i = 0; i < 4; ++i) {
@@ -542,10 +542,10 @@ Test(replay, batched_cases_equal_one_process_each, .timeout = 900)
  * one per slot) ran all 12 cases, and each of them ran cases of both incidents; without one every case is SKIP
  * needs-gpu through the same pool (each exactly once); in a build without CUDA, SKIP missing saying so. */
 static const lab_variant pool_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid"}};
-static const lab_incident pool_a = {.id = "9007-pool-a", .title = "pool a", .summary = "synthetic",
+static const lab_incident pool_a = {.id = "9007-pool-a", .title = "pool a",
                                     .variants = pool_variants, .n_variants = 1, .run_cpu = run_pid,
                                     .run_cuda = run_pid, .plots.metric = "pid"};
-static const lab_incident pool_b = {.id = "9008-pool-b", .title = "pool b", .summary = "synthetic",
+static const lab_incident pool_b = {.id = "9008-pool-b", .title = "pool b",
                                     .variants = pool_variants, .n_variants = 1, .run_cpu = run_pid,
                                     .run_cuda = run_pid, .plots.metric = "pid"};
 Test(replay, single_gpu_incidents_share_one_pool, .init = mkout, .fini = rmout)
@@ -599,7 +599,7 @@ Test(replay, single_gpu_incidents_share_one_pool, .init = mkout, .fini = rmout)
 /* Cases that need more GPUs than the host has SKIP needs-gpus in the runner: no worker process runs them (run_pid would
  * record one), and the SKIP names the count. */
 static const lab_variant two_gpu_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid", .gpus = 2}};
-static const lab_incident two_gpus = {.id = "9009-two-gpus", .title = "two gpus", .summary = "synthetic",
+static const lab_incident two_gpus = {.id = "9009-two-gpus", .title = "two gpus",
                                       .variants = two_gpu_variants, .n_variants = 1, .run_cpu = run_pid,
                                       .run_cuda = run_pid, .plots.metric = "pid"};
 Test(replay, cases_needing_more_gpus_skip_without_a_worker, .init = mkout, .fini = rmout)
@@ -659,10 +659,10 @@ static lab_status run_collateral(const lab_case *c, lab_case_result *r)
 }
 
 static const lab_variant dev_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "holds"}};
-static const lab_incident dev_gone = {.id = "9011-device-gone", .title = "device gone", .summary = "synthetic",
+static const lab_incident dev_gone = {.id = "9011-device-gone", .title = "device gone",
                                       .variants = dev_variants, .n_variants = 1, .run_cpu = run_pass,
                                       .run_cuda = run_pass, .plots.metric = "err"};
-static const lab_incident dev_fault = {.id = "9012-neighbour-fault", .title = "neighbour's fault", .summary = "synthetic",
+static const lab_incident dev_fault = {.id = "9012-neighbour-fault", .title = "neighbour's fault",
                                        .variants = dev_variants, .n_variants = 1, .run_cpu = run_collateral,
                                        .run_cuda = run_collateral, .plots.metric = "err"};
 
@@ -863,11 +863,11 @@ Test(replay, a_fed_execution_runs_the_groups_it_is_dealt, .init = mkout, .fini =
  * those that need more GPUs than the host has SKIP in the runner; the groups given as a chunk of another lane's incident
  * are refused. */
 static const lab_variant eight_gpu_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid", .gpus = 8}};
-static const lab_incident eight_gpus = {.id = "9013-eight-gpus", .title = "eight gpus", .summary = "synthetic",
+static const lab_incident eight_gpus = {.id = "9013-eight-gpus", .title = "eight gpus",
                                         .variants = eight_gpu_variants, .n_variants = 1, .run_cpu = run_pid,
                                         .run_cuda = run_pid, .plots.metric = "pid"};
 static const lab_variant sixteen_gpu_variants[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "records its pid", .gpus = 16}};
-static const lab_incident sixteen_gpus = {.id = "9014-sixteen-gpus", .title = "sixteen gpus", .summary = "synthetic",
+static const lab_incident sixteen_gpus = {.id = "9014-sixteen-gpus", .title = "sixteen gpus",
                                           .variants = sixteen_gpu_variants, .n_variants = 1, .run_cpu = run_pid,
                                           .run_cuda = run_pid, .plots.metric = "pid"};
 static int fed_wrong_lane(void *ctx, const unsigned char *accept, lab_replay_span *spans)

@@ -163,7 +163,7 @@ Test(report, cli_writes_a_self_contained_folder, .init = mkdir_tmp, .fini = rm_t
 }
 
 /* The page in a real browser: chromium loads it offline, the DOM has the incident table with a row per
- * variant, and every inline plot decodes as an image. */
+ * variant, and every inline plot decodes as an image, the story's SVG pictures (0007's) too. */
 Test(report, html_in_headless_chromium, .init = mkdir_tmp, .fini = rm_tmp, .timeout = 180)
 {
     char *out;
@@ -177,12 +177,13 @@ Test(report, html_in_headless_chromium, .init = mkdir_tmp, .fini = rm_tmp, .time
     if (!browser) cr_skip_test("chromium not found: the browser test needs Debian's chromium (mk/deps.sh installs it)");
 
     char args[256];
-    snprintf(args, sizeof args, "report --incident 0004 --seeds 2 --out %s", dir);
+    snprintf(args, sizeof args, "report --incident 0004 --incident 0007 --seeds 2 --out %s", dir);
     int st = lab(args, &out);
     cr_assert_eq(st, 0, "%s", out);
     free(out);
     cJSON *r = read_report();
-    int n_plots = cJSON_GetArraySize(AT(r, "incidents", "#0", "plots"));
+    int n_plots = cJSON_GetArraySize(AT(r, "incidents", "#0", "plots")) +
+                  cJSON_GetArraySize(AT(r, "incidents", "#1", "plots"));
     cJSON_Delete(r);
 
     /* --virtual-time-budget lets the load event (and the page's image count) run before the dump. A
@@ -214,6 +215,35 @@ Test(report, html_in_headless_chromium, .init = mkdir_tmp, .fini = rm_tmp, .time
     EXPECT_IN(out, "<p class=\"summary\">");
     if (lab_gnuplot_available()) cr_expect_gt(n_plots, 0, "gnuplot is here: plots expected");
     free(out);
+}
+
+/* The report takes each incident's one-line summary from its story's card (the first sentence of "What you see") and
+ * shows the story's pictures: copied beside the plots with their captions, listed in report.json, inline in the page
+ * as SVG. */
+Test(report, summary_from_the_card_and_the_story_pictures, .init = mkdir_tmp, .fini = rm_tmp, .timeout = 180)
+{
+    char args[256], *out;
+    snprintf(args, sizeof args, "report --incident 0007 --seeds 1 --no-plots --out %s", dir);
+    int st = lab(args, &out);
+    cr_assert_eq(st, 0, "%s", out);
+    free(out);
+    cJSON *r = read_report();
+    const char *summary = cJSON_GetStringValue(AT(r, "incidents", "#0", "summary"));
+    cr_assert_not_null(summary);
+    cr_expect(!strncmp(summary, "A subprocess-based test suite hangs", 35), "summary: %s", summary);
+    cr_expect_eq(summary[strlen(summary) - 1], '.', "one sentence: %s", summary);
+    const cJSON *plots = AT(r, "incidents", "#0", "plots"), *p;
+    int found = 0;
+    cJSON_ArrayForEach(p, plots) found |= !strcmp(cJSON_GetStringValue(p), "plots/0007-harness-log-deadlock-story-wait-cycle.svg");
+    cr_expect(found, "the story's picture is among the incident's plots");
+    cJSON_Delete(r);
+    char *cap = read_text("plots/0007-harness-log-deadlock-story-wait-cycle.caption");
+    cr_expect(strstr(cap, "cycle of waits") != NULL, "caption: %s", cap);
+    free(cap);
+    char *html = read_text("index.html");
+    EXPECT_IN(html, "<img alt=\"plots/0007-harness-log-deadlock-story-wait-cycle.svg\" src=\"data:image/svg+xml;base64,");
+    EXPECT_IN(html, "<p class=\"summary\">A subprocess-based test suite hangs");
+    free(html);
 }
 
 /* The cuda backend names the GPU, or says why there is none (no device, or a build without CUDA). */
@@ -412,10 +442,12 @@ Test(report, cli_bad_flags)
     EXPECT_IN(out, "--seeds must be 1..1048576, got 0");
     free(out);
     cr_expect_not(lab_fs_exists("/tmp/lab-report-never/report.json"));
-    cr_expect_eq(lab("help", &out), 0);
-    EXPECT_IN(out, "report [OPTION]...");
+    cr_expect_eq(lab("help report", &out), 0);
+    EXPECT_IN(out, "usage: lab report [OPTION]...");
     EXPECT_IN(out, "    --no-bench ");
-    EXPECT_IN(out, "compare A B [--factor F] [--strict]");
+    free(out);
+    cr_expect_eq(lab("help compare", &out), 0);
+    EXPECT_IN(out, "usage: lab compare A B [--factor F] [--strict]");
     free(out);
 }
 

@@ -30,11 +30,11 @@ static lab_status run_pass(const lab_case *c, lab_case_result *r)
 }
 
 static const lab_variant fix_only[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what = "holds"}};
-static const lab_incident inc_a = {.id = "9101-a", .title = "a", .summary = "synthetic", .variants = fix_only,
+static const lab_incident inc_a = {.id = "9101-a", .title = "a", .variants = fix_only,
                                    .n_variants = 1, .run_cpu = run_pass, .timeout_s = 5};
-static const lab_incident inc_b = {.id = "9102-b", .title = "b", .summary = "synthetic", .variants = fix_only,
+static const lab_incident inc_b = {.id = "9102-b", .title = "b", .variants = fix_only,
                                    .n_variants = 1, .run_cpu = run_pass, .timeout_s = 5, .default_seeds = 16};
-static const lab_incident inc_c = {.id = "9103-c", .title = "c", .summary = "synthetic", .variants = fix_only,
+static const lab_incident inc_c = {.id = "9103-c", .title = "c", .variants = fix_only,
                                    .n_variants = 1, .run_cpu = run_pass, .timeout_s = 5, .default_seeds = 16};
 
 static char dir[64], out[1024];
@@ -280,7 +280,7 @@ Test(resume, commands_past_16_kib_are_all_written, .init = mk_long, .fini = rm)
     size_t from[MANY];
     for (size_t k = 0; k < MANY; ++k) {
         snprintf(many_ids[k], sizeof many_ids[k], "9200-many-%02zu", k);
-        many[k] = (lab_incident){.id = many_ids[k], .title = "many", .summary = "synthetic", .variants = fix_only,
+        many[k] = (lab_incident){.id = many_ids[k], .title = "many", .variants = fix_only,
                                  .n_variants = 1, .run_cpu = run_pass, .timeout_s = 5};
         incs[k] = &many[k];
         from[k] = k; /* incident k resumes from seed k + 1: no two alike */

@@ -62,7 +62,7 @@ static const lab_variant vars[] = {
     {.name = "bug-oob", .role = LAB_ROLE_BUG, .what = "a memory bug memcheck must flag", .sanitizer = "memcheck"},
     {.name = "bug-nan", .role = LAB_ROLE_BUG, .what = "a numerical bug"},
 };
-static const lab_incident inc = {.id = "9006-san", .title = "sanitize", .summary = "synthetic", .variants = vars,
+static const lab_incident inc = {.id = "9006-san", .title = "sanitize", .variants = vars,
                                  .n_variants = 3, .run_cpu = run_none, .run_cuda = run_none, .plots.metric = "err"};
 
 static lab_case_result run(int variant, const char *errors, const char *passed)

@@ -49,7 +49,7 @@ static const lab_variant sb_variants[] = {
     {.name = "fix", .role = LAB_ROLE_FIX, .what = "passes"},
     {.name = "bug-memory", .role = LAB_ROLE_BUG, .what = "a memory bug: never batched", .sanitizer = "memcheck"},
 };
-static const lab_incident sb_inc = {.id = "9010-seedbatch", .title = "seed batches", .summary = "synthetic",
+static const lab_incident sb_inc = {.id = "9010-seedbatch", .title = "seed batches",
                                     .variants = sb_variants, .n_variants = 3, .setup = sb_setup, .teardown = sb_teardown,
                                     .run_cpu = sb_run, .run_cuda = sb_run, .plots.metric = "pid",
                                     .batch = {.run_cuda = sb_run_batch, .max = 3, .key = sb_key}};

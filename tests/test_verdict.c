@@ -98,9 +98,9 @@ static const lab_variant vfix[] = {{.name = "fix", .role = LAB_ROLE_FIX, .what =
 static const lab_variant vbug[] = {{.name = "bug", .role = LAB_ROLE_BUG, .what = "detected on every seed"}};
 static const lab_variant vrate[] = {{.name = "bug-rate", .role = LAB_ROLE_BUG, .what = "stated 0.9",
                                      .min_detect_rate = 0.9}};
-static const lab_incident ifix = {.id = "9101-fix", .title = "t", .summary = "s", .variants = vfix, .n_variants = 1};
-static const lab_incident ibug = {.id = "9102-bug", .title = "t", .summary = "s", .variants = vbug, .n_variants = 1};
-static const lab_incident irate = {.id = "9103-rate", .title = "t", .summary = "s", .variants = vrate, .n_variants = 1};
+static const lab_incident ifix = {.id = "9101-fix", .title = "t", .variants = vfix, .n_variants = 1};
+static const lab_incident ibug = {.id = "9102-bug", .title = "t", .variants = vbug, .n_variants = 1};
+static const lab_incident irate = {.id = "9103-rate", .title = "t", .variants = vrate, .n_variants = 1};
 
 static char outdir[64];
 static void mkout(void)

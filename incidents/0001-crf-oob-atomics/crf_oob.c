@@ -78,6 +78,9 @@ static lab_status co_judge(uint64_t seed, const lab_semicrf_problem *p, const la
         lab_result_metric(r, "tol", v.tol);
         lab_result_metric(r, "pad_nonzero", (double)v.pad_nonzero);
         lab_result_metric(r, "T", (double)v.T);
+        /* the classes and the lanes that run them: the story's picture of the padding lanes against C (story.py) */
+        lab_result_metric(r, "C", (double)p->C);
+        lab_result_metric(r, "C_PAD", (double)LAB_SEMICRF_C_PAD);
         if (v.golden_checked) lab_result_metric(r, "golden_rel_err", v.golden_err);
         if (!in_bounds)
             lab_result_verdict(r, 0, "%zu atomics and %zu loads outside their allocation (%zu more past their row); "
@@ -238,15 +241,6 @@ static const lab_metric_spec co_metric_specs[] = {
 const lab_incident crf_oob_incident = {
     .id = LAB_INCIDENT_ID,
     .title = "semi-Markov CRF backward: padding lanes' atomics out of bounds",
-    .summary =
-        "The backward kernel of a semi-Markov CRF ran C = 39 classes on C_PAD = 64 lanes, but its gradient buffers "
-        "had C columns. The 25 padding lanes still loaded inputs at their raw index (reading the next row or the "
-        "memory past the tensor), masked their result by multiplying by 0 (inf * 0 = NaN) and issued their "
-        "atomic adds at raw indices: past each row, and past the end of the transition, duration and gradient "
-        "buffers. Whether that produced a NaN depended on what the neighbouring memory held. The fix pads the "
-        "gradient buffers to C_PAD, writes padding lanes into that padding, clamps reads of unpadded inputs, "
-        "masks by selection and slices back to C. The CPU emulation puts every buffer between guard zones with "
-        "seeded contents and counts every access outside an allocation.",
     .variants = crf_oob_variants,
     .n_variants = (int)(sizeof crf_oob_variants / sizeof crf_oob_variants[0]),
     .setup = lab_semicrf_group_setup,

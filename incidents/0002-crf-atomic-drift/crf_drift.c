@@ -385,13 +385,6 @@ static const lab_metric_spec cd_metric_specs[] = {
 const lab_incident crf_drift_incident = {
     .id = LAB_INCIDENT_ID,
     .title = "semi-Markov CRF backward: float32 atomics make gradients differ run to run",
-    .summary =
-        "After the out-of-bounds fix (0001), the CRF backward still summed its gradient contributions with float32 "
-        "atomic adds, whose order is whatever order the GPU's blocks reach them. Float32 addition is not "
-        "associative, so two runs on the same input gave gradients that differ in their last bits, more as T "
-        "grows. The write-up's fix accumulates in float64 and rounds once; the lab adds a deterministic fix that "
-        "writes per-block partial sums and reduces them in a fixed order, bitwise identical from run to run. "
-        "Each case runs the kernel twice under two schedules and compares.",
     .variants = crf_drift_variants,
     .n_variants = (int)(sizeof crf_drift_variants / sizeof crf_drift_variants[0]),
     .setup = lab_semicrf_group_setup,

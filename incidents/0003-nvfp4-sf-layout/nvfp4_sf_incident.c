@@ -2,6 +2,8 @@
  * case of each on CPU and CUDA, the figures and the registration. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "lab_gnuplot.h"
@@ -89,8 +91,55 @@ static lab_status nv_run_cuda(const lab_case *c, lab_case_result *r)
 static const char *const nv_fig_variants[] = {"fix", "bug-size-not-cosize", "bug-mk-swap"};
 #define NV_FIG_NAN_Y (-0.5)
 
+/* The data of the story's picture of the 128x4 tile (story.py draws it): where each scale (m, k) of a problem of
+ * NV_TILE_ROWS rows and NV_TILE_KSF scale columns lands in the layout's bytes under the fix, the M/K swap and the
+ * size-vs-cosize loop, through the lab's own remap (lab_nvfp4_sf_remap) of scales labelled by their m and k.
+ * <plots_dir>/<id>-sf-tile.dat: one row per byte offset, then per kind the m and k of the scale written there; -2 -2
+ * where the kind writes the padding's zero, -1 -1 where it leaves the byte as it was (stale). LAB_ERR_IO naming the
+ * file; the remap's status. */
+#define NV_TILE_ROWS 100
+#define NV_TILE_KSF 3
+static lab_status nv_tile_figure(const lab_figure_ctx *fx)
+{
+    static const lab_nvfp4_remap_kind kinds[] = {LAB_NVFP4_REMAP_FIX, LAB_NVFP4_REMAP_MK_SWAP,
+                                                 LAB_NVFP4_REMAP_SIZE_NOT_COSIZE};
+    enum { NK = 3, NSRC = NV_TILE_ROWS * NV_TILE_KSF };
+    size_t cos = lab_nvfp4_sf_cosize(NV_TILE_ROWS, NV_TILE_KSF);
+    uint8_t src_m[NSRC], src_k[NSRC];
+    /* labels from 1: a 0 in the tile is the padding the remap writes, 0xFF a byte it left alone */
+    for (size_t i = 0; i < NSRC; ++i)
+        src_m[i] = (uint8_t)(1 + i / NV_TILE_KSF), src_k[i] = (uint8_t)(1 + i % NV_TILE_KSF);
+    uint8_t *dst = malloc(2 * NK * cos);
+    if (!dst) return lab_err_set(LAB_ERR_NOMEM, "0003 tile figure: out of memory");
+    memset(dst, 0xFF, 2 * NK * cos); /* 0xFF: nothing written (the labels stay below it) */
+    lab_status st = LAB_OK;
+    for (int k = 0; k < NK && st == LAB_OK; ++k) {
+        st = lab_nvfp4_sf_remap(src_m, NV_TILE_ROWS, NV_TILE_KSF, dst + (size_t)(2 * k) * cos, cos, kinds[k]);
+        if (st == LAB_OK)
+            st = lab_nvfp4_sf_remap(src_k, NV_TILE_ROWS, NV_TILE_KSF, dst + (size_t)(2 * k + 1) * cos, cos, kinds[k]);
+    }
+    char dat[4096];
+    snprintf(dat, sizeof dat, "%s/%s-sf-tile.dat", fx->plots_dir, fx->incident->id);
+    const char *series[] = {"fix-m", "fix-k", "mk-swap-m", "mk-swap-k", "size-not-cosize-m", "size-not-cosize-k"};
+    FILE *f = st == LAB_OK ? lab_gnuplot_dat_open(dat, "byte", series, 2 * NK) : NULL;
+    if (st == LAB_OK && !f) st = LAB_ERR_IO;
+    for (size_t o = 0; f && o < cos; ++o) {
+        fprintf(f, "%zu", o);
+        for (int k = 0; k < 2 * NK; ++k) {
+            uint8_t b = dst[(size_t)k * cos + o];
+            fprintf(f, " %d", b == 0xFF ? -1 : b == 0 ? -2 : (int)b - 1);
+        }
+        fputc('\n', f);
+    }
+    if (f) st = lab_gnuplot_dat_close(f, dat);
+    free(dst);
+    return st;
+}
+
 static lab_status nv_figures(const lab_figure_ctx *fx)
 {
+    lab_status tile = nv_tile_figure(fx); /* data only, no gnuplot needed */
+    if (tile != LAB_OK) return tile;
     char dat[4096], png[4096];
     snprintf(dat, sizeof dat, "%s/%s-cosine.dat", fx->plots_dir, fx->incident->id);
     snprintf(png, sizeof png, "%s/%s-cosine.png", fx->plots_dir, fx->incident->id);
@@ -169,14 +218,6 @@ static double nv_seed_cost(uint64_t seed)
 const lab_incident nvfp4_sf_incident = {
     .id = LAB_INCIDENT_ID,
     .title = "NVFP4 block-scale-factor layout: size vs cosize, and M/K swapped in the remap",
-    .summary =
-        "An NVFP4 mixture-of-experts GEMM gave outputs uncorrelated with a dequantized reference. The E4M3 block "
-        "scales were remapped from row-major (M, K/16) into the 128x4-tile layout the block-scaled tensor-core "
-        "GEMM reads, and the remap had two faults: its loop ran to the layout's logical size, not its physical "
-        "cosize, so tile padding stayed stale; and it took M and K the wrong way round when locating a scale in "
-        "the source. All-ones test data hid both (every scale is the same byte). The lab replays the write-up's "
-        "(1, 32, 32) case, a ragged (200, 96, 592) and a (128, 64, 7168) slice of the production shape on random "
-        "data with block magnitudes over 7 binades, and names the layout fault behind a failing output.",
     .variants = nvfp4_sf_variants,
     .n_variants = (int)(sizeof nvfp4_sf_variants / sizeof nvfp4_sf_variants[0]),
     .setup = nvfp4_sf_setup,

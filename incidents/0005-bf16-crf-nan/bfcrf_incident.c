@@ -410,14 +410,6 @@ static double bfcrf_seed_cost(uint64_t seed)
 const lab_incident bfcrf_incident = {
     .id = LAB_INCIDENT_ID,
     .title = "bf16 linear-chain CRF training goes NaN",
-    .summary =
-        "A BIO tagger with a 33-tag CRF (forbidden transitions -inf) trained in bf16 went NaN after warm-up, "
-        "earlier at higher learning rates. The lab finds the mechanism: bf16 rounds the logsumexp outputs of the "
-        "forward recursion at scores of 1e3 to steps of 4-16, so each step's backward weights exp(x - lse) no "
-        "longer sum to 1; over up to 128 steps these factors multiply and marginals of 1e36 appear. Once the scores "
-        "grow with training, an emission gradient overflows to inf, becomes NaN in the same backward (inf - inf in "
-        "the linear layer's sums, inf times a forbidden transition's 0 weight), and gradient clipping spreads the NaN "
-        "to every parameter. The -inf entries never start it. The fix runs the CRF in float32 from upcast emissions.",
     .variants = bfcrf_variants,
     .n_variants = (int)(sizeof bfcrf_variants / sizeof bfcrf_variants[0]),
     .setup = bfcrf_setup,

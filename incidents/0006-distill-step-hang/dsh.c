@@ -314,12 +314,13 @@ lab_status dsh_run_case(const lab_case *c, lab_case_result *r, int variant, cons
                  outputs_bad ? ", teacher outputs mismatched" : "", finished && steps_ok ? "" : ", steps incomplete");
     if (golden_bad > 0)
         snprintf(what + strlen(what), sizeof what - strlen(what), ", %.0f records off the golden schedule", golden_bad);
-    if (!clean && traced) fprintf(stderr, "0006 seed %llu: trace of this case (Perfetto): %s.trace.json\n",
+    if (!clean && traced) fprintf(stderr, "0006 seed %llu: trace of this case (Perfetto):\n    %s.trace.json\n",
                                   (unsigned long long)c->seed, trace_stem);
-    /* The logged state or the step-counter finding first: the case's detail line holds 240 characters. */
+    /* The logged state or the first collective that did not pair up, then the step-counter finding (once: the
+     * analyzer's verdict may end with it already). */
     if (as_logged)
         lab_result_verdict(r, clean, "N=%d G=%d: %s; as logged: %s; %s", p.trainers, p.g, what, logged, a.counters);
-    else if (a.counters[0])
+    else if (a.counters[0] && !strstr(a.verdict, a.counters))
         lab_result_verdict(r, clean, "N=%d G=%d steps=%d: %s; %s; %s", p.trainers, p.g, p.steps, what, a.counters,
                            a.verdict);
     else
@@ -360,11 +361,6 @@ static const lab_metric_spec dsh_metric_specs[] = {
 const lab_incident dsh_incident = {
     .id = LAB_INCIDENT_ID,
     .title = "distillation step-counter hang under gradient accumulation (Open MPI)",
-    .summary = "Training ranks and a distillation rank exchange a batch shape, the batch and teacher outputs every "
-               "step. Under gradient accumulation the trainers counted a step per G micro-steps but exchanged on "
-               "every micro-step, while the distiller counted a step per exchange: it ran out of steps after 1/G of "
-               "the exchanges and the trainers hung in the next broadcast. Real ranks on Open MPI; a watchdog kills "
-               "the job, and the ranks' collective traces name the distiller's step counter.",
     .variants = dsh_variants,
     .n_variants = (int)(sizeof dsh_variants / sizeof dsh_variants[0]),
     .run_cpu = dsh_run,

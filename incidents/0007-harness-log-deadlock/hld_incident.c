@@ -258,14 +258,14 @@ static const lab_variant hld_variants[] = {
              "verbose full log, up to 16x the pipe"},
 };
 
+/* What the criterion compares (lab_metric_spec): the exchange deadlocked or completed. */
+static const lab_metric_spec hld_metric_specs[] = {
+    {"hung", 0, 1, NULL, "the exchange deadlocked (1) or completed (0): every bug seed hangs, the fixes complete"},
+};
+
 const lab_incident hld_incident = {
     .id = LAB_INCIDENT_ID,
     .title = "test harness deadlocked on its own logging (stdout pipe full, parent waiting on a socket)",
-    .summary = "A test worker logged every message it sent, whole, to stdout: JSON with large base64 payloads. The parent "
-               "read the worker's stdout only after the worker's reply arrived on a socket. Once a log line outgrew the "
-               "pipe (64 KiB on Linux) the worker blocked in write() before sending, and both waited forever. Replayed "
-               "with a real worker process, pipe and socketpair; a progress watch declares the deadlock, names where the "
-               "worker blocks (/proc/PID/syscall, wchan) and kills it.",
     .variants = hld_variants,
     .n_variants = (int)(sizeof hld_variants / sizeof hld_variants[0]),
     .setup = hld_group_setup,
@@ -277,6 +277,8 @@ const lab_incident hld_incident = {
     .plots = {
         .metric = "exchange_s",
         .log = 1,
+        .specs = hld_metric_specs,
+        .n_specs = (int)(sizeof hld_metric_specs / sizeof hld_metric_specs[0]),
         .figures = hld_figures,
     },
 };

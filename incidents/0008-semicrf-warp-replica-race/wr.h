@@ -2,6 +2,7 @@
 #ifndef WR_H
 #define WR_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,9 +65,19 @@ WR_HD int wr_nrows(int nw) { return WR_C_PAD / wr_wrows(nw); }
  * 32 nw <= 64, else by thread e (threads 64.. are replicas that never store). */
 WR_HD int wr_owner(int e, int nw) { return 32 * nw < WR_C_PAD ? e % (32 * nw) : e; }
 
-/* Checkpoint interval of the upstream forward: max(K, floor(sqrt(T K))); checkpoints ceil(T / I) + 1. */
-int wr_ckpt_interval(int T, int K);
-int wr_num_ckpts(int T, int K);
+/* Checkpoint interval of the upstream forward: max(K, floor(sqrt(T K))); checkpoints ceil(T / I) + 1. Inline here
+ * so that the "why" study (studies/0008-semicrf-warp-replica-race), which has no lab library, shapes its buffers by
+ * the same rule. */
+WR_HD int wr_ckpt_interval(int T, int K)
+{
+    int s = (int)floor(sqrt((double)T * (double)K));
+    return s > K ? s : K;
+}
+WR_HD int wr_num_ckpts(int T, int K)
+{
+    int I = wr_ckpt_interval(T, K);
+    return (T + I - 1) / I + 1;
+}
 
 /* The forward pass the backward consumes (float32, upstream's recurrence: alpha[0][c] = 0, every segment's
  * score includes the transition from the previous class), for every batch element: log Z and the ring

@@ -1,6 +1,7 @@
 /* wr_cuda: what incident 0008's CUDA files share (wr_kernels.cu: the kernels and their launches; wr_cuda.cu: device
  * buffers, the cached inputs and forwards, a configuration's runs; wr_study.cu: the study): the kernels' arguments,
- * the compiled configurations and the launch functions. C++, CUDA only; internal to those files. */
+ * the compiled configurations and the launch functions. C++, CUDA only; internal to those files and to the "why"
+ * study outside the lab's build (studies/0008-semicrf-warp-replica-race), which compiles wr_kernels.cu itself. */
 #ifndef WR_CUDA_H
 #define WR_CUDA_H
 
@@ -22,6 +23,20 @@ struct wr_args {
 };
 
 typedef void (*wr_kernel_fn)(wr_args);
+
+/* The backward's barrier sites (its template argument BARS, a mask): a block barrier right after the store to the
+ * buffers at that site. The fix is WR_BAR_ALL, the bug 0; the lab builds only those two, and the single sites exist
+ * so that the "why" study (studies/0008-semicrf-warp-replica-race) can leave one handoff unguarded in these very
+ * kernels. WR_CKPT_PRED is no barrier: that study's lowering of the checkpoint copy the way Triton lowers it (every
+ * replica loads the row, all threads execute one predicated store), buffers in global memory only. */
+enum {
+    WR_BAR_INIT = 1,  /* after the beta ring's initialisation */
+    WR_BAR_CKPT = 2,  /* after the checkpoint copy into row 0 of the alpha buffer */
+    WR_BAR_ALPHA = 4, /* after each Phase-1 store of alpha[t] */
+    WR_BAR_BETA = 8,  /* after each Phase-2 store of beta[t] into the ring */
+    WR_BAR_ALL = 15,
+    WR_CKPT_PRED = 16
+};
 
 /* One compiled configuration of the backward kernel (the variants' and the study's, wr_kernels.cu). */
 struct wr_kdesc {

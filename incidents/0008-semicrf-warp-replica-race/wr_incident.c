@@ -640,8 +640,34 @@ static const lab_variant wr_variants[] = {
      .what = "4 warps without replicated loads: the owner thread loads, shares through shared memory behind a barrier"},
 };
 
+/* The data of the story's picture of the replicated threads (story.py draws it): at 2, 4 and 8 warps, which element
+ * of one [C_PAD] row each thread stores (wr_owner) and which it loads (wr_col), the kernel's own ownership. Writes
+ * <plots_dir>/<id>-replicas.dat, one row per (num_warps, thread): num_warps, thread, warp, the element it stores (-1:
+ * none, a replica) and the elements it loads (-1: none). No gnuplot: the picture is the story's. LAB_ERR_IO naming the
+ * file. */
+static lab_status wr_figures(const lab_figure_ctx *fx)
+{
+    char dat[4096];
+    snprintf(dat, sizeof dat, "%s/%s-replicas.dat", fx->plots_dir, fx->incident->id);
+    FILE *f = fopen(dat, "w");
+    if (!f) return lab_err_set(LAB_ERR_IO, "%s: cannot write", dat);
+    fprintf(f, "num_warps thread warp stores load0 load1\n");
+    static const int warps[] = {2, 4, 8}; /* at 1 warp a thread holds two elements: left out */
+    for (size_t w = 0; w < sizeof warps / sizeof *warps; ++w) {
+        int nw = warps[w];
+        for (int tid = 0; tid < 32 * nw; ++tid) {
+            int stores = -1, load[2] = {-1, -1};
+            for (int e = 0; e < WR_C_PAD && stores < 0; ++e)
+                if (wr_owner(e, nw) == tid) stores = e;
+            for (int j = 0; j < wr_ncols(nw) && j < 2; ++j) load[j] = wr_col(tid, nw, j);
+            fprintf(f, "%d %d %d %d %d %d\n", nw, tid, tid >> 5, stores, load[0], load[1]);
+        }
+    }
+    return fclose(f) == 0 ? LAB_OK : lab_err_set(LAB_ERR_IO, "%s: write failed", dat);
+}
+
 static const lab_metric_spec wr_metric_specs[] = {
-    {.name = "hazards", .tolerance = 0, .higher_is_worse = 1,
+    {.name = "hazards", .tolerance = 0, .higher_is_worse = 1, .model = 1,
      .caption = "unsynchronised cross-thread accesses (CPU criterion; CUDA: recorded, judged by the race firing)"},
     {.name = "err_over_tol", .tolerance = 1.0, .higher_is_worse = 1,
      .caption = "worst gradient error against the float64 reference, in units of (K + 4) x 2^-24 x max|log Z| (README: the derivation)"},
@@ -654,12 +680,6 @@ const lab_incident wr_incident = {
     .id = LAB_INCIDENT_ID,
     .title = "semi-CRF backward at num_warps > 2: a [64] vector replicated over 128 threads, stored by one replica, "
              "loaded by all, no barrier",
-    .summary = "The semi-Markov CRF's Triton backward (one program per sequence) stored recomputed alpha to a buffer and "
-               "beta to a ring, then loaded them back in the next step. At 4 and 8 warps Triton lays the 64-lane vectors "
-               "over more threads than lanes: one replica stores, every replica loads, and nothing orders a load in one "
-               "warp after the store in another. Upstream blamed register spills and out-of-bounds atomics; what "
-               "changed the outcome was num_warps = 2. The lab counts the hazard on the CPU and measures on the GPU "
-               "how often it fires; the fix is a barrier after the store (or no replicated load).",
     .variants = wr_variants,
     .n_variants = (int)(sizeof wr_variants / sizeof wr_variants[0]),
     .setup = wr_setup,
@@ -683,6 +703,7 @@ const lab_incident wr_incident = {
         .drift_metric = "err_over_tol",
         .specs = wr_metric_specs,
         .n_specs = (int)(sizeof wr_metric_specs / sizeof wr_metric_specs[0]),
+        .figures = wr_figures,
     },
 };
 LAB_INCIDENT_REGISTER(wr_incident);

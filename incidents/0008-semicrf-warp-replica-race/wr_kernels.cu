@@ -152,12 +152,13 @@ __device__ __forceinline__ void wr_alpha_at(const wr_args &a, const float *cum, 
 #undef WR_RIDX
 }
 
-/* The backward: one block per batch element, 32 NW threads. Template: warps, rematerialised loads, barrier after
- * the buffer stores (the fix), index variant, float64 accumulation, buffers in shared memory (racecheck study),
- * minimum blocks per SM (a register cap for the spill study). */
-template <int NW, bool REMAT, bool BAR, int INDEX, bool F64, bool SMEM, int MINB>
+/* The backward: one block per batch element, 32 NW threads. Template: warps, rematerialised loads, barrier sites
+ * after the buffer stores (WR_BAR_*, wr_cuda.h: the fix is all of them), index variant, float64 accumulation, buffers
+ * in shared memory (racecheck study), minimum blocks per SM (a register cap for the spill study). */
+template <int NW, bool REMAT, int BARS, int INDEX, bool F64, bool SMEM, int MINB>
 __global__ void __launch_bounds__(32 * NW, MINB) wr_bwd(wr_args a_all)
 {
+    static_assert(!(SMEM && (BARS & WR_CKPT_PRED)), "the predicated checkpoint copy stores with st.global");
     const wr_args a = wr_for_block(a_all, blockIdx.x);
     constexpr int NT = 32 * NW;
     constexpr int WC = NW >= 2 ? 2 : 1, WRW = NW >= 2 ? NW / 2 : 1, NR = WR_C_PAD / WRW, NC = WC == 1 ? 2 : 1;
@@ -209,18 +210,29 @@ __global__ void __launch_bounds__(32 * NW, MINB) wr_bwd(wr_args a_all)
             int e = tid + o * NT;
             if (owner && e < C) ring[(size_t)ki * WR_C_PAD + e] = ki == L % K ? 0.0f : WR_NEG_INF;
         }
-    if (BAR) __syncthreads(); /* the fix: every store to the buffers is followed by a barrier */
+    if (BARS & WR_BAR_INIT) __syncthreads(); /* the fix: every store to the buffers is followed by a barrier */
 
     for (int n = NCK - 1; n >= 0; --n) {
         const int s0 = n * I, s1 = s0 + I < T ? s0 + I : T;
         if (s0 >= L) continue;
-        /* alpha buffer row 0 from the checkpoint slot of s0 (owner load and store) */
+        /* alpha buffer row 0 from the checkpoint slot of s0 (owner load and store: the store waits for the load) */
+        if (BARS & WR_CKPT_PRED) { /* Triton's lowering: every replica loads, one predicated store all execute */
 #pragma unroll
-        for (int o = 0; o < NOWN; ++o) {
-            int e = tid + o * NT;
-            if (owner && e < C) abuf[e] = ck[((size_t)n * K + (size_t)(s0 % K)) * WR_C_PAD + e];
+            for (int o = 0; o < NOWN; ++o) {
+                int e = (tid + o * NT) % WR_C_PAD;
+                float cv = e < C ? ck[((size_t)n * K + (size_t)(s0 % K)) * WR_C_PAD + e] : WR_NEG_INF;
+                asm volatile("{ .reg .pred p; setp.ne.b32 p, %2, 0; @p st.global.b32 [%0], %1; }" ::"l"(abuf + e),
+                             "r"(__float_as_uint(cv)), "r"((int)(owner && e < C))
+                             : "memory");
+            }
+        } else {
+#pragma unroll
+            for (int o = 0; o < NOWN; ++o) {
+                int e = tid + o * NT;
+                if (owner && e < C) abuf[e] = ck[((size_t)n * K + (size_t)(s0 % K)) * WR_C_PAD + e];
+            }
         }
-        if (BAR) __syncthreads();
+        if (BARS & WR_BAR_CKPT) __syncthreads();
         /* ---- Phase 1: recompute alpha into the buffer ---- */
         for (int lt = 1; lt < SEG; ++lt) {
             const int t = s0 + lt;
@@ -241,7 +253,7 @@ __global__ void __launch_bounds__(32 * NW, MINB) wr_bwd(wr_args a_all)
                 int e = tid + o * NT;
                 if (owner && e < C) abuf[(size_t)lt * WR_C_PAD + e] = s_x[0][e];
             }
-            if (BAR) __syncthreads(); /* the fix: tl.debug_barrier() after the store */
+            if (BARS & WR_BAR_ALPHA) __syncthreads(); /* the fix: tl.debug_barrier() after the store */
         }
 
         /* ---- Phase 2: beta backward and the marginals ---- */
@@ -384,7 +396,7 @@ __global__ void __launch_bounds__(32 * NW, MINB) wr_bwd(wr_args a_all)
                     int e = col[j];
                     if (e < C) ring[(size_t)(t % K) * WR_C_PAD + e] = (float)nb[j];
                 }
-            if (BAR) __syncthreads(); /* the fix */
+            if (BARS & WR_BAR_BETA) __syncthreads(); /* the fix */
         }
     }
 #undef WR_RIDX
@@ -393,8 +405,10 @@ __global__ void __launch_bounds__(32 * NW, MINB) wr_bwd(wr_args a_all)
 
 /* The forward on the GPU with the same row arithmetic as the backward's Phase 1 at the same warp count (so the
  * recomputed alpha equals the forward's bit for bit, as upstream's recompute relies on), race-free (a barrier after
- * every store): alpha[0..L] into alpha_all [B][T+1][C_PAD] (NEG_INF-filled), then the checkpoints and log Z. */
-template <int NW>
+ * every store): alpha[0..L] into alpha_all [B][T+1][C_PAD] (NEG_INF-filled), then the checkpoints and log Z.
+ * STEP_BAR = false (the "why" study only) drops the barrier between a step's store of alpha[t] and the next step's
+ * loads, the store-then-load of Triton's forward; one barrier after the loop still orders the checkpoints and log Z. */
+template <int NW, bool STEP_BAR = true>
 __global__ void __launch_bounds__(32 * NW) wr_fwd_k(wr_args a_all, float *alpha_all, float *ckpt, float *logZ)
 {
     const wr_args a = wr_for_block(a_all, blockIdx.x);
@@ -441,8 +455,9 @@ __global__ void __launch_bounds__(32 * NW) wr_fwd_k(wr_args a_all, float *alpha_
             int e = tid + o * NT;
             if (owner && e < C) al[(size_t)t * WR_C_PAD + e] = s_x[0][e];
         }
-        __syncthreads();
+        if (STEP_BAR) __syncthreads();
     }
+    if (!STEP_BAR) __syncthreads();
     /* checkpoint n holds alpha[q] for q in (n I - K, n I] at slot q % K (the owner copies) */
     for (int n = 0; n < NCK; ++n)
         for (int q = n * I - K + 1; q <= n * I; ++q) {
@@ -514,7 +529,8 @@ __global__ void wr_reduce(const void *gtr_, const void *gdb_, const void *gcum_,
 /* The compiled configurations: variants of the incident and the study's extra shapes. */
 
 #define WR_K(nw, remat, bar, index, f64, smem, minb)                                                                   \
-    {{nw, remat, bar, index, f64, smem}, minb, wr_bwd<nw, remat, bar, index, f64, smem, minb>}
+    {{nw, remat, bar, index, f64, smem}, minb,                                                                         \
+     wr_bwd<nw, remat, (bar) ? WR_BAR_ALL : 0, index, f64, smem, minb>}
 static const wr_kdesc wr_kernels[] = {
     WR_K(4, true, false, WR_INDEX_RAW, false, false, 1),   /* bug: upstream before the OOB fix, num_warps = 4 */
     WR_K(8, true, false, WR_INDEX_RAW, false, false, 1),   /* num_warps = 8 */

@@ -5,18 +5,6 @@
 
 #include "wr.h"
 
-int wr_ckpt_interval(int T, int K)
-{
-    int s = (int)floor(sqrt((double)T * (double)K));
-    return s > K ? s : K;
-}
-
-int wr_num_ckpts(int T, int K)
-{
-    int I = wr_ckpt_interval(T, K);
-    return (T + I - 1) / I + 1;
-}
-
 /* ---- float32 primitives of the kernel (upstream's guards: NEG_INF guard, epsilon, clamps) ---------------- */
 
 static inline float wr_clampf(float x, float lo, float hi)

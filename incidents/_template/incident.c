@@ -111,7 +111,6 @@ static const lab_metric_spec nnnn_metric_specs[] = {
 const lab_incident nnnn_incident = {
     .id = LAB_INCIDENT_ID,
     .title = "what broke",
-    .summary = "Two or three sentences for `lab explain`.",
     .variants = nnnn_variants,
     .n_variants = (int)(sizeof nnnn_variants / sizeof nnnn_variants[0]),
     .setup = nnnn_setup,

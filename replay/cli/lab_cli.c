@@ -265,7 +265,7 @@ lab_status lab_cli_replay_parse(lab_cli_cmd cmd, int argc, char **argv, lab_cli_
 /* The options' usage, from the table */
 
 #define LAB_CLI_USAGE_COL 37   /* the column the help texts start at (lab_main's usage lines use it too) */
-#define LAB_CLI_USAGE_WIDTH 116
+#define LAB_CLI_USAGE_WIDTH 100 /* LAB_TEXT_WIDTH: the width of the lab's output for people */
 
 /* Writes the words of s to f from column *col on, a new line indented to LAB_CLI_USAGE_COL where the next word would
  * pass LAB_CLI_USAGE_WIDTH; *col is where it ends. */

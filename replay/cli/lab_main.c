@@ -15,6 +15,7 @@
 #include "lab_command.h"
 #include "lab_compare.h"
 #include "lab_compare_plot.h"
+#include "lab_explain.h"
 #include "lab_fs.h"
 #include "lab_golden.h"
 #include "lab_incident.h"
@@ -26,94 +27,147 @@
 #include "lab_plot.h"
 #include "lab_sanitize.h"
 #include "lab_stall.h"
+#include "lab_text.h"
 #include "lab_replay.h"
 #include "lab_resultset.h"
 #include "lab_report.h"
 #include "lab_results.h"
 
-/* Per command: its usage lines; `lab help` prints them all, `lab COMMAND --help` its own. replay and report take the
- * option table's options (lab_cli): their lines come from the table (lab_cli_usage), between the command's text and
- * its tail, so that the usage names every option the parser takes and no other. */
+/* Per command: its usage; `lab help` leads with the five everyday commands (an example each) and lists the others
+ * under "More", `lab COMMAND --help` prints one command's usage and its own exit status. replay and report take the
+ * option table's options (lab_cli): their lines come from the table (lab_cli_usage), after the command's text, so that
+ * the usage names every option the parser takes and no other. */
 #define LAB_USAGE_OPTIONS(cmd) ((cmd) + 1)
 static const struct {
-    const char *name, *text;
-    int options;      /* LAB_USAGE_OPTIONS(cmd): the options of lab_cli_cmd cmd follow the text; 0: none */
-    const char *tail; /* after the options, or NULL */
+    const char *name;
+    const char *synopsis; /* after "usage: lab "; further forms on lines of their own ("lab " added) */
+    const char *line;     /* one line for `lab help` */
+    const char *example;  /* the everyday commands: an example for `lab help`; NULL: listed under "More" */
+    const char *about;    /* what it does, wrapped */
+    int options;          /* LAB_USAGE_OPTIONS(cmd): the options of lab_cli_cmd cmd follow; 0: none */
+    const char *exits;    /* its exit status, wrapped */
 } lab_usage_cmds[] = {
-    {"list", "  list                               incidents, their variants and roles\n"},
-    {"replay",
-     "  replay [OPTION]...                 run cases isolated on all cores; exit 1 if a fix fails or a bug is not\n"
-     "                                     detected (XPASS). SIGINT/SIGTERM stop the run: the finished cases are\n"
-     "                                     written, marked interrupted, exit 130/143, and the commands that resume\n"
-     "                                     what is left are printed. Options:\n",
-     LAB_USAGE_OPTIONS(LAB_CLI_REPLAY), NULL},
-    {"explain",
-     "  explain ID [--seeds N] [--backend cpu|cuda]\n"
-     "                                     the story in short, then bug and fix side by side, live (--seeds 1..4096)\n"},
-    {"golden", "  golden verify|bless [ID]           check goldens against their MANIFEST / regenerate them\n"},
-    {"plots", "  plots [--out DIR]                  redraw the plots of a replay from DIR/results.jsonl\n"},
-    {"case",
-     "  case ID VARIANT SEED [--backend B] [--sanitizer TOOL]\n"
-     "                                     one case in this process (for gdb, and what --sanitize runs; TOOL:\n"
-     "                                     the compute-sanitizer tool watching it, buffers then exact-size)\n"},
-    {"bench",
-     "  bench [ID]... [--json] [--study]   the incidents' benchmarks (GPU kernels against device ceilings; seconds,\n"
-     "                                     what `lab report` includes); --json: their records (ratios, times,\n"
-     "                                     spreads) as JSON on stdout; --study: the incidents' longer studies\n"
-     "                                     instead (0008: every num_warps configuration, 16 runs each, minutes)\n"},
-    {"report",
-     "  report [OPTION]...                 replay as `lab replay` does, then write a self-contained report folder\n"
-     "                                     (default build/report): report.json, index.html (plots inline), the\n"
-     "                                     device and build, results files; exit status as replay. Options:\n",
+    {"replay", "replay [OPTION]...", "run every incident's cases, each in its own process, and give the one verdict",
+     "build/lab replay --incident 0004 --variant bug-exp-log --seed 7",
+     "Runs the selected cases isolated on all cores and prints a table per incident and variant, then the verdict: a "
+     "fix must pass on every seed, a bug variant must be detected (one that passes is an XPASS). Every case that "
+     "misses its role is printed with the one command that replays it. SIGINT/SIGTERM stop the run: the finished cases "
+     "are written, marked interrupted, and the commands that resume what is left are printed.",
+     LAB_USAGE_OPTIONS(LAB_CLI_REPLAY),
+     "0 every fix holds and every bug is detected; 1 the verdict is NOT OK (a fix failed, a bug was not detected, or "
+     "too few seeds for a stated rate); 2 bad usage (the flag is named); 3 the lab could not do the job (I/O error, "
+     "missing dependency or build product, a requested backend that is not usable); 130/143 interrupted by "
+     "SIGINT/SIGTERM (the finished cases are kept)."},
+    {"explain", "explain ID [--seeds N] [--backend cpu|cuda]",
+     "an incident's story in short (its card), then its bug and fix side by side, live", "build/lab explain 0004",
+     "Prints the card at the top of the incident's story (incidents/ID/README.md): what you see, the trigger, the root "
+     "cause, the fix, how to spot it, the commands, and each variant with its class (history, hypothesis, "
+     "construction). Then runs every variant on seeds 1..N (default 4, at most 4096), each case in its own process, "
+     "and shows per seed the outcome and the bound of the criterion the case crossed, and what to try next.",
+     0,
+     "0 every case met its role (the bug detected, the fix held); 1 one did not; 2 bad usage; 3 the lab could not do "
+     "the job (the story has no readable card: the file and line are named)."},
+    {"case", "case ID VARIANT SEED [--backend cpu|cuda] [--sanitize TOOL]",
+     "one case in this process: its finding in words, then as JSON (for a debugger)",
+     "build/lab case 0004 bug-exp-log 7",
+     "Runs one case without isolation, for gdb or cuda-gdb, and prints first a line for people (\"bug-exp-log seed 7: "
+     "FAIL, so the bug is detected, as a bug variant must be\") and the case's detail, then its result as one JSON "
+     "line after \"LAB-CASE \". --sanitize TOOL: the compute-sanitizer tool (memcheck, initcheck, racecheck) that "
+     "watches this process, so the case allocates every buffer at its exact size (what `lab replay --sanitize` runs; "
+     "--sanitizer, the old spelling, is still accepted).",
+     0,
+     "0 the case met its role (a fix passed, a bug variant was detected) or skipped where that is expected (no GPU); "
+     "1 it did not; 2 bad usage; 3 the case could not run (an ERROR, or a SKIP for something missing from the build)."},
+    {"report", "report [OPTION]...\nreport --from DIR\nreport --replot DIR",
+     "replay, then write a self-contained report folder (report.json, index.html)",
+     "build/lab report --backend cuda --seeds 1000 --out build/report-gpu",
+     "Replays as `lab replay` does, then writes a self-contained report folder (default build/report): report.json, "
+     "index.html (plots and the stories' pictures inline), the device and build, the results files. --from DIR: the "
+     "report of a replay already in DIR (`lab replay --out DIR`), on the machine and build that ran it. --replot DIR: "
+     "render a report's plots here (made where gnuplot was missing).",
      LAB_USAGE_OPTIONS(LAB_CLI_REPORT),
-     "  report --replot DIR                render a report's plots here (made where gnuplot was missing)\n"
-     "  report --from DIR                  the report of a replay already in DIR (`lab replay --out DIR`), on the\n"
-     "                                     machine and build that ran it: report.json and index.html there; exit 2\n"
-     "                                     when DIR is not a finished replay (the file is named)\n"},
-    {"compare",
-     "  compare A B [--factor F] [--strict] [--out DIR]\n"
-     "                                     compare two report folders: changed outcomes, metrics moved by more\n"
-     "                                     than F times (default 10), new or missing incidents and variants;\n"
-     "                                     exit 1 if an outcome regressed (--strict: also moves and missing ones),\n"
-     "                                     2 if a report cannot be read or is invalid (the field is named).\n"
-     "                                     Benchmarks (both reports' bench sections, same device): each fix's\n"
-     "                                     cost ratio side by side; a fix that got slower (ratio up by more than\n"
-     "                                     max(5%, the two spreads)) is flagged PERF REGRESSION and exits 1\n"
-     "                                     --out DIR: also per incident both distributions against the tolerance\n"
-     "                                     (DIR/<id>.png, DIR/index.html); 3 when they cannot be drawn. DIR may\n"
-     "                                     be missing, empty or an earlier compare folder; anything else (a file,\n"
-     "                                     a folder of other things, a replay or report folder) is refused, exit 2\n"},
-    {"trend",
-     "  trend [--out DIR] REPORT...        each fix's margin to its tolerance across reports in time order\n"
-     "                                     (DIR/trend.png, default build/trend). DIR may be missing, empty or\n"
-     "                                     an earlier trend folder; anything else is refused, exit 2\n"},
-    {"new", "  new NNNN-slug                      a new incident directory from incidents/_template\n"},
-    {"help", "  help                               this text (`lab COMMAND --help`: one command's)\n"},
+     "0 every fix holds and every bug is detected; 1 the verdict is NOT OK; 2 bad usage, or --from DIR that is not a "
+     "finished replay (the file is named); 3 the lab could not do the job or write the report; 130/143 interrupted "
+     "(the replay's result set is kept)."},
+    {"compare", "compare A B [--factor F] [--strict] [--out DIR]", "what changed between two report folders",
+     "build/lab compare baselines/h200 build/report-gpu",
+     "Compares two report folders: changed outcomes, metrics moved by more than F times (default 10), new or missing "
+     "incidents and variants. Benchmarks (both reports' bench sections, same device): each fix's cost ratio side by "
+     "side; a fix that got slower (ratio up by more than max(5%, the two spreads)) is flagged PERF REGRESSION. --out "
+     "DIR: also per incident both distributions against the tolerance (DIR/<id>.png, DIR/index.html); DIR may be "
+     "missing, empty or an earlier compare folder, anything else (a file, a folder of other things, a replay or report "
+     "folder) is refused.",
+     0,
+     "0 nothing regressed; 1 an outcome regressed or a PERF REGRESSION (--strict: also moves and missing ones); 2 a "
+     "report cannot be read or is invalid (the field is named), or --out is refused; 3 the figures cannot be drawn."},
+    {"list", "list", "incidents, their variants and roles", NULL, "Lists every incident, its variants, their roles "
+     "and the backends each runs on.", 0, "0; 2 when the repository root has no incidents/."},
+    {"golden", "golden verify|bless [ID]", "check the goldens against their MANIFEST, or regenerate them", NULL,
+     "verify: checks every golden file against its MANIFEST (sha256, dtype, shape). bless: regenerates them from the "
+     "float64 reference (opt-in, `make golden`).", 0,
+     "0 every golden verified (or regenerated); 1 a golden does not match its MANIFEST; 2 bad usage; 3 a bless "
+     "failed."},
+    {"plots", "plots [--out DIR]", "redraw the plots of a replay from DIR/results.jsonl", NULL,
+     "Redraws the plots of the replay in DIR (default build/replay) from its results.jsonl, into DIR/plots.", 0,
+     "0 drawn; 2 bad usage; 3 they cannot be drawn (the reason named); 130/143 interrupted."},
+    {"bench", "bench [ID]... [--json] [--study]", "the incidents' GPU benchmarks, against the device's ceilings", NULL,
+     "Runs the incidents' benchmarks (GPU kernels against device ceilings; seconds, what `lab report` includes), one "
+     "after another, each in its own process. --json: their records (ratios, times, spreads) as JSON on stdout. "
+     "--study: the incidents' longer studies instead (0008: every num_warps configuration, 16 runs each, minutes).",
+     0, "0 every benchmark ran or skipped (no GPU); 1 a benchmark failed; 2 bad usage; 3 the lab could not run them."},
+    {"trend", "trend [--out DIR] REPORT...", "each fix's margin to its tolerance across reports in time order", NULL,
+     "Draws each fix's margin to its tolerance across the reports in time order (DIR/trend.png, default build/trend). "
+     "DIR may be missing, empty or an earlier trend folder; anything else is refused.", 0,
+     "0 drawn; 2 bad usage, a report that cannot be read, or --out refused; 3 the figure cannot be drawn."},
+    {"new", "new NNNN-slug", "a new incident directory from incidents/_template", NULL,
+     "Makes incidents/NNNN-slug from incidents/_template, for a new incident's reproducer, fix and story.", 0,
+     "0 made; 2 bad usage (the name is named); 3 it cannot be made."},
+    {"help", "help [COMMAND]", "this text; `lab COMMAND --help`: one command's usage and exit status", NULL,
+     "Prints the everyday commands with an example each and lists the others; with COMMAND, that command's usage.", 0,
+     "0."},
 };
+#define LAB_USAGE_N (sizeof lab_usage_cmds / sizeof *lab_usage_cmds)
 
-static const char *lab_usage_tail =
-    "Exit status: 0 ok (every fix holds, every bug detected); 1 the verdict is NOT OK; 2 bad usage;\n"
-    "3 the lab could not do the job (I/O error, missing dependency or build product, a requested backend\n"
-    "that is not usable); 130/143 a replay interrupted by SIGINT/SIGTERM (finished cases kept).\n"
-    "The repository root is the current directory, or LAB_ROOT.\n";
-
-/* Prints the usage of one command (name NULL: all of them, report's options after replay's as the ones it adds) and
- * the exit codes. */
-static void lab_usage_print(FILE *f, const char *name)
+/* Prints `lab help`: the everyday commands, each with an example, then the others. */
+static void lab_usage_overview(FILE *f)
 {
-    fprintf(f, "usage: lab COMMAND [options]\n");
-    for (size_t i = 0; i < sizeof lab_usage_cmds / sizeof *lab_usage_cmds; ++i) {
-        if (name && strcmp(name, lab_usage_cmds[i].name)) continue;
-        fputs(lab_usage_cmds[i].text, f);
-        if (lab_usage_cmds[i].options) {
-            lab_cli_cmd cmd = (lab_cli_cmd)(lab_usage_cmds[i].options - 1);
-            int own = !name && cmd == LAB_CLI_REPORT;
-            if (own) fprintf(f, "    replay's (above), and:\n");
-            lab_cli_usage(f, cmd, own);
+    fprintf(f, "usage: lab COMMAND [options]      (`lab COMMAND --help`: its options and exit status)\n\n"
+               "Every day:\n");
+    for (size_t i = 0; i < LAB_USAGE_N; ++i)
+        if (lab_usage_cmds[i].example)
+            fprintf(f, "  %-9s %s\n            %s\n", lab_usage_cmds[i].name, lab_usage_cmds[i].line,
+                    lab_usage_cmds[i].example);
+    fprintf(f, "\nMore:\n");
+    for (size_t i = 0; i < LAB_USAGE_N; ++i)
+        if (!lab_usage_cmds[i].example) fprintf(f, "  %-9s %s\n", lab_usage_cmds[i].name, lab_usage_cmds[i].line);
+    fprintf(f, "\nExit status: 0 ok (every fix holds, every bug detected); 1 the verdict is NOT OK; 2 bad usage;\n"
+               "3 the lab could not do the job; each command's --help states its own.\n"
+               "The repository root is the current directory, or LAB_ROOT.\n");
+}
+
+/* Prints one command's usage: "usage: lab NAME ...", what it does, its options, its exit status. 0, or -1 when no
+ * command has that name. */
+static int lab_usage_print(FILE *f, const char *name)
+{
+    for (size_t i = 0; i < LAB_USAGE_N; ++i) {
+        if (strcmp(name, lab_usage_cmds[i].name)) continue;
+        const char *syn = lab_usage_cmds[i].synopsis;
+        fprintf(f, "usage: lab ");
+        for (const char *p = syn; *p; ++p) {
+            fputc(*p, f);
+            if (*p == '\n') fprintf(f, "       lab ");
         }
-        if (lab_usage_cmds[i].tail) fputs(lab_usage_cmds[i].tail, f);
+        fputc('\n', f);
+        lab_text_wrap(f, lab_usage_cmds[i].about, LAB_TEXT_WIDTH, "  ", "  ");
+        if (lab_usage_cmds[i].options) {
+            fprintf(f, "Options:\n");
+            lab_cli_usage(f, (lab_cli_cmd)(lab_usage_cmds[i].options - 1), 0);
+        }
+        lab_text_wrap(f, lab_usage_cmds[i].exits, LAB_TEXT_WIDTH, "Exit status: ", "  ");
+        fprintf(f, "The repository root is the current directory, or LAB_ROOT.\n");
+        return 0;
     }
-    fputs(lab_usage_tail, f);
+    return -1;
 }
 
 /* Prints "lab: <message>" and a pointer to the usage text; returns the usage exit status. */
@@ -227,8 +281,9 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
         /* One case: show everything it reported. */
         for (size_t i = 0; i < res.n_recs; ++i) {
             const lab_case_record *r = &res.recs[i];
-            printf("%s %s seed %llu %s: %s %s %s\n", r->incident->id, r->variant->name, (unsigned long long)r->seed,
-                   lab_backend_name(r->backend), lab_outcome_name(r->o.outcome), r->o.r.detail, r->o.error);
+            printf("%s %s seed %llu %s: %s%s%s%s%s\n", r->incident->id, r->variant->name, (unsigned long long)r->seed,
+                   lab_backend_name(r->backend), lab_outcome_name(r->o.outcome), r->o.r.detail[0] ? " " : "",
+                   r->o.r.detail, r->o.error[0] ? " " : "", r->o.error);
             for (int m = 0; m < r->o.r.n_metrics; ++m)
                 printf("    %-24s %.9g\n", r->o.r.metrics[m].name, r->o.r.metrics[m].value);
         }
@@ -236,88 +291,6 @@ static int lab_cmd_replay(int argc, char **argv, const char *lab_bin)
     rc = res.verdict.exit_status; /* the one verdict's (lab_verdict.h): 0, 1, 3, or 130/143 when interrupted */
     lab_replay_result_free(&res);
     return rc;
-}
-
-/* explain: one job per (seed, variant) pair. */
-typedef struct {
-    const lab_incident *inc;
-    lab_backend backend;
-    size_t n_seeds;
-} lab_explain_ctx;
-
-static lab_status lab_explain_job(void *vctx, size_t job, lab_case_result *r)
-{
-    lab_explain_ctx *x = vctx;
-    lab_case c;
-    char gdir[4096];
-    lab_case_init(&c, x->inc, &x->inc->variants[job % (size_t)x->inc->n_variants], 1 + job / (size_t)x->inc->n_variants,
-                  x->backend, lab_root(), gdir, sizeof gdir);
-    return lab_replay_case(&c, r);
-}
-
-static int lab_cmd_explain(int argc, char **argv, const char *lab_bin)
-{
-    if (argc < 1) return lab_usage_error("explain needs an incident id");
-    const lab_incident *inc = lab_find_or_complain(argv[0]);
-    if (!inc) return LAB_EXIT_USAGE;
-    uint64_t seeds = 4;
-    lab_backend backend = LAB_BACKEND_CPU;
-    for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
-            if (lab_parse_u64("--seeds", argv[++i], 1, LAB_CLI_EXPLAIN_SEEDS_MAX, &seeds)) return LAB_EXIT_USAGE;
-        } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
-            if (lab_backend_parse(argv[++i], &backend) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
-        } else {
-            return lab_usage_error("explain: unknown flag '%s'", argv[i]);
-        }
-    }
-    printf("%s: %s\n\n%s\n\nThe full story: %s/incidents/%s/README.md\n\n", inc->id, inc->title, inc->summary,
-           lab_root(), inc->id);
-    for (int v = 0; v < inc->n_variants; ++v)
-        printf("  %-18s %s  %s\n", inc->variants[v].name, lab_role_name(inc->variants[v].role), inc->variants[v].what);
-    printf("\nLive, %llu seeds on %s; separating metric: %s\n\n", (unsigned long long)seeds, lab_backend_name(backend),
-           inc->plots.metric);
-    size_t nv = (size_t)inc->n_variants, n;
-    if (lab_cli_mul_size((size_t)seeds, nv, "explain --seeds", &n) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
-    lab_job_outcome *out = calloc(n ? n : 1, sizeof *out);
-    if (!out) {
-        fprintf(stderr, "lab explain: out of memory\n");
-        return LAB_EXIT_FAILED;
-    }
-    lab_explain_ctx x = {inc, backend, (size_t)seeds};
-    lab_status st = lab_isolate_run(n, lab_explain_job, &x, lab_isolate_ncpu(), inc->timeout_s > 0 ? inc->timeout_s : 60,
-                                    NULL, out);
-    printf("%-6s", "seed");
-    for (size_t v = 0; v < nv; ++v) printf(" | %-34s", inc->variants[v].name);
-    printf("\n");
-    int all_ok = st == LAB_OK;
-    for (size_t s = 0; s < seeds; ++s) {
-        printf("%-6zu", s + 1);
-        for (size_t v = 0; v < nv; ++v) {
-            const lab_job_outcome *o = &out[s * nv + v];
-            double m = lab_result_get(&o->r, inc->plots.metric);
-            char cell[64];
-            snprintf(cell, sizeof cell, "%s %s=%.3g", lab_outcome_name(o->outcome), inc->plots.metric, m);
-            printf(" | %-34s", cell);
-            lab_case_record rec = {inc, &inc->variants[v], s + 1, backend, *o};
-            all_ok &= lab_verdict_case_ok(&rec) != 0;
-        }
-        printf("\n");
-    }
-    printf("\n");
-    for (size_t v = 0; v < nv; ++v) {
-        const lab_job_outcome *o = &out[v];
-        printf("%s (seed 1): %s%s%s\n", inc->variants[v].name, o->r.detail, o->error[0] ? " " : "", o->error);
-    }
-    printf("\n%s\nReplay all seeds: %s replay --incident %s\n",
-           all_ok ? "The bug happens and the fix holds." : "NOT OK: a fix failed or a bug was not detected.", lab_bin,
-           inc->id);
-    free(out);
-    if (st != LAB_OK) {
-        fprintf(stderr, "lab explain: %s\n", lab_err_msg());
-        return LAB_EXIT_FAILED;
-    }
-    return all_ok ? LAB_EXIT_OK : LAB_EXIT_NOT_OK;
 }
 
 static int lab_cmd_golden(int argc, char **argv)
@@ -388,8 +361,35 @@ static int lab_cmd_plots(int argc, char **argv)
     return 0;
 }
 
-/* case: one case in this process (no isolation), its result printed as a LAB-CASE line: what `replay
- * --sanitize` runs under compute-sanitizer, and a handle for gdb / cuda-gdb. */
+/* The line `lab case` prints first, for people: "bug-exp-log seed 7: FAIL, so the bug is detected, as a bug variant
+ * must be", then the detail wrapped. Returns what lab_verdict_case_ok says of the case (1 met its role, 0 not, -1 a
+ * neutral SKIP) and -2 for an ERROR or a SKIP for something missing. */
+static int lab_case_say(FILE *f, const lab_case *c, lab_status st, const lab_case_result *r)
+{
+    const lab_variant *v = c->variant;
+    lab_outcome oc = st != LAB_OK ? LAB_OUT_ERROR : r->skipped ? LAB_OUT_SKIP : !r->verdict_set ? LAB_OUT_ERROR
+                     : r->passed ? LAB_OUT_PASS : LAB_OUT_FAIL;
+    lab_case_record rec = {c->incident, v, c->seed, c->backend, {.outcome = oc, .r = *r}};
+    int ok = oc == LAB_OUT_ERROR ? -2 : lab_verdict_case_ok(&rec);
+    if (oc == LAB_OUT_SKIP && !lab_skip_expected((lab_skip_class)r->skip_class)) ok = -2;
+    const char *so = ok == -2 && oc == LAB_OUT_ERROR ? "the case could not run"
+                     : oc == LAB_OUT_SKIP ? (ok == -2 ? "not run: something the build lacks" : "not run here")
+                     : v->role == LAB_ROLE_BUG ? (ok == 1 ? "so the bug is detected, as a bug variant must be"
+                                                          : "so the bug is NOT detected (an XPASS): a bug variant "
+                                                            "must be detected")
+                     : ok == 1 ? "so the fix holds, as a fix must"
+                               : "so the fix does NOT hold: a fix must pass on every seed";
+    char head[512];
+    snprintf(head, sizeof head, "%s seed %llu: %s, %s", v->name, (unsigned long long)c->seed, lab_outcome_name(oc), so);
+    lab_text_wrap(f, head, LAB_TEXT_WIDTH, "", "  ");
+    const char *why = st != LAB_OK ? lab_err_msg() : r->detail;
+    if (*why) lab_text_wrap(f, why, LAB_TEXT_WIDTH, "  ", "  ");
+    return ok;
+}
+
+/* case: one case in this process (no isolation): a line for people, then its result as a LAB-CASE line: what `replay
+ * --sanitize` runs under compute-sanitizer, and a handle for gdb / cuda-gdb. Exit status: 0 the case met its role or
+ * skipped where that is expected, 1 it did not, 2 bad usage, 3 it could not run. */
 static int lab_cmd_case(int argc, char **argv)
 {
     if (argc < 3) return lab_usage_error("case needs ID VARIANT SEED");
@@ -404,8 +404,10 @@ static int lab_cmd_case(int argc, char **argv)
     for (int i = 3; i < argc; ++i) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
             if (lab_backend_parse(argv[++i], &backend) != LAB_OK) return lab_usage_error("%s", lab_err_msg());
-        } else if (!strcmp(argv[i], "--sanitizer") && i + 1 < argc) {
-            sanitizer = argv[++i]; /* the tool this process runs under (set by replay --sanitize) */
+        } else if ((!strcmp(argv[i], "--sanitize") || !strcmp(argv[i], "--sanitizer")) && i + 1 < argc) {
+            /* the tool this process runs under (set by replay --sanitize); --sanitizer: the old spelling */
+            sanitizer = argv[++i];
+            if (lab_sanitize_tool_check(sanitizer) != LAB_OK) return lab_usage_error("case: --sanitize: %s", lab_err_msg());
         } else {
             return lab_usage_error("case: unknown flag '%s'", argv[i]);
         }
@@ -420,8 +422,9 @@ static int lab_cmd_case(int argc, char **argv)
 #endif
     lab_case_result r;
     lab_status st = lab_replay_case(&c, &r);
+    int ok = lab_case_say(stdout, &c, st, &r);
     lab_sanitize_print_result(stdout, st, &r);
-    return 0;
+    return ok == 1 || ok == -1 ? LAB_EXIT_OK : ok == 0 ? LAB_EXIT_NOT_OK : LAB_EXIT_FAILED;
 }
 
 /* bench: each selected incident's benchmark, one after another (never two at once: they time the device), each in
@@ -478,7 +481,7 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
         if (argc != 2) return lab_usage_error("report --from needs exactly one replay folder");
         char command[4096];
         lab_command_line(lab_bin, "report", argc, argv, command, sizeof command);
-        lab_report_opts ro = {0, command, 1};
+        lab_report_opts ro = {0, command, 1, lab_root()};
         /* the set is streamed (lab_report): SIGINT/SIGTERM end the reading within 1 s, no report written */
         if (lab_isolate_catch_signals() != LAB_OK) fprintf(stderr, "lab report: %s\n", lab_err_msg());
         if (lab_report_write(argv[1], &ro) != LAB_OK) {
@@ -526,7 +529,7 @@ static int lab_cmd_report(int argc, char **argv, const char *lab_bin)
         cJSON_Delete(bench_section);
         return LAB_EXIT_SIGNAL + sig;
     }
-    lab_report_opts ro = {t0, command, 1};
+    lab_report_opts ro = {t0, command, 1, lab_root()};
     /* from what the replay holds in memory; a windowed replay holds no records (bounded memory): its files, streamed */
     lab_status st = res.summary && res.recs
                         ? lab_report_write_set(out, &ro, res.summary, &res.set, bench_section, &res.plots)
@@ -603,20 +606,18 @@ int main(int argc, char **argv)
     lab_phase_begin();
     const char *lab_bin = argv[0];
     if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        const char *one = NULL;
-        for (size_t i = 0; argc > 2 && !strcmp(argv[1], "help") && i < sizeof lab_usage_cmds / sizeof *lab_usage_cmds; ++i)
-            if (!strcmp(argv[2], lab_usage_cmds[i].name)) one = argv[2];
-        lab_usage_print(argc < 2 ? stderr : stdout, one);
+        /* `lab help COMMAND`: that command's usage; `lab help`, `lab --help`: the overview (on stderr, exit 2, when
+         * no command was given at all) */
+        if (argc > 2 && !strcmp(argv[1], "help") && strcmp(argv[2], "--help") && strcmp(argv[2], "-h")) {
+            if (lab_usage_print(stdout, argv[2]) == 0) return LAB_EXIT_OK;
+            return lab_usage_error("help: unknown command '%s'", argv[2]);
+        }
+        lab_usage_overview(argc < 2 ? stderr : stdout);
         return argc < 2 ? LAB_EXIT_USAGE : LAB_EXIT_OK;
     }
     /* `lab COMMAND --help`: that command's usage, exit 0, for every command (no repository needed). */
-    if (argc >= 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
-        for (size_t i = 0; i < sizeof lab_usage_cmds / sizeof *lab_usage_cmds; ++i)
-            if (!strcmp(argv[1], lab_usage_cmds[i].name)) {
-                lab_usage_print(stdout, argv[1]);
-                return LAB_EXIT_OK;
-            }
-    }
+    if (argc >= 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) && lab_usage_print(stdout, argv[1]) == 0)
+        return LAB_EXIT_OK;
     /* compare reads only the two report folders: it runs anywhere. */
     if (!strcmp(argv[1], "compare")) return lab_cmd_compare(argc - 2, argv + 2);
     if (!strcmp(argv[1], "trend")) return lab_compare_plot_trend_cmd(argc - 2, argv + 2, lab_root());
@@ -629,7 +630,7 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "list")) return lab_cmd_list();
     if (!strcmp(cmd, "replay")) return lab_cmd_replay(argc - 2, argv + 2, lab_bin);
-    if (!strcmp(cmd, "explain")) return lab_cmd_explain(argc - 2, argv + 2, lab_bin);
+    if (!strcmp(cmd, "explain")) return lab_explain_cmd(argc - 2, argv + 2, lab_bin, lab_root());
     if (!strcmp(cmd, "golden")) return lab_cmd_golden(argc - 2, argv + 2);
     if (!strcmp(cmd, "plots")) return lab_cmd_plots(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return lab_cmd_bench(argc - 2, argv + 2);

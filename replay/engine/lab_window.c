@@ -19,6 +19,7 @@
 #include "lab_replay_int.h"
 #include "lab_resultset.h"
 #include "lab_stall.h"
+#include "lab_testknobs.h"
 
 /* ---- Windowed replays: a replay of more cases than LAB_REPLAY_WINDOW_AT (or $LAB_REPLAY_WINDOW) runs its cases a
  * window at a time (lab_window.h), holding records and outcomes only for the window's cases. ---- */
@@ -26,7 +27,7 @@
 /* $LAB_REPLAY_WINDOW as a positive count of cases, else 0. */
 static size_t lab_replay_window_env(void)
 {
-    const char *e = getenv("LAB_REPLAY_WINDOW");
+    const char *e = getenv(LAB_TESTKNOB_REPLAY_WINDOW);
     if (!e || !*e) return 0;
     char *end;
     errno = 0;
@@ -161,7 +162,7 @@ static void lab_replay_win_free(lab_replay_win *w)
  * lines journal.resume is to account for are synced, before it does. Inert unless set. */
 static int lab_window_test_kill(const char *point, size_t window)
 {
-    const char *e = getenv("LAB_WINDOW_TEST_KILL");
+    const char *e = getenv(LAB_TESTKNOB_WINDOW_KILL);
     size_t n = strlen(point);
     return e && !strncmp(e, point, n) && e[n] == ':' && strtoull(e + n + 1, NULL, 10) == window;
 }

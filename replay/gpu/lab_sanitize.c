@@ -68,13 +68,13 @@ lab_status lab_sanitize_case(const lab_case *c, const char *tool, const char *la
     lab_status st = lab_sanitize_tool_check(tool);
     if (st != LAB_OK) return st;
     /* An argv, never a shell: the lab's path, the incident and variant names reach the tool as they are. The
-     * case is told which tool watches it (--sanitizer): it then allocates exactly, so that the tool sees
+     * case is told which tool watches it (--sanitize): it then allocates exactly, so that the tool sees
      * every stray access instead of a guard zone absorbing it. */
     char seed[24];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
     char *argv[] = {"compute-sanitizer", "--tool", (char *)tool, "--print-limit", "4", "--error-exitcode", "86",
                     (char *)lab_bin, "case", (char *)c->incident->id, (char *)c->variant->name, seed, "--backend",
-                    (char *)lab_backend_name(c->backend), "--sanitizer", (char *)tool, NULL};
+                    (char *)lab_backend_name(c->backend), "--sanitize", (char *)tool, NULL};
     FILE *p;
     pid_t pid;
     st = lab_isolate_spawn_read(argv, &p, &pid);

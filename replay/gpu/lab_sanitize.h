@@ -15,7 +15,7 @@ lab_status lab_sanitize_tool_check(const char *tool);
 void lab_sanitize_print_result(FILE *f, lab_status st, const lab_case_result *r);
 
 /* Runs case c in a fresh `<lab_bin> case ID VARIANT SEED --backend B` under `compute-sanitizer --tool
- * tool` (with --sanitizer tool, so the case allocates exactly), and fills r with what the case reported plus the metric "sanitizer_errors". The sanitizer's
+ * tool` (with --sanitize tool, so the case allocates exactly), and fills r with what the case reported plus the metric "sanitizer_errors". The sanitizer's
  * findings decide: any finding fails the case ("memcheck: 3 errors: Invalid __global__ write ..."), so a
  * fix must be clean; a bug variant whose `sanitizer` is this tool is detected only by a finding (without
  * one it passes: the tool lost it), and on every seed: the metric "sanitizer_expected" 1 tells the verdict

@@ -148,7 +148,9 @@ static void lab_html_img(lab_html_buf *b, const char *dir, const char *rel)
             int w = EVP_EncodeBlock(enc, (const unsigned char *)data, (int)len);
             LAB_HTML_LIT(b, "<img alt=\"");
             lab_html_esc(b, rel);
-            LAB_HTML_LIT(b, "\" src=\"data:image/png;base64,");
+            LAB_HTML_LIT(b, "\" src=\"data:image/");
+            if (strlen(rel) > 4 && !strcmp(rel + strlen(rel) - 4, ".svg")) LAB_HTML_LIT(b, "svg+xml;base64,");
+            else LAB_HTML_LIT(b, "png;base64,");
             lab_html_put(b, (const char *)enc, w > 0 ? (size_t)w : 0);
             LAB_HTML_LIT(b, "\">");
             free(enc);

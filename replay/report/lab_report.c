@@ -14,7 +14,9 @@
 #include <sys/stat.h>
 
 #include "lab_arch.h"
+#include "lab_card.h"
 #include "lab_device.h"
+#include "lab_fs.h"
 #include "lab_html.h"
 #include "lab_isolate.h"
 #include "lab_json.h"
@@ -482,6 +484,47 @@ static void lab_report_plots(cJSON *inc_json, const lab_plot_list *list, const c
         }
 }
 
+/* From the story of incident id under root (its card, lab_card): with summary, "summary", the first sentence of "What
+ * you see"; and the story's pictures, copied into <dir>/plots as <id>-story-NAME.svg with NAME's caption beside it
+ * (<id>-story-NAME.caption, which index.html shows under it) and added to "plots" after the replay's own. A story
+ * without a card or a picture that cannot be copied is reported on stderr and left out: the report is still made. */
+static void lab_report_story(cJSON *inc_json, const char *dir, const char *root, const char *id, int summary)
+{
+    lab_card card;
+    if (lab_card_load(root, id, &card) != LAB_OK) {
+        fprintf(stderr, "lab report: %s: no summary or pictures from its story: %s\n", id, lab_err_msg());
+        return;
+    }
+    if (summary) {
+        char line[1024];
+        lab_card_first_sentence(&card, LAB_CARD_SEE, line, sizeof line);
+        cJSON_AddStringToObject(inc_json, "summary", line);
+    }
+    cJSON *arr = cJSON_GetObjectItemCaseSensitive(inc_json, "plots");
+    if (!arr) arr = cJSON_AddArrayToObject(inc_json, "plots");
+    char pdir[4096];
+    snprintf(pdir, sizeof pdir, "%s/plots", dir);
+    for (size_t i = 0; arr && i < card.n_pictures; ++i) {
+        const char *file = card.pictures[i].file, *base = strrchr(file, '/');
+        base = base ? base + 1 : file;
+        char src[4096], dst[4096 + 512], cap[4096 + 512], rel[1024];
+        snprintf(src, sizeof src, "%s/incidents/%s/%s", root, id, file);
+        snprintf(dst, sizeof dst, "%s/%s-story-%s", pdir, id, base);
+        snprintf(cap, sizeof cap, "%s/%s-story-%.*s.caption", pdir, id, (int)strlen(base) - 4, base);
+        snprintf(rel, sizeof rel, "plots/%s-story-%s", id, base);
+        char *data = NULL;
+        size_t len = 0;
+        lab_status st = lab_fs_mkdirs(pdir);
+        if (st == LAB_OK) st = lab_fs_read_all(src, &data, &len);
+        if (st == LAB_OK) st = lab_fs_write_atomic(dst, data, len);
+        if (st == LAB_OK) st = lab_fs_write_atomic(cap, card.pictures[i].caption, strlen(card.pictures[i].caption));
+        free(data);
+        if (st == LAB_OK) cJSON_AddItemToArray(arr, cJSON_CreateString(rel));
+        else fprintf(stderr, "lab report: %s: picture %s left out: %s\n", id, file, lab_err_msg());
+    }
+    lab_card_free(&card);
+}
+
 /* The PNG files of <dir>/plots at least as new as since (0: all): a report made from files (--from, --replot) lists
  * them there, leaving out an earlier run's. */
 static lab_status lab_report_plots_on_disk(const char *dir, time_t since, lab_plot_list *l)
@@ -610,7 +653,7 @@ static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, 
         if (pm) cJSON_AddStringToObject(inc, "plot_metric", pm);
         if (pm) cJSON_AddBoolToObject(inc, "plot_log", known->plots.log);
         if (dm) cJSON_AddStringToObject(inc, "drift_metric", dm);
-        if (known && known->summary) cJSON_AddStringToObject(inc, "summary", known->summary);
+
         if (known && known->plots.n_specs > 0) {
             cJSON *specs = cJSON_AddArrayToObject(inc, "metric_specs");
             for (int k = 0; k < known->plots.n_specs; ++k) {
@@ -634,6 +677,7 @@ static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, 
         c->fail = NULL;
         cJSON_AddNumberToObject(inc, "failures_total", (double)c->n_fail);
         lab_report_plots(inc, x->plots, id, sincs);
+        if (known && opts->root) lab_report_story(inc, dir, opts->root, id, 1);
     }
     if (st == LAB_OK && lab_isolate_interrupted()) st = lab_err_set(LAB_ERR_IO, "interrupted before report.json was written");
     if (st == LAB_OK) st = lab_json_write_file(rep_path, root, LAB_JSON_PRETTY);
@@ -660,6 +704,7 @@ lab_status lab_report_replot(const char *dir, const char *repo_root, FILE *log)
     cJSON_ArrayForEach(inc, incs) {
         cJSON_DeleteItemFromObjectCaseSensitive(inc, "plots");
         lab_report_plots(inc, &plots, lab_report_str(inc, "id"), incs);
+        if (repo_root) lab_report_story(inc, dir, repo_root, lab_report_str(inc, "id"), 0);
     }
     lab_plot_list_free(&plots);
     st = lab_json_write_file(rep_path, root, LAB_JSON_PRETTY);

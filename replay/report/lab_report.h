@@ -26,12 +26,15 @@ typedef struct {
     const char *command;  /* the command line that made the report, recorded as is (NULL: none) */
     int query_device;     /* 1: describe this machine (and its GPU for backend cuda); 0: leave "device" out
                              (tests, or a report rebuilt elsewhere) */
+    const char *root;     /* the repository root: each incident's summary (the first sentence of its card's "What
+                             you see", lab_card) and the story's pictures (copied into <dir>/plots as
+                             <id>-story-NAME.svg with their captions) come from its stories; NULL: neither */
 } lab_report_opts;
 
 /* Reads <dir>/summary.json and <dir>/results.jsonl as lab_replay_run writes them, and writes
  * <dir>/report.json (schema LAB_REPORT_SCHEMA: created, command, device, build, summary, incidents with
  * their variants' outcome counts, verdicts and metric statistics (n, non-finite count, min, median, max
- * over seeds), the story's summary, the incident's metric specifications (name, tolerance, higher_is_worse,
+ * over seeds), the story's summary (from its card, opts->root), the incident's metric specifications (name, tolerance, higher_is_worse,
  * tolerance_metric, caption), per-seed values of the separating and drift metrics and of every spec metric and
  * its per-case bound (6 significant digits), up to 20 failing cases with their replay commands, and the plots) and then <dir>/index.html (lab_html_write). Errors: LAB_ERR_IO naming
  * the file that cannot be read or written (also when it is older than opts->since), LAB_ERR_FORMAT naming

@@ -55,6 +55,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict
 #include "lab_mps_replay.h"
 #include "lab_sched.h"
 #include "lab_window.h"
+#include "lab_testknobs.h"
 
 lab_status lab_mpi_check(void) { return LAB_OK; }
 
@@ -91,7 +92,7 @@ static lab_status lab_mpi_fault_parse(lab_mpi_fault *f, int size)
 {
     f->kind = LAB_MPI_FAULT_NONE;
     f->rank = -1;
-    const char *s = getenv("LAB_MPI_TEST_FAULT");
+    const char *s = getenv(LAB_TESTKNOB_MPI_FAULT);
     if (!s || !*s) return LAB_OK;
     char *end;
     if (!strncmp(s, "crash:", 6)) f->kind = LAB_MPI_FAULT_CRASH;

@@ -17,6 +17,7 @@
 #include "lab_clock.h"
 #include "lab_isolate.h"
 #include "lab_mpi_limits.h"
+#include "lab_testknobs.h"
 
 #define LAB_MPI_STR2(x) #x
 #define LAB_MPI_STR(x) LAB_MPI_STR2(x)
@@ -42,7 +43,7 @@ void lab_mpi_deadline_arm(int code)
     sa.sa_handler = lab_mpi_deadline_hit;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, NULL);
-    const char *t = getenv("LAB_MPI_TEST_END_GRACE_S"); /* tests only: a short grace */
+    const char *t = getenv(LAB_TESTKNOB_MPI_END_GRACE); /* tests only: a short grace */
     int grace = t && atoi(t) > 0 ? atoi(t) : LAB_MPI_END_GRACE_S;
     alarm((unsigned)grace);
 }

@@ -6,29 +6,34 @@
  *   build/study/wr_why_probe [--launches N] [--budget-s S] [--versions a,b,..] [--B 32] [--T 500] [--K 30]
  *                            [--seed 1] [--ref-programs 2] [--list] [--cpu]
  *
- * The kernels below are copies of wr_cuda.cu's wr_alpha_at / wr_bwd / wr_fwd_k restricted to what the bug and its
- * barrier fix compile to there (index RAW, float32, buffers in global memory, rematerialised loads at >= 4 warps),
- * with one change: the fix's single flag BAR (a barrier after every store to the alpha buffer and the beta ring) is
- * split into its four sites, so that a version can leave exactly one kind of store-then-load unguarded:
+ * The kernels are the lab's own: this file includes incidents/0008-semicrf-warp-replica-race/wr_kernels.cu and
+ * launches its wr_bwd and wr_fwd_k at what the bug and its barrier fix compile to there (index RAW, float32, buffers
+ * in global memory, rematerialised loads at >= 4 warps), with the fix's barrier taken site by site through wr_bwd's
+ * mask BARS (wr_cuda.h: the lab builds 0 and WR_BAR_ALL only), so that a version can leave exactly one kind of
+ * store-then-load unguarded:
  *
- *   WB_INIT   after the beta ring's initialisation (the ring is next loaded in Phase 2, after many barriers)
- *   WB_CKPT   after the checkpoint copy into row 0 of the alpha buffer: the owner thread LOADS the checkpoint
- *             from global memory and stores it; the next loads of row 0 (Phase 1, t = s0 + 1, k = 1) are by every
- *             warp. The store has to wait for its own load (an L2 round trip) while the other warps go straight
- *             on to their loads of the same row: the one handoff of the kernel whose store sits behind a memory
- *             latency. Triton's forward probe has no such copy.
- *   WB_ALPHA  after each Phase-1 store of alpha[t] (the owner stores from shared memory after the step's last
- *             barrier; the next step's k = 1 loads it): the analogue of the Triton probe's ring store
- *   WB_BETA   after each Phase-2 store of beta[t] into the ring (the next step's k = 1 loads it)
+ *   WR_BAR_INIT   after the beta ring's initialisation (the ring is next loaded in Phase 2, after many barriers)
+ *   WR_BAR_CKPT   after the checkpoint copy into row 0 of the alpha buffer: the owner thread LOADS the checkpoint
+ *                 from global memory and stores it; the next loads of row 0 (Phase 1, t = s0 + 1, k = 1) are by
+ *                 every warp. The store has to wait for its own load (an L2 round trip) while the other warps go
+ *                 straight on to their loads of the same row: the one handoff of the kernel whose store sits behind
+ *                 a memory latency. Triton's forward probe has no such copy.
+ *   WR_BAR_ALPHA  after each Phase-1 store of alpha[t] (the owner stores from shared memory after the step's last
+ *                 barrier; the next step's k = 1 loads it): the analogue of the Triton probe's ring store
+ *   WR_BAR_BETA   after each Phase-2 store of beta[t] into the ring (the next step's k = 1 loads it)
  *
- *   WB_CKPT_PRED (not a barrier) the checkpoint copy lowered the way Triton lowers upstream's (a masked tl.load /
- *             tl.store of a [C_PAD] vector in the blocked layout): every replica loads the row and all threads execute
- *             one predicated st.global (inline PTX, as Triton emits it), so the other warps wait for the load like
- *             the owner, where the lab's copy branches the non-owners around the load and the store
+ *   WR_CKPT_PRED  (not a barrier) the checkpoint copy lowered the way Triton lowers upstream's (a masked tl.load /
+ *                 tl.store of a [C_PAD] vector in the blocked layout): every replica loads the row and all threads
+ *                 execute one predicated st.global (inline PTX, as Triton emits it), so the other warps wait for the
+ *                 load like the owner, where the lab's copy branches the non-owners around the load and the store.
+ *                 It lives in wr_bwd too: a branch on a template constant, gone from every kernel the lab builds
+ *                 (their SASS is the same with and without it).
  *
  * With all four barrier bits the kernel is the lab's fix-barrier (race-free), with none the lab's bug-num-warps-4 /
- * the 8-warp study row; a forward without its per-step barrier is the lab's forward made racy the way Triton's
- * probe is (one store of alpha[t] by the owner replica, every replica loads it at t + 1 .. t + K).
+ * the 8-warp study row; a forward without its per-step barrier (wr_fwd_k's STEP_BAR = false) is the lab's forward
+ * made racy the way Triton's probe is (one store of alpha[t] by the owner replica, every replica loads it at
+ * t + 1 .. t + K). What is this file's own: the versions, the launch loop and timing, the inputs, a float64 host
+ * forward-backward, the detector, Clopper-Pearson and the command line.
  *
  * Per launch, each version's output is compared with the race-free version at the same warp count (same arithmetic,
  * so any differing bit is the race: "differ"), and judged with the lab's tolerance (WR_TOL_ULPS: (K + 4) 2^-24
@@ -50,12 +55,8 @@
 #include <string.h>
 #include <time.h>
 
-#define WR_C_PAD 64
-#define WR_NEG_INF (-1e9f)
-#define WR_FULL 0xffffffffu
-#define WR_TOL_ULPS(K) ((double)(K) + 4.0)
-
-enum { WB_INIT = 1, WB_CKPT = 2, WB_ALPHA = 4, WB_BETA = 8, WB_ALL = 15, WB_CKPT_PRED = 16 };
+/* the product kernels, compiled here with the study's barrier masks (the Makefile's include path is the lab's) */
+#include "incidents/0008-semicrf-warp-replica-race/wr_kernels.cu"
 
 #define CK(x)                                                                                                          \
     do {                                                                                                               \
@@ -66,450 +67,6 @@ enum { WB_INIT = 1, WB_CKPT = 2, WB_ALPHA = 4, WB_BETA = 8, WB_ALL = 15, WB_CKPT
         }                                                                                                              \
     } while (0)
 
-/* ---- the kernels (copies of wr_cuda.cu; see the header for the one change) ---------------------------------- */
-
-struct wr_args {
-    const float *cum, *trans, *dur, *ps, *pe;
-    const int *len;
-    const float *logZ, *ckpt;
-    float *abuf, *ring;
-    void *gcum, *gtr, *gdb, *gps, *gpe;
-    int B, T, K, C, I, NCK, SEG, use_proj;
-    int SPB;
-};
-
-__device__ __forceinline__ wr_args wr_for_block(wr_args a, int b)
-{
-    int q = b / a.SPB;
-    a.trans += (size_t)q * a.C * a.C;
-    a.dur += (size_t)q * a.K * a.C;
-    return a;
-}
-
-__device__ __forceinline__ float wr_clampf(float x, float lo, float hi)
-{
-    if (x != x) return x;
-    return x < lo ? lo : (x > hi ? hi : x);
-}
-
-__device__ __forceinline__ float wr_acc(float a, float x)
-{
-    float mx = a > x ? a : x;
-    bool both = a < WR_NEG_INF + 1.0f && x < WR_NEG_INF + 1.0f;
-    float ms = both ? 0.0f : mx;
-    float r = logf(expf(a - ms) + expf(x - ms) + 1e-10f);
-    return both ? WR_NEG_INF : mx + r;
-}
-
-__device__ __forceinline__ float wr_seg(const wr_args &a, const float *cum, const float *ps, const float *pe, int s, int k,
-                                        int ci)
-{
-    int C = a.C;
-    float v = cum[(size_t)(s + k) * C + ci] - cum[(size_t)s * C + ci];
-    v = v + a.dur[(size_t)(k - 1) * C + ci];
-    if (a.use_proj) {
-        v = v + ps[(size_t)s * C + ci];
-        v = v + pe[(size_t)(s + k - 1) * C + ci];
-    }
-    return v;
-}
-
-/* wr_cuda.cu's wr_alpha_at at INDEX RAW, float accumulation */
-template <int NW, bool REMAT>
-__device__ __forceinline__ void wr_alpha_at(const wr_args &a, const float *cum, const float *ps, const float *pe,
-                                            const float (&trb)[WR_C_PAD / (NW >= 2 ? NW / 2 : 1)][NW >= 2 ? 1 : 2],
-                                            const int (&col)[NW >= 2 ? 1 : 2], int t, int s0, int n, const float *abuf,
-                                            const float *ck, int full, float (*s_x)[WR_C_PAD],
-                                            float (&at)[WR_C_PAD / (NW >= 2 ? NW / 2 : 1)])
-{
-    constexpr int WC = NW >= 2 ? 2 : 1, WRW = NW >= 2 ? NW / 2 : 1, NR = WR_C_PAD / WRW, NC = WC == 1 ? 2 : 1;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wc = warp % WC, wrow = warp / WC;
-    const int C = a.C, K = a.K, SEG = a.SEG;
-    const bool owner = tid < WR_C_PAD;
-#pragma unroll
-    for (int i = 0; i < NR; ++i) at[i] = WR_NEG_INF;
-    for (int k = 1; k <= K; ++k) {
-        const int sp = t - k;
-        if (sp < 0) break;
-        const int ls = sp - s0;
-        const float *src = full ? abuf + (size_t)sp * WR_C_PAD
-                                : (ls >= 0 && ls < SEG) ? abuf + (size_t)ls * WR_C_PAD
-                                                        : ck + ((size_t)n * K + (size_t)(sp % K)) * WR_C_PAD;
-        float ap[NC];
-        if (REMAT || NW <= 2) {
-#pragma unroll
-            for (int j = 0; j < NC; ++j) ap[j] = col[j] < C ? src[col[j]] : WR_NEG_INF;
-        } else {
-            __syncthreads();
-            if (owner) s_x[0][tid] = tid < C ? src[tid] : WR_NEG_INF;
-            __syncthreads();
-#pragma unroll
-            for (int j = 0; j < NC; ++j) ap[j] = s_x[0][col[j]];
-        }
-        float v[NR][NC], mx[NR], sm[NR];
-#pragma unroll
-        for (int i = 0; i < NR; ++i) {
-            int r = wrow + i * WRW;
-            float sg = r < C ? wr_seg(a, cum, ps, pe, sp, k, r) : 0.0f;
-            float m = WR_NEG_INF;
-#pragma unroll
-            for (int j = 0; j < NC; ++j) {
-                v[i][j] = (r < C && col[j] < C) ? ap[j] + (sg + trb[i][j]) : WR_NEG_INF;
-                m = j == 0 || v[i][j] > m ? v[i][j] : m;
-            }
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(WR_FULL, m, off));
-            mx[i] = m;
-        }
-        if (WC == 2) {
-            __syncthreads();
-            if (lane == 0)
-#pragma unroll
-                for (int i = 0; i < NR; ++i) s_x[wc][wrow + i * WRW] = mx[i];
-            __syncthreads();
-#pragma unroll
-            for (int i = 0; i < NR; ++i) mx[i] = fmaxf(s_x[0][wrow + i * WRW], s_x[1][wrow + i * WRW]);
-        }
-#pragma unroll
-        for (int i = 0; i < NR; ++i) {
-            float ms = mx[i] < WR_NEG_INF + 1.0f ? 0.0f : mx[i], s = 0.0f;
-#pragma unroll
-            for (int j = 0; j < NC; ++j) s = s + expf(v[i][j] - ms);
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1) s = s + __shfl_xor_sync(WR_FULL, s, off);
-            sm[i] = s;
-        }
-        if (WC == 2) {
-            __syncthreads();
-            if (lane == 0)
-#pragma unroll
-                for (int i = 0; i < NR; ++i) s_x[wc][wrow + i * WRW] = sm[i];
-            __syncthreads();
-#pragma unroll
-            for (int i = 0; i < NR; ++i) sm[i] = s_x[0][wrow + i * WRW] + s_x[1][wrow + i * WRW];
-        }
-#pragma unroll
-        for (int i = 0; i < NR; ++i) {
-            int r = wrow + i * WRW;
-            bool all = mx[i] < WR_NEG_INF + 1.0f;
-            float sfk = all ? WR_NEG_INF : mx[i] + logf(sm[i] + 1e-10f);
-            sfk = r < C ? sfk : WR_NEG_INF;
-            at[i] = wr_acc(at[i], sfk);
-        }
-    }
-}
-
-/* wr_cuda.cu's wr_bwd<NW, REMAT, BAR, WR_INDEX_RAW, false, false, 1> with BAR split into the bits BARS */
-template <int NW, bool REMAT, int BARS>
-__global__ void __launch_bounds__(32 * NW, 1) wr_bwd(wr_args a_all)
-{
-    const wr_args a = wr_for_block(a_all, blockIdx.x);
-    constexpr int NT = 32 * NW;
-    constexpr int WC = NW >= 2 ? 2 : 1, WRW = NW >= 2 ? NW / 2 : 1, NR = WR_C_PAD / WRW, NC = WC == 1 ? 2 : 1;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wc = warp % WC, wrow = warp / WC;
-    const int b = blockIdx.x;
-    const int C = a.C, K = a.K, T = a.T, I = a.I, NCK = a.NCK, SEG = a.SEG;
-    const int L = a.len[b];
-    const float logZ = a.logZ[b];
-    const int Wc = C, Wt = C;
-    __shared__ float s_x[2][WR_C_PAD];
-    __shared__ float s_c[WRW][WR_C_PAD];
-    float *abuf = a.abuf + (size_t)b * SEG * WR_C_PAD;
-    float *ring = a.ring + (size_t)b * K * WR_C_PAD;
-    const float *cum = a.cum + (size_t)b * (T + 1) * C;
-    const float *ps = a.ps + (size_t)b * T * C, *pe = a.pe + (size_t)b * T * C;
-    const float *ck = a.ckpt + (size_t)b * NCK * K * WR_C_PAD;
-    float *gcum = (float *)a.gcum + (size_t)b * (T + 1) * Wc;
-    float *gps = (float *)a.gps + (size_t)b * T * Wc, *gpe = (float *)a.gpe + (size_t)b * T * Wc;
-    float *gtr = (float *)a.gtr + (size_t)b * Wt * Wt, *gdb = (float *)a.gdb + (size_t)b * K * Wt;
-    constexpr int NOWN = NT < WR_C_PAD ? WR_C_PAD / NT : 1;
-    const bool owner = tid < WR_C_PAD;
-    int col[NC];
-#pragma unroll
-    for (int j = 0; j < NC; ++j) col[j] = lane + 32 * wc + 32 * j;
-    float trb[NR][NC];
-#pragma unroll
-    for (int i = 0; i < NR; ++i)
-#pragma unroll
-        for (int j = 0; j < NC; ++j) {
-            int r = wrow + i * WRW, s = col[j];
-            const float *ptr = a.trans + (size_t)s * C + r;
-            trb[i][j] = (r < C && s < C) ? *ptr : 0.0f;
-        }
-    for (int ki = 0; ki < K; ++ki)
-#pragma unroll
-        for (int o = 0; o < NOWN; ++o) {
-            int e = tid + o * NT;
-            if (owner && e < C) ring[(size_t)ki * WR_C_PAD + e] = ki == L % K ? 0.0f : WR_NEG_INF;
-        }
-    if (BARS & WB_INIT) __syncthreads();
-
-    for (int n = NCK - 1; n >= 0; --n) {
-        const int s0 = n * I, s1 = s0 + I < T ? s0 + I : T;
-        if (s0 >= L) continue;
-        /* alpha buffer row 0 from the checkpoint slot of s0 (owner load and store: the store waits for the load) */
-        if (BARS & WB_CKPT_PRED) { /* Triton's lowering: every replica loads, one predicated store all execute */
-#pragma unroll
-            for (int o = 0; o < NOWN; ++o) {
-                int e = (tid + o * NT) % WR_C_PAD;
-                float cv = e < C ? ck[((size_t)n * K + (size_t)(s0 % K)) * WR_C_PAD + e] : WR_NEG_INF;
-                asm volatile("{ .reg .pred p; setp.ne.b32 p, %2, 0; @p st.global.b32 [%0], %1; }" ::"l"(abuf + e),
-                             "r"(__float_as_uint(cv)), "r"((int)(owner && e < C))
-                             : "memory");
-            }
-        } else {
-#pragma unroll
-            for (int o = 0; o < NOWN; ++o) {
-                int e = tid + o * NT;
-                if (owner && e < C) abuf[e] = ck[((size_t)n * K + (size_t)(s0 % K)) * WR_C_PAD + e];
-            }
-        }
-        if (BARS & WB_CKPT) __syncthreads();
-        /* ---- Phase 1 ---- */
-        for (int lt = 1; lt < SEG; ++lt) {
-            const int t = s0 + lt;
-            if (!(t < s1 && t < L)) break;
-            float at[NR];
-            wr_alpha_at<NW, REMAT>(a, cum, ps, pe, trb, col, t, s0, n, abuf, ck, 0, s_x, at);
-            __syncthreads();
-            if (lane == 0 && wc == 0)
-#pragma unroll
-                for (int i = 0; i < NR; ++i) {
-                    int r = wrow + i * WRW;
-                    s_x[0][r] = r < C ? at[i] : WR_NEG_INF;
-                }
-            __syncthreads();
-#pragma unroll
-            for (int o = 0; o < NOWN; ++o) {
-                int e = tid + o * NT;
-                if (owner && e < C) abuf[(size_t)lt * WR_C_PAD + e] = s_x[0][e];
-            }
-            if (BARS & WB_ALPHA) __syncthreads();
-        }
-
-        /* ---- Phase 2 ---- */
-        for (int to = 0; to < I; ++to) {
-            const int t = s1 - 1 - to;
-            if (!(t >= s0 && t < L && t >= 0)) continue;
-            const float *arow = abuf + (size_t)(t - s0) * WR_C_PAD;
-            float al[NC];
-            if (REMAT || NW <= 2) {
-#pragma unroll
-                for (int j = 0; j < NC; ++j) al[j] = col[j] < C ? arow[col[j]] : WR_NEG_INF;
-            } else {
-                __syncthreads();
-                if (owner) s_x[0][tid] = tid < C ? arow[tid] : WR_NEG_INF;
-                __syncthreads();
-#pragma unroll
-                for (int j = 0; j < NC; ++j) al[j] = s_x[0][col[j]];
-            }
-#pragma unroll
-            for (int j = 0; j < NC; ++j) al[j] = wr_clampf(al[j], -1e6f, 1e6f);
-            float nb[NC];
-#pragma unroll
-            for (int j = 0; j < NC; ++j) nb[j] = WR_NEG_INF;
-            for (int k = 1; k <= K; ++k) {
-                const int end = t + k;
-                if (!(end <= L && end <= T)) break;
-                const float *brow = ring + (size_t)(end % K) * WR_C_PAD;
-                float bn[NR];
-                if (REMAT) {
-#pragma unroll
-                    for (int i = 0; i < NR; ++i) {
-                        int r = wrow + i * WRW;
-                        bn[i] = r < C ? brow[r] : WR_NEG_INF;
-                    }
-                } else {
-                    __syncthreads();
-#pragma unroll
-                    for (int o = 0; o < NOWN; ++o) {
-                        int e = tid + o * NT;
-                        if (owner) s_x[0][e] = e < C ? brow[e] : WR_NEG_INF;
-                    }
-                    __syncthreads();
-#pragma unroll
-                    for (int i = 0; i < NR; ++i) bn[i] = s_x[0][wrow + i * WRW];
-                }
-                const float hi = 80.0f, lo = -hi;
-                float rs[NR], sb[NR][NC];
-#pragma unroll
-                for (int i = 0; i < NR; ++i) {
-                    int r = wrow + i * WRW;
-                    float sg = r < C ? wr_seg(a, cum, ps, pe, t, k, r) : 0.0f;
-                    float bs = wr_clampf(bn[i], -1e6f, 1e6f), sum = 0.0f;
-#pragma unroll
-                    for (int j = 0; j < NC; ++j) {
-                        int s = col[j];
-                        bool m2 = r < C && s < C;
-                        float edge = sg + trb[i][j];
-                        float lm = al[j] + wr_clampf(edge, -1e6f, 1e6f) + bs - logZ;
-                        float m = m2 ? expf(wr_clampf(lm, lo, hi)) : 0.0f;
-                        float *ptr = gtr + (size_t)s * Wt + r;
-                        if (m2) atomicAdd(ptr, m);
-                        sum = sum + m;
-                        sb[i][j] = m2 ? edge + bn[i] : WR_NEG_INF;
-                    }
-#pragma unroll
-                    for (int off = 16; off > 0; off >>= 1) sum = sum + __shfl_xor_sync(WR_FULL, sum, off);
-                    rs[i] = sum;
-                }
-                float msv[NOWN];
-                if (WC == 2) {
-                    __syncthreads();
-                    if (lane == 0)
-#pragma unroll
-                        for (int i = 0; i < NR; ++i) s_x[wc][wrow + i * WRW] = rs[i];
-                    __syncthreads();
-                    msv[0] = owner ? s_x[0][tid] + s_x[1][tid] : 0.0f;
-                } else {
-#pragma unroll
-                    for (int o = 0; o < NOWN; ++o) msv[o] = rs[tid + o * NT];
-                }
-#pragma unroll
-                for (int o = 0; o < NOWN; ++o) {
-                    int e = tid + o * NT;
-                    if (owner && e < C) {
-                        float m = msv[o];
-                        atomicAdd(gcum + (size_t)end * Wc + e, m);
-                        atomicAdd(gcum + (size_t)t * Wc + e, -m);
-                        atomicAdd(gdb + (size_t)(k - 1) * Wt + e, m);
-                        atomicAdd(gps + (size_t)t * Wc + e, m);
-                        atomicAdd(gpe + (size_t)(end - 1) * Wc + e, m);
-                    }
-                }
-                float cmx[NC], csm[NC];
-#pragma unroll
-                for (int j = 0; j < NC; ++j) {
-                    float m = sb[0][j];
-#pragma unroll
-                    for (int i = 1; i < NR; ++i) m = sb[i][j] > m ? sb[i][j] : m;
-                    cmx[j] = m;
-                }
-                if (WRW > 1) {
-                    __syncthreads();
-                    s_c[wrow][col[0]] = cmx[0];
-                    __syncthreads();
-                    float m = s_c[0][col[0]];
-#pragma unroll
-                    for (int w = 1; w < WRW; ++w) m = fmaxf(m, s_c[w][col[0]]);
-                    cmx[0] = m;
-                }
-#pragma unroll
-                for (int j = 0; j < NC; ++j) {
-                    float ms = cmx[j] < WR_NEG_INF + 1.0f ? 0.0f : cmx[j], s = 0.0f;
-#pragma unroll
-                    for (int i = 0; i < NR; ++i) s = s + expf(sb[i][j] - ms);
-                    csm[j] = s;
-                }
-                if (WRW > 1) {
-                    __syncthreads();
-                    s_c[wrow][col[0]] = csm[0];
-                    __syncthreads();
-                    float s = s_c[0][col[0]];
-#pragma unroll
-                    for (int w = 1; w < WRW; ++w) s = s + s_c[w][col[0]];
-                    csm[0] = s;
-                }
-#pragma unroll
-                for (int j = 0; j < NC; ++j) {
-                    bool all = cmx[j] < WR_NEG_INF + 1.0f;
-                    float bk = all ? WR_NEG_INF : cmx[j] + logf(csm[j] + 1e-10f);
-                    bk = col[j] < C ? bk : WR_NEG_INF;
-                    nb[j] = wr_acc(nb[j], bk);
-                }
-            }
-            if (owner)
-#pragma unroll
-                for (int j = 0; j < NC; ++j) {
-                    int e = col[j];
-                    if (e < C) ring[(size_t)(t % K) * WR_C_PAD + e] = nb[j];
-                }
-            if (BARS & WB_BETA) __syncthreads();
-        }
-    }
-}
-
-/* wr_cuda.cu's wr_fwd_k<NW>; FBAR = false drops the barrier after each step's store of alpha[t] (the one between
- * that store and the next step's loads); the barrier after the last step stays (the checkpoint copy and log Z read
- * alpha after the loop). */
-template <int NW, bool FBAR>
-__global__ void __launch_bounds__(32 * NW) wr_fwd_k(wr_args a_all, float *alpha_all, float *ckpt, float *logZ)
-{
-    const wr_args a = wr_for_block(a_all, blockIdx.x);
-    constexpr int NT = 32 * NW;
-    constexpr int WC = NW >= 2 ? 2 : 1, WRW = NW >= 2 ? NW / 2 : 1, NR = WR_C_PAD / WRW, NC = WC == 1 ? 2 : 1;
-    constexpr int NOWN = NT < WR_C_PAD ? WR_C_PAD / NT : 1;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wc = warp % WC, wrow = warp / WC;
-    const int b = blockIdx.x, C = a.C, K = a.K, T = a.T, I = a.I, NCK = a.NCK, L = a.len[b];
-    const bool owner = tid < WR_C_PAD;
-    __shared__ float s_x[2][WR_C_PAD];
-    const float *cum = a.cum + (size_t)b * (T + 1) * C;
-    const float *ps = a.ps + (size_t)b * T * C, *pe = a.pe + (size_t)b * T * C;
-    float *al = alpha_all + (size_t)b * (T + 1) * WR_C_PAD;
-    int col[NC];
-#pragma unroll
-    for (int j = 0; j < NC; ++j) col[j] = lane + 32 * wc + 32 * j;
-    float trb[NR][NC];
-#pragma unroll
-    for (int i = 0; i < NR; ++i)
-#pragma unroll
-        for (int j = 0; j < NC; ++j) {
-            int r = wrow + i * WRW, s = col[j];
-            trb[i][j] = (r < C && s < C) ? a.trans[(size_t)s * C + r] : 0.0f;
-        }
-#pragma unroll
-    for (int o = 0; o < NOWN; ++o) {
-        int e = tid + o * NT;
-        if (owner && e < C) al[e] = 0.0f;
-    }
-    __syncthreads();
-    for (int t = 1; t <= L; ++t) {
-        float at[NR];
-        wr_alpha_at<NW, true>(a, cum, ps, pe, trb, col, t, 0, 0, al, al, 1, s_x, at);
-        __syncthreads();
-        if (lane == 0 && wc == 0)
-#pragma unroll
-            for (int i = 0; i < NR; ++i) {
-                int r = wrow + i * WRW;
-                s_x[0][r] = r < C ? at[i] : WR_NEG_INF;
-            }
-        __syncthreads();
-#pragma unroll
-        for (int o = 0; o < NOWN; ++o) {
-            int e = tid + o * NT;
-            if (owner && e < C) al[(size_t)t * WR_C_PAD + e] = s_x[0][e];
-        }
-        if (FBAR) __syncthreads();
-    }
-    if (!FBAR) __syncthreads();
-    for (int n = 0; n < NCK; ++n)
-        for (int q = n * I - K + 1; q <= n * I; ++q) {
-            if (q < 0 || q > L) continue;
-#pragma unroll
-            for (int o = 0; o < NOWN; ++o) {
-                int e = tid + o * NT;
-                if (owner && e < C)
-                    ckpt[(((size_t)b * NCK + n) * K + (size_t)(q % K)) * WR_C_PAD + e] = al[(size_t)q * WR_C_PAD + e];
-            }
-        }
-    if (tid == 0) {
-        const float *x = al + (size_t)L * WR_C_PAD;
-        float m = x[0];
-        for (int c = 1; c < C; ++c) m = x[c] > m ? x[c] : m;
-        bool all = m < WR_NEG_INF + 1.0f;
-        float ms = all ? 0.0f : m, s = 0.0f;
-        for (int c = 0; c < C; ++c) s = s + expf(x[c] - ms);
-        float r = logf(s + 1e-10f);
-        logZ[b] = all ? WR_NEG_INF : m + r;
-    }
-}
-
-__global__ void wr_fill(float *x, size_t n, float v)
-{
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] = v;
-}
-
 /* ---- the versions ----------------------------------------------------------------------------------------- */
 
 typedef void (*bwd_fn)(wr_args);
@@ -519,33 +76,39 @@ struct version {
     const char *id, *what;
     int fwd;  /* 1: a forward version (the racy recursion alone, as Triton's probe) */
     int nw;   /* warps */
-    int bars; /* WB_* bits (backward); forward: 1 = barrier after each step's store */
+    int bars; /* wr_bwd's BARS (WR_BAR_*, WR_CKPT_PRED); forward: wr_fwd_k's STEP_BAR */
     int control; /* race-free by construction: must give 0 differ, 0 wrong */
     bwd_fn bf;
     fwd_fn ff;
 };
 
-#define BV(id, nw, bars, ctl, what) {id, what, 0, nw, bars, ctl, wr_bwd<nw, (nw >= 4), bars>, NULL}
+/* the lab's wr_bwd at index RAW, float32, buffers in global memory, no register cap; remat as Triton at >= 4 warps */
+#define BV(id, nw, bars, ctl, what)                                                                                    \
+    {id, what, 0, nw, bars, ctl, wr_bwd<nw, (nw >= 4), bars, WR_INDEX_RAW, false, false, 1>, NULL}
 #define FV(id, nw, bar, ctl, what) {id, what, 1, nw, bar, ctl, NULL, wr_fwd_k<nw, bar>}
 static const version versions[] = {
     BV("b4-lab", 4, 0, 0, "backward, 4 warps, the lab's copy as is (bug-num-warps-4): no barrier after any store"),
     BV("b8-lab", 8, 0, 0, "backward, 8 warps, as is"),
-    BV("b4-ckptbar", 4, WB_INIT | WB_CKPT, 0,
+    BV("b4-ckptbar", 4, WR_BAR_INIT | WR_BAR_CKPT, 0,
        "backward, 4 warps, barrier after the checkpoint copy (and ring init) only: the per-step alpha and beta "
        "handoffs stay unguarded, as the ring handoff of Triton's probe"),
-    BV("b8-ckptbar", 8, WB_INIT | WB_CKPT, 0, "backward, 8 warps, the same"),
-    BV("b4-ckpt", 4, WB_INIT | WB_ALPHA | WB_BETA, 0, "backward, 4 warps, only the checkpoint copy unguarded"),
-    BV("b8-ckpt", 8, WB_INIT | WB_ALPHA | WB_BETA, 0, "backward, 8 warps, only the checkpoint copy unguarded"),
-    BV("b4-ckptpred", 4, WB_CKPT_PRED, 0,
+    BV("b8-ckptbar", 8, WR_BAR_INIT | WR_BAR_CKPT, 0, "backward, 8 warps, the same"),
+    BV("b4-ckpt", 4, WR_BAR_INIT | WR_BAR_ALPHA | WR_BAR_BETA, 0,
+       "backward, 4 warps, only the checkpoint copy unguarded"),
+    BV("b8-ckpt", 8, WR_BAR_INIT | WR_BAR_ALPHA | WR_BAR_BETA, 0,
+       "backward, 8 warps, only the checkpoint copy unguarded"),
+    BV("b4-ckptpred", 4, WR_CKPT_PRED, 0,
        "backward, 4 warps, no barrier, the checkpoint copy lowered as Triton does: every replica loads the row and "
        "executes one predicated store (so every warp waits for the load), instead of the lab's owner-only branch"),
-    BV("b8-ckptpred", 8, WB_CKPT_PRED, 0, "backward, 8 warps, the same"),
+    BV("b8-ckptpred", 8, WR_CKPT_PRED, 0, "backward, 8 warps, the same"),
     FV("f4-racy", 4, false, 0, "forward, 4 warps, no barrier after the store of alpha[t] (Triton probe's pattern)"),
     FV("f8-racy", 8, false, 0, "forward, 8 warps, the same"),
-    BV("b4-alpha", 4, WB_INIT | WB_CKPT | WB_BETA, 0, "backward, 4 warps, only Phase 1's per-step alpha handoff unguarded"),
-    BV("b4-beta", 4, WB_INIT | WB_CKPT | WB_ALPHA, 0, "backward, 4 warps, only Phase 2's per-step beta handoff unguarded"),
-    BV("b4-fix", 4, WB_ALL, 1, "control: backward, 4 warps, barrier after every store (fix-barrier)"),
-    BV("b8-fix", 8, WB_ALL, 1, "control: backward, 8 warps, barrier after every store"),
+    BV("b4-alpha", 4, WR_BAR_INIT | WR_BAR_CKPT | WR_BAR_BETA, 0,
+       "backward, 4 warps, only Phase 1's per-step alpha handoff unguarded"),
+    BV("b4-beta", 4, WR_BAR_INIT | WR_BAR_CKPT | WR_BAR_ALPHA, 0,
+       "backward, 4 warps, only Phase 2's per-step beta handoff unguarded"),
+    BV("b4-fix", 4, WR_BAR_ALL, 1, "control: backward, 4 warps, barrier after every store (fix-barrier)"),
+    BV("b8-fix", 8, WR_BAR_ALL, 1, "control: backward, 8 warps, barrier after every store"),
     FV("f4-fix", 4, true, 1, "control: forward, 4 warps, the lab's forward (barrier after each store)"),
     FV("f8-fix", 8, true, 1, "control: forward, 8 warps, the lab's forward"),
     BV("b2", 2, 0, 1, "control: backward, 2 warps (upstream's fix: owner layout, nothing replicated)"),
@@ -574,19 +137,13 @@ static double rng_normal(void)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static int wr_ckpt_interval(int T, int K)
-{
-    int s = (int)floor(sqrt((double)T * (double)K));
-    return s > K ? s : K;
-}
-
 /* The lab's scales (lab_semicrf_problem_fill): emissions 0.5 N(0,1) summed in float64, transitions and duration
  * biases 0.3 N(0,1), boundary projections 0.1 N(0,1); length T for program 0, uniform in [T/2, T] for the others. */
 static void problem_make(problem *p, int B, int T, int K, int C, uint64_t seed)
 {
     p->B = B, p->T = T, p->K = K, p->C = C;
     p->I = wr_ckpt_interval(T, K);
-    p->NCK = (T + p->I - 1) / p->I + 1;
+    p->NCK = wr_num_ckpts(T, K);
     p->SEG = p->I + K;
     rng_s = seed * 0x2545f4914f6cdd1dull + 8;
     p->cum = (float *)calloc((size_t)B * (T + 1) * C, sizeof(float));
@@ -996,8 +553,8 @@ static float bwd_launch(dev *d, const problem *p, const version *v, const grads 
 {
     wr_args a = d->a;
     a.ckpt = d->ckpt[v->nw], a.logZ = d->logZ[v->nw];
-    wr_fill<<<(unsigned)((d->nab + 255) / 256), 256>>>(a.abuf, d->nab, WR_NEG_INF);
-    wr_fill<<<(unsigned)((d->nri + 255) / 256), 256>>>(a.ring, d->nri, WR_NEG_INF);
+    wr_launch_fill(a.abuf, d->nab, WR_NEG_INF);
+    wr_launch_fill(a.ring, d->nri, WR_NEG_INF);
     CK(cudaGetLastError());
     CK(cudaMemset(a.gcum, 0, n_gcum(p) * 4));
     CK(cudaMemset(a.gtr, 0, n_gtr(p) * 4));
@@ -1024,8 +581,8 @@ static float bwd_launch(dev *d, const problem *p, const version *v, const grads 
 static float fwd_launch(dev *d, const problem *p, fwd_fn f, int nw, float *ckpt, float *logz, float *h_alpha, float *h_logz,
                         cudaEvent_t e0, cudaEvent_t e1)
 {
-    wr_fill<<<(unsigned)((d->nalpha + 255) / 256), 256>>>(d->alpha, d->nalpha, WR_NEG_INF);
-    wr_fill<<<(unsigned)((d->nck + 255) / 256), 256>>>(ckpt, d->nck, WR_NEG_INF);
+    wr_launch_fill(d->alpha, d->nalpha, WR_NEG_INF);
+    wr_launch_fill(ckpt, d->nck, WR_NEG_INF);
     CK(cudaGetLastError());
     CK(cudaEventRecord(e0));
     f<<<(unsigned)p->B, 32 * nw>>>(d->a, d->alpha, ckpt, logz);
@@ -1149,7 +706,8 @@ int main(int argc, char **argv)
         free(hz);
         const version *rv = NULL;
         for (int i = 0; i < NVERS; ++i)
-            if (!versions[i].fwd && versions[i].nw == nw && (nw == 2 || versions[i].bars == WB_ALL)) rv = &versions[i];
+            if (!versions[i].fwd && versions[i].nw == nw && (nw == 2 || versions[i].bars == WR_BAR_ALL))
+                rv = &versions[i];
         grads_alloc(&ref_g[nw], &p);
         float msb = bwd_launch(&d, &p, rv, &ref_g[nw], e0, e1);
         printf("reference at %d warps: race-free forward %.2f ms (max|log Z| %.2f), race-free backward (%s) %.2f ms\n", nw, ms, z,

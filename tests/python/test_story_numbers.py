@@ -1,8 +1,11 @@
-"""test_story_numbers: tools/stories/story_numbers.py finds the generated blocks of the incidents' READMEs, names the figure
-that differs, rejects malformed markers; and, with a lab binary ($LAB_BIN or build/lab), a copy of a README whose
-generated figure was edited fails the check, naming the README, the block and the figure, while the unedited copy
-and an edit outside the block pass."""
+"""test_story_numbers: tools/stories/story_numbers.py finds each incident's blocks and pictures in its own story.py,
+the generated blocks in the incidents' READMEs and notes, names the figure that differs, rejects malformed markers and
+a story.py that does not import; and, with a lab binary ($LAB_BIN or build/lab), a copy of a README whose generated
+figure was edited fails the check, naming the README, the block and the figure, while the unedited copy and an edit
+outside the block pass; a picture whose file differs from what the code draws, or that its story does not show,
+fails the check, and write redraws it."""
 
+import argparse
 import io
 import os
 import re
@@ -92,6 +95,33 @@ class Readmes(unittest.TestCase):
         self.assertEqual({b.incident[:4] for b in sn.BLOCKS}, {"%04d" % i for i in range(1, 9)},
                          "a block for every incident")
 
+    def test_each_incident_defines_its_own_blocks_and_pictures(self):
+        for x in sn.BLOCKS + sn.PICTURES:
+            self.assertTrue(os.path.exists(os.path.join(sn.ROOT, "incidents", x.incident, "story.py")), x.name)
+        self.assertEqual({p.name for p in sn.PICTURES},
+                         {"padding-lanes", "sf-tile", "step-counters", "wait-cycle", "replicas"})
+
+    def test_a_story_py_that_does_not_import_is_named(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        os.makedirs(os.path.join(d, "incidents", "9999-broken"))
+        with open(os.path.join(d, "incidents", "9999-broken", "story.py"), "w") as f:
+            f.write("import no_such_module\n")
+        with self.assertRaises(sn.UsageError) as cm:
+            sn.discover(d)
+        self.assertIn("incidents/9999-broken/story.py: cannot import: ModuleNotFoundError", str(cm.exception))
+
+    def test_svg_is_the_same_bytes_for_the_same_picture(self):
+        def draw():
+            svg = sn.Svg(100, 50, "t <&>")
+            svg.rect(1.25, 2, 3.5, 4, "#fff")
+            svg.text(10, 20, "a < b")
+            return svg.svg()
+        self.assertEqual(draw(), draw())
+        self.assertIn('<rect x="1.2" y="2" width="3.5" height="4"', draw())
+        self.assertIn("<title>t &lt;&amp;&gt;</title>", draw())
+        self.assertIn(">a &lt; b</text>", draw())
+
     def test_unknown_block_and_missing_block(self):
         d = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, d)
@@ -137,7 +167,7 @@ class CheckAgainstTheLab(unittest.TestCase):
     def test_committed_copy_passes(self):
         rc, out, err = self.check()
         self.assertEqual(rc, 0, err)
-        self.assertIn("1 generated blocks match", out)
+        self.assertIn("1 generated blocks and 0 pictures match", out)
 
     def test_an_edited_figure_fails_and_is_named(self):
         m = re.search(r"at seed 1, (\d+) of", self.text)
@@ -165,6 +195,67 @@ class CheckAgainstTheLab(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         with open(self.copy) as f:
             self.assertEqual(f.read(), self.text)
+
+
+@unittest.skipUnless(os.access(LAB, os.X_OK), "no lab binary (%s): make, or set LAB_BIN" % LAB)
+class PicturesAgainstTheLab(unittest.TestCase):
+    """The check of one picture (0007's wait cycle: one case of about 0.3 s) on a copy of its file and of its README:
+    it passes as committed, fails when the file is not what the code draws or when the README does not show it, and
+    write redraws the file."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pic = [p for p in sn.PICTURES if p.name == "wait-cycle"][0]
+        cls.res = sn.measure(LAB, cls.pic.runs, None)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.res.close()
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.d)
+        self.svg = os.path.join(self.d, "wait-cycle.svg")
+        self.readme = os.path.join(self.d, "README.md")
+        shutil.copy(self.pic.path(), self.svg)
+        shutil.copy(self.pic.readme(), self.readme)
+        d = self.d
+
+        class Copy(sn.Picture):
+            def path(self):
+                return os.path.join(d, "wait-cycle.svg")
+
+            def readme(self):
+                return os.path.join(d, "README.md")
+        self.copy = Copy(self.pic.name, self.pic.incident, self.pic.runs, self.pic.draw, self.pic.what)
+
+    def check(self, action="check"):
+        out = io.StringIO()
+        with redirect_stdout(out):
+            return sn.check_pictures(argparse.Namespace(action=action), [self.copy], self.res)
+
+    def test_committed_picture_passes(self):
+        self.assertEqual(self.check(), {})
+
+    def test_an_edited_picture_fails_and_write_redraws_it(self):
+        with open(self.svg) as f:
+            text = f.read()
+        with open(self.svg, "w") as f:
+            f.write(text.replace("65536", "65537", 1))
+        bad = self.check()
+        self.assertEqual(list(bad.values()), [["the file is not what the code draws now (make stories redraws it)"]])
+        self.assertEqual(self.check("write"), {})
+        with open(self.svg) as f:
+            self.assertEqual(f.read(), text)
+
+    def test_a_picture_its_story_does_not_show_fails(self):
+        with open(self.readme) as f:
+            text = f.read()
+        with open(self.readme, "w") as f:
+            f.write(text.replace("](figures/wait-cycle.svg)", "](figures/other.svg)"))
+        bad = self.check()
+        self.assertIn("does not show it: add a line '![what it shows](figures/wait-cycle.svg)'",
+                      " ".join(m for ms in bad.values() for m in ms))
 
 
 if __name__ == "__main__":

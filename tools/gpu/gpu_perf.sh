@@ -38,7 +38,7 @@ if want replay; then
 fi
 if want sanitize; then
   for tool in ${SANITIZE_TOOLS:-memcheck initcheck}; do
-    compute-sanitizer --tool $tool --error-exitcode 9 build/lab case 0002 fix-deterministic 1 --backend cuda --sanitizer $tool \
+    compute-sanitizer --tool $tool --error-exitcode 9 build/lab case 0002 fix-deterministic 1 --backend cuda --sanitize $tool \
       >"$out/sanitize-$tool.txt" 2>&1
     summary+=("compute-sanitizer $tool 0002 fix-deterministic: exit $? $(grep -E 'ERROR SUMMARY' "$out/sanitize-$tool.txt")")
   done

@@ -2,6 +2,7 @@
 #include "lab_cuda.h"
 #include "lab_clock.h"
 #include "lab_devmem.h"
+#include "lab_incident.h"
 #include "lab_isolate.h"
 
 #include <cuda_runtime.h>
@@ -127,6 +128,63 @@ __global__ void lab_cuda_spin(long long cycles)
     long long t0 = clock64();
     while (clock64() - t0 < cycles) {
     }
+}
+
+LAB_CUDA_MODULE(lab_cuda_spin);
+
+/* The modules registered by LAB_CUDA_MODULE (the linker makes the section's bounds; this file registers one, so the
+ * section exists in every CUDA build). */
+extern "C" const lab_cuda_module *const __start_lab_cuda_modules[];
+extern "C" const lab_cuda_module *const __stop_lab_cuda_modules[];
+
+extern "C" size_t lab_cuda_module_count(void) { return (size_t)(__stop_lab_cuda_modules - __start_lab_cuda_modules); }
+
+extern "C" const lab_cuda_module *lab_cuda_module_at(size_t i)
+{
+    return i < lab_cuda_module_count() ? __start_lab_cuda_modules[i] : NULL;
+}
+
+extern "C" int lab_cuda_skip_below(lab_case_result *r, int need, const char *what)
+{
+    int dev = 0;
+    lab_cuda_info info;
+    if (cudaGetDevice(&dev) != cudaSuccess || lab_cuda_device_info(dev, &info) != LAB_OK) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    int cc = 10 * info.cc_major + info.cc_minor;
+    if (cc >= need) return 0;
+    lab_result_skip_as(r, LAB_SKIP_NEEDS_ARCH, "needs compute capability %d.%d (%s); this GPU (%s) is %d.%d",
+                       need / 10, need % 10, what, info.name, info.cc_major, info.cc_minor);
+    return 1;
+}
+
+extern "C" const char *lab_cuda_error_text(int e) { return cudaGetErrorString((cudaError_t)e); }
+
+extern "C" lab_status lab_cuda_modules_check(lab_cuda_load *out)
+{
+    memset(out, 0, sizeof *out);
+    out->failed = -1;
+    size_t n = lab_cuda_module_count();
+    double t0 = lab_clock_now();
+    lab_status st = LAB_OK;
+    for (size_t i = 0; i < n && st == LAB_OK; ++i) {
+        const lab_cuda_module *m = lab_cuda_module_at(i);
+        cudaFuncAttributes a;
+        cudaError_t e = cudaFuncGetAttributes(&a, m->fn);
+        out->modules = i + 1;
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError(); /* not sticky: the context stays usable for the report's queries */
+            out->failed = (long)i;
+            out->error = (int)e;
+            st = lab_err_set(LAB_ERR_DEVICE, "%s: cudaFuncGetAttributes(%s): %s", m->file, m->kernel, cudaGetErrorString(e));
+        } else if (i == 0) {
+            out->binary_version = a.binaryVersion;
+            out->ptx_version = a.ptxVersion;
+        }
+    }
+    out->seconds = lab_clock_now() - t0;
+    return st;
 }
 
 extern "C" lab_status lab_cuda_wait_probe(double kernel_ms, double *cpu_frac, double *wait_ms)

@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "lab_incident.h" /* C++ guards of its own */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -53,6 +55,50 @@ lab_status lab_cuda_wait_probe(double kernel_ms, double *cpu_frac, double *wait_
  * calls. */
 lab_status lab_cuda_stream_release(lab_status st, void *stream, void *const *bufs, size_t n);
 
+/* The CUDA modules of this binary (each .cu file that defines kernels is one module: its SASS for each architecture
+ * built and its PTX), each named by one of its kernels: what the load check below loads. A .cu file registers itself
+ * with LAB_CUDA_MODULE(kernel) at file scope, as an incident registers itself (a linker section: adding a module edits
+ * nothing elsewhere). */
+typedef struct {
+    const char *file;        /* the .cu file as compiled, e.g. "kernels/lab_nvfp4.cu" */
+    const char *kernel;      /* the kernel's name as written */
+    const void *fn;          /* the kernel (its host stub), what cudaFuncGetAttributes takes */
+} lab_cuda_module;
+
+/* How many modules this binary registers, and the i-th (i < count; stable order within one binary). Neither makes a
+ * CUDA call: the parent of every case may ask. */
+size_t lab_cuda_module_count(void);
+const lab_cuda_module *lab_cuda_module_at(size_t i);
+
+/* What loading the modules on the current device gave (lab_cuda_modules_check). */
+typedef struct {
+    size_t modules;          /* modules checked */
+    long failed;             /* the first module that failed (index for lab_cuda_module_at), -1 when none did */
+    int error;               /* its cudaError_t (e.g. 209, cudaErrorNoKernelImageForDevice), 0 when none failed */
+    int binary_version;      /* cudaFuncAttributes of the first module: the SASS architecture that runs (90 for sm_90) */
+    int ptx_version;         /* ... and the PTX architecture it came from (equal to binary_version for native code, or
+                                the PTX's when the driver JIT-compiled it; also equal for PTX JIT-compiled for its own
+                                architecture, so native or JIT is decided by the architectures the build carries) */
+    double seconds;          /* wall time of the loads: the JIT compilation where the driver compiles PTX */
+} lab_cuda_load;
+
+/* Loads one kernel of every module on the current device (cudaFuncGetAttributes, which loads its module: the SASS for
+ * this GPU's architecture, or its PTX JIT-compiled), after lab_cuda_ready. LAB_OK when all load; LAB_ERR_DEVICE when one
+ * does not (the message "<file>: cudaFuncGetAttributes(<kernel>): <CUDA error text>", e.g. "no kernel image is available
+ * for execution on the device" for a build without this architecture, "the provided PTX was compiled with an
+ * unsupported toolchain" for PTX newer than the driver), with *out saying which. The check stops at the first failure. */
+lab_status lab_cuda_modules_check(lab_cuda_load *out);
+
+/* A variant that needs a newer GPU declares it in its run function, before any launch (the per-variant SKIP of the
+ * incident contract, never an ERROR): when the current device's compute capability is below need (10 * major + minor,
+ * e.g. 80), records in *r SKIP of class needs-arch with "needs compute capability X.Y (what); this
+ * GPU (<name>) is A.B" and returns 1; else returns 0 and leaves *r alone (call after lab_cuda_ready). what names the feature ("cp.async", "bf16
+ * tensor cores"). A device query that fails returns 0: the run then meets the device's error itself. */
+int lab_cuda_skip_below(lab_case_result *r, int need, const char *what);
+
+/* The CUDA runtime's text for error code e (cudaGetErrorString: no CUDA context is made). */
+const char *lab_cuda_error_text(int e);
+
 /* Records a failed CUDA call as the lab error "file:line: cudaXxx: <err>", where cudaXxx is `call` up to
  * its first '(', and returns LAB_ERR_DEVICE. Used by LAB_CUDA_CHECK. */
 lab_status lab_cuda_fail(const char *file, int line, const char *call, const char *err);
@@ -62,6 +108,14 @@ lab_status lab_cuda_fail(const char *file, int line, const char *call, const cha
 #endif
 
 #ifdef __CUDACC__
+/* In a .cu file that defines kernels, once at file scope after one of them: registers the file as a CUDA module for the
+ * load check (lab_cuda_modules_check), named by that kernel (a template kernel with one instantiation, in parentheses
+ * when its arguments hold a comma). */
+#define LAB_CUDA_MODULE(kernel_fn)                                                                                     \
+    static const lab_cuda_module lab_cuda_module_self = {__FILE__, #kernel_fn, (const void *)(kernel_fn)};            \
+    __attribute__((used, section("lab_cuda_modules"))) static const lab_cuda_module *const lab_cuda_module_reg =      \
+        &lab_cuda_module_self
+
 /* In .cu files: evaluates a CUDA runtime call; on failure returns LAB_ERR_DEVICE from the enclosing
  * function with "file:line: cudaXxx: <cudaGetErrorString>" as the lab error message. */
 #define LAB_CUDA_CHECK(call)                                                                       \

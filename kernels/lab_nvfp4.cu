@@ -112,13 +112,23 @@ __global__ void nv_gemm(const uint8_t *__restrict__ qa, const uint8_t *__restric
 #define NV_STAGE_WORDS (NV_STAGE_VECS * 4) /* a staging row in 32-bit words, 16-byte aligned for cp.async */
 
 /* A 16-byte copy from global to shared memory without registers (cp.async, sm_80+): many in flight per thread;
- * completed by nv_cp16_wait. Both addresses 16-byte aligned. */
+ * completed by nv_cp16_wait. Both addresses 16-byte aligned. Turing (sm_75) has no cp.async: there the copy goes
+ * through a register (one 16-byte load, one store), the same bytes, one load in flight per thread. */
 __device__ __forceinline__ void nv_cp16(void *smem_dst, const void *gsrc)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    *(uint4 *)smem_dst = __ldg((const uint4 *)gsrc);
+#else
     unsigned d = (unsigned)__cvta_generic_to_shared(smem_dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(gsrc) : "memory");
+#endif
 }
-__device__ __forceinline__ void nv_cp16_wait(void) { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+__device__ __forceinline__ void nv_cp16_wait(void)
+{
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
 template <int vec> /* a template argument: each path gets its own registers (the ragged one needs more) */
 __global__ void __launch_bounds__(NV_THREADS) nv_remap_tiles(const uint8_t *__restrict__ src, size_t rows, size_t k_sf,
                                                              size_t k_tiles, size_t k_chunks, size_t blocks,
@@ -342,3 +352,6 @@ extern "C" lab_status lab_nvfp4_cuda_gemm_host(const uint8_t *qa, const uint8_t 
 done:
     return lab_cuda_stream_release(st, s, dev, 5);
 }
+
+/* this module in the load check that runs before any case (lab_cuda.h) */
+LAB_CUDA_MODULE(nv_remap_words);

@@ -95,3 +95,6 @@ done:
     free(bufs);
     return st;
 }
+
+/* this module in the load check that runs before any case (lab_cuda.h) */
+LAB_CUDA_MODULE(nr_gemm_ref);

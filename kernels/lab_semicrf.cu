@@ -677,3 +677,6 @@ lab_status lab_semicrf_cu_accumulate(sg_ctx &x)
     LAB_CUDA_CHECK(cudaGetLastError());
     return LAB_OK;
 }
+
+/* this module in the load check that runs before any case (lab_cuda.h) */
+LAB_CUDA_MODULE(sg_fwd_bwd);

@@ -190,3 +190,6 @@ done:
     if (st != LAB_OK) lab_semicrf_ref_free(r);
     return st;
 }
+
+/* this module in the load check that runs before any case (lab_cuda.h) */
+LAB_CUDA_MODULE(sr_reference);

@@ -134,6 +134,7 @@ const char *lab_skip_class_name(lab_skip_class k)
     case LAB_SKIP_NEEDS_GPU: return "needs-gpu";
     case LAB_SKIP_NEEDS_GPUS: return "needs-gpus";
     case LAB_SKIP_NO_VERSION: return "no-version";
+    case LAB_SKIP_NEEDS_ARCH: return "needs-arch";
     default: return "missing";
     }
 }

@@ -26,15 +26,17 @@ lab_status lab_backend_parse(const char *s, lab_backend *out); /* LAB_ERR_ARG na
  * word boundary and marked (lab_text_fit), never cut mid-word. */
 #define LAB_DETAIL_MAX 1024
 
-/* Why a case was skipped. The first three are expected where the machine lacks them; LAB_SKIP_MISSING
+/* Why a case was skipped. All but LAB_SKIP_MISSING are expected where the machine lacks them; LAB_SKIP_MISSING
  * (not built, a dependency missing) is an error: the replay is NOT OK and says what to install. */
 typedef enum {
     LAB_SKIP_MISSING = 0,            /* not built / dependency missing (the default of lab_result_skip) */
     LAB_SKIP_NEEDS_GPU,              /* no usable GPU here (the probe's reason in detail) */
     LAB_SKIP_NEEDS_GPUS,             /* needs more GPUs than this host (or rank) has */
-    LAB_SKIP_NO_VERSION              /* the variant has no version for this backend */
+    LAB_SKIP_NO_VERSION,             /* the variant has no version for this backend */
+    LAB_SKIP_NEEDS_ARCH              /* the variant needs a newer GPU than this one (the capability it needs and
+                                        why in detail: lab_cuda_skip_below, kernels/lab_cuda.h); never an ERROR */
 } lab_skip_class;
-const char *lab_skip_class_name(lab_skip_class k); /* "missing", "needs-gpu", "needs-gpus", "no-version" */
+const char *lab_skip_class_name(lab_skip_class k); /* "missing", "needs-gpu", "needs-gpus", "no-version", "needs-arch" */
 /* 1 when a skip of this class is expected where the resource is absent; 0 when it is an error. */
 int lab_skip_expected(lab_skip_class k);
 

@@ -46,7 +46,10 @@ CRIT_LIBS   = $(eval CRIT_LIBS := $(shell pkg-config --libs criterion))$(CRIT_LI
 # CUDA: compiled where nvcc exists (CUDA=0 turns it off); sanitizer builds leave it out, since the
 # CUDA runtime does not run under AddressSanitizer's default shadow layout.
 NVCC      ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-CUDA_ARCH ?= sm_90
+# The GPU architectures the build carries (mk/cuda_arch.sh): empty or "auto" builds for the GPUs nvidia-smi lists here,
+# else (no GPU visible, a CI build host) the fat binary, SASS for sm_75 .. sm_120 plus the newest PTX; CUDA_ARCH=sm_80,
+# CUDA_ARCH="sm_80 sm_90", CUDA_ARCH=compute_80 (PTX only) choose. CUDA_ARCHS is the list chosen, asked once.
+CUDA_ARCH ?=
 ifeq ($(strip $(SANITIZE)),)
 CUDA ?= $(if $(NVCC),1,0)
 else
@@ -56,7 +59,14 @@ ifeq ($(CUDA),1)
 CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_DEFS   := -DLAB_HAVE_CUDA=1
 CUDA_LIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
-NVCCFLAGS   ?= -O3 -arch=$(CUDA_ARCH) -Ilab -Ikernels -I. -Xcompiler -fno-strict-aliasing
+CUDA_ARCHS  := $(shell CUDA_ARCH='$(CUDA_ARCH)' NVCC='$(NVCC)' mk/cuda_arch.sh)
+ifeq ($(strip $(CUDA_ARCHS)),)
+$(error CUDA_ARCH='$(CUDA_ARCH)': no architecture to build (mk/cuda_arch.sh said why above); CUDA=0 builds without CUDA)
+endif
+CUDA_GENCODE := $(shell mk/cuda_arch.sh --flags $(CUDA_ARCHS))
+LAB_CUDA_ARCH_STAMP := $(BUILD)/gen/cuda_archs
+# --threads 0: nvcc compiles a file's architectures in parallel (the fat binary's eight for each .cu file)
+NVCCFLAGS   ?= -O3 $(CUDA_GENCODE) --threads 0 -Ilab -Ikernels -I. -Xcompiler -fno-strict-aliasing
 endif
 
 # MPI (Open MPI, for `lab replay --mpi`): only build/lab links it, through replay/scaleout/lab_mpi*.c; the lab

@@ -1,7 +1,7 @@
 # mk/targets.mk: compile rules and the user-facing targets.
 
 .PHONY: all deps test test-slurm replay sanitize bench golden golden-check plots help clean mutants stories stories-check \
-        studies
+        baselines studies
 
 all: $(LAB_BIN)
 
@@ -25,9 +25,19 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LAB_INC) $(LAB_INCIDENT_DEF) $(PKG_CFLAGS) $(if $(findstring test_,$(notdir $<)),$(CRIT_CFLAGS) -Itests) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/%.cu.o: %.cu | $(DEPS_OK)
+$(BUILD)/obj/%.cu.o: %.cu $(LAB_CUDA_ARCH_STAMP) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(CUDA_DEFS) $(LAB_INCIDENT_DEF) -MMD -MP -c $< -o $@
+
+# The architectures the CUDA objects were built for (mk/cuda_arch.sh): rewritten only when the list changes, so that a
+# build for other architectures (CUDA_ARCH=..., or another GPU in the machine) recompiles every .cu file.
+ifeq ($(CUDA),1)
+.PHONY: lab-cuda-arch-force
+lab-cuda-arch-force:
+$(LAB_CUDA_ARCH_STAMP): lab-cuda-arch-force
+	@mkdir -p $(@D)
+	@echo '$(CUDA_ARCHS)' > $@.tmp.$$$$ && { cmp -s $@.tmp.$$$$ $@ || mv $@.tmp.$$$$ $@; }; rm -f $@.tmp.$$$$
+endif
 
 # The MPI modules (lab_mpi.o, lab_mpi_*.o) are built with MPI (when MPI=0 lab_mpi.o is a stub and the others are
 # empty) and linked into build/lab only; the stamp rebuilds them when MPI changes.
@@ -122,6 +132,13 @@ sanitize: $(LAB_BIN)
 bench: $(LAB_BIN)
 	$(LAB_BIN) bench
 
+# The GPU at hand's baseline, baselines/<gpu>/ (report.json + README.md): `lab report --backend cuda --seeds 1000` with
+# its bench, by this build (tools/gpu/baseline.py; BASELINE_ARGS=--gpu NAME names the folder). Remade when the kernels
+# or incidents change: lab compare says so from the sources digest the report records.
+BASELINE_ARGS ?=
+baselines: $(LAB_BIN)
+	python3 tools/gpu/baseline.py --lab $(LAB_BIN) $(BASELINE_ARGS)
+
 # Planted regressions (tools/dev/mutants.py), one at a time in a scratch copy outside the tree (incremental builds
 # there, CUDA off): which the replay kills, which only the unit tests, which survive. Not part of `make test`
 # (minutes); `make test` checks that every mutant still applies (tests/python/test_mutants.py).
@@ -149,6 +166,7 @@ help:
 	@echo "make replay       replay every incident (SEEDS=N overrides the defaults) on BACKEND=auto|cpu|cuda, into $(REPLAY_OUT)"
 	@echo "make sanitize     every CUDA case under compute-sanitizer (SANITIZE_TOOLS=$(SANITIZE_TOOLS), SANITIZE_SEEDS=$(SANITIZE_SEEDS))"
 	@echo "make bench        the incidents' GPU benchmarks, as ratios against the device's ceilings"
+	@echo "make baselines    remake baselines/<gpu>/ on the GPU at hand (lab report --backend cuda --seeds 1000, with the bench)"
 	@echo "make golden       regenerate every incident's golden tensors from the float64 reference"
 	@echo "make golden-check verify every golden against its MANIFEST (sha256, dtype, shape)"
 	@echo "make plots        redraw the plots of the last replay in $(REPLAY_OUT)/plots"
@@ -158,7 +176,9 @@ help:
 	@echo "make layering-check  prove that no include runs up the layers (lab < kernels < incidents < replay's wings)"
 	@echo "make fuzz         run the libFuzzer targets (npy, manifest) for FUZZ_SECONDS=$(FUZZ_SECONDS) s each"
 	@echo "make test SANITIZE=address,undefined   the same tests under sanitizers (build in build/san-*)"
-	@echo "CUDA=0 disables the CUDA parts (build in build/nocuda); CUDA_ARCH=$(CUDA_ARCH) picks the GPU architecture"
+	@echo "CUDA=0 disables the CUDA parts (build in build/nocuda). GPU architectures: the GPUs nvidia-smi lists, else the fat"
+	@echo "                  binary (SASS sm_75..sm_120 + newest PTX); CUDA_ARCH=sm_80 (or \"sm_80 sm_90\", compute_80) chooses."
+	@echo "                  This build: $(if $(filter 1,$(CUDA)),$(CUDA_ARCHS),no CUDA)"
 
 clean:
 	rm -rf build

@@ -60,3 +60,6 @@ done:
     lab_devmem_free(addr);
     return st;
 }
+
+/* this module in the load check that runs before any case (lab_cuda.h) */
+LAB_CUDA_MODULE(cc_add);

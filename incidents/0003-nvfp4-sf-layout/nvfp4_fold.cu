@@ -58,3 +58,6 @@ done:
         return nvfp4_sf_cuda_finish(st, s, dout, out, m * n, bufs, sizeof bufs / sizeof bufs[0]);
     }
 }
+
+/* this module in the load check that runs before any case (lab_cuda.h) */
+LAB_CUDA_MODULE(nvfp4_fold_kernel);

@@ -121,3 +121,6 @@ done:
     }
     return st;
 }
+
+/* this module in the load check that runs before any case (lab_cuda.h) */
+LAB_CUDA_MODULE(pg_inputs);

@@ -420,3 +420,6 @@ done:
     free(emis);
     return bfcrf_dev_free(&d, st);
 }
+
+/* this module in the load check that runs before any case (lab_cuda.h) */
+LAB_CUDA_MODULE(bfcrf_ew_pairs);

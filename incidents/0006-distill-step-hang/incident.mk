@@ -9,7 +9,7 @@ $(eval $(call lab_incident,0006-distill-step-hang))
 DSH_DIR    := $(LAB_INCIDENT_DIR)
 DSH_JOB    := $(BUILD)/$(DSH_DIR)/distill_job
 DSH_MPICC  ?= mpicc
-$(DSH_JOB): $(DSH_DIR)/mpi/distill_job.c $(DSH_DIR)/dsh_proto.c $(DSH_DIR)/dsh_proto.h $(DSH_DIR)/dsh_trace.c $(DSH_DIR)/dsh_trace.h lab/lab_err.c lab/lab_err.h lab/lab_rng.h | $(BUILD)/.deps-ok
+$(DSH_JOB): $(DSH_DIR)/mpi/distill_job.c $(DSH_DIR)/dsh_proto.c $(DSH_DIR)/dsh_proto.h $(DSH_DIR)/dsh_trace.c $(DSH_DIR)/dsh_trace.h lab/lab_err.c lab/lab_err.h lab/lab_rng.h $(LAB_CUDA_ARCH_STAMP) | $(BUILD)/.deps-ok
 	@mkdir -p $(@D)
 	$(DSH_MPICC) -std=gnu11 -O2 -g -Wall -Wextra -Wno-format-truncation -Ilab -I$(DSH_DIR) $(filter %.c,$^) -o $@ -lm
 all: $(DSH_JOB)
@@ -21,9 +21,9 @@ $(BUILD)/obj/$(DSH_DIR)/dsh.o: CFLAGS += -DDSH_JOB_BIN='"$(DSH_JOB)"'
 DSH_NCCL   := $(BUILD)/$(DSH_DIR)/distill_nccl
 ifeq ($(CUDA),1)
 ifneq ($(wildcard $(CUDA_HOME)/include/nccl.h),)
-$(DSH_NCCL): $(DSH_DIR)/mpi/distill_nccl.cu $(DSH_DIR)/dsh_proto.c $(DSH_DIR)/dsh_proto.h $(DSH_DIR)/dsh_trace.c $(DSH_DIR)/dsh_trace.h lab/lab_err.c lab/lab_err.h lab/lab_rng.h | $(BUILD)/.deps-ok
+$(DSH_NCCL): $(DSH_DIR)/mpi/distill_nccl.cu $(DSH_DIR)/dsh_proto.c $(DSH_DIR)/dsh_proto.h $(DSH_DIR)/dsh_trace.c $(DSH_DIR)/dsh_trace.h lab/lab_err.c lab/lab_err.h lab/lab_rng.h $(LAB_CUDA_ARCH_STAMP) | $(BUILD)/.deps-ok
 	@mkdir -p $(@D)
-	$(NVCC) -O2 -arch=$(CUDA_ARCH) -Ilab -I$(DSH_DIR) $$(pkg-config --cflags ompi-c) $(filter %.c %.cu,$^) -o $@ \
+	$(NVCC) -O2 $(CUDA_GENCODE) -Ilab -I$(DSH_DIR) $$(pkg-config --cflags ompi-c) $(filter %.c %.cu,$^) -o $@ \
 	    $$(pkg-config --libs ompi-c) -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -lnccl -lcudart
 all: $(DSH_NCCL)
 $(BUILD)/lab $(BUILD)/lab-tests: | $(DSH_NCCL)

@@ -57,6 +57,10 @@ const wr_kdesc *wr_find_kernel(const wr_cfg *c, int minb);
 void wr_launch_fill(float *x, size_t n, float v);
 void wr_launch_fwd(int num_warps, const wr_args &a, float *alpha, float *ckpt, float *logZ);
 cudaError_t wr_bwd_smem(const wr_kdesc *kd, size_t dyn);
+/* The registers a thread of kd's kernel holds on this GPU (cudaFuncGetAttributes), -1 when the query fails. A register
+ * cap written as __launch_bounds__(threads, minb) holds only where minb blocks of those threads fit an SM (2048 threads:
+ * sm_80, sm_90, sm_100); elsewhere ptxas ignores it ("minnctapersm will be ignored") and the kernel keeps its own count. */
+int wr_bwd_regs(const wr_kdesc *kd);
 void wr_launch_bwd(const wr_kdesc *kd, const wr_args &a, size_t dyn);
 void wr_launch_reduce(int f64, const wr_args &a, size_t nmax, int Wt, int Wc, float *g_trans, float *g_dur, float *g_cum,
                       float *g_ps, float *g_pe);

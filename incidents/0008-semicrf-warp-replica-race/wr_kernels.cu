@@ -582,6 +582,16 @@ cudaError_t wr_bwd_smem(const wr_kdesc *kd, size_t dyn)
     return cudaFuncSetAttribute(kd->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn);
 }
 
+int wr_bwd_regs(const wr_kdesc *kd)
+{
+    cudaFuncAttributes a;
+    if (cudaFuncGetAttributes(&a, kd->fn) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return a.numRegs;
+}
+
 void wr_launch_bwd(const wr_kdesc *kd, const wr_args &a, size_t dyn) { kd->fn<<<(unsigned)a.B, 32 * kd->cfg.num_warps, dyn>>>(a); }
 
 void wr_launch_reduce(int f64, const wr_args &a, size_t nmax, int Wt, int Wc, float *g_trans, float *g_dur, float *g_cum,
@@ -594,3 +604,6 @@ void wr_launch_reduce(int f64, const wr_args &a, size_t nmax, int Wt, int Wc, fl
         wr_reduce<false><<<(unsigned)((nmax + 255) / 256), 256>>>(a.gtr, a.gdb, a.gcum, a.gps, a.gpe, a.B, a.SPB, a.T, a.K, a.C,
                                                                    Wt, Wc, g_trans, g_dur, g_cum, g_ps, g_pe);
 }
+
+/* this module in the load check that runs before any case (lab_cuda.h) */
+LAB_CUDA_MODULE(wr_fill);

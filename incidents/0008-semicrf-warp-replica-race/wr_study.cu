@@ -126,6 +126,12 @@ extern "C" lab_status wr_cuda_study(FILE *out, int full)
         if (!isnan(med[2])) snprintf(vs_bug, sizeof vs_bug, "%.3f", med[r] / med[2]);
         fprintf(out, "%-28s %3d/%-2d %3d/%-2d %3d/%-2d %8d %11.3g %10.3f %9s\n", rows[r].name, wrong, RUNS, nonfin, RUNS, differ,
                 RUNS - 1, distinct, worst, med[r], vs_bug);
+        if (rows[r].minb > 1) { /* the "32 registers" rows: the cap holds only where minb blocks fit an SM (wr_cuda.h) */
+            int regs = wr_bwd_regs(wr_find_kernel(&rows[r].cfg, rows[r].minb));
+            if (regs > 32)
+                fprintf(out, "  (the 32-register cap did not apply on %s, compute capability %d.%d: %d registers, as the "
+                             "uncapped kernel)\n", info.name, info.cc_major, info.cc_minor, regs);
+        }
         fflush(out);
         for (int i = 0; i < RUNS; ++i) wr_out_free(&outs[i]);
     }

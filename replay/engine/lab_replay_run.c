@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lab_arch.h"
 #include "lab_command.h"
 #include "lab_clock.h"
 #include "lab_device.h"
@@ -106,7 +107,11 @@ static lab_status lab_replay_select(const lab_request *req, FILE *diag, const la
 
 /* The backend a request runs on (*backend) and whether a CUDA device is usable (*cuda_ok), from the machine probe;
  * auto falls back to the CPU and says so. LAB_ERR_DEVICE, said on diag, for cuda without a usable device unless
- * gpu_optional (every CUDA case then SKIPs). */
+ * gpu_optional (every CUDA case then SKIPs), and, under cuda and auto alike, for a usable GPU that this build's kernels
+ * do not load on (lab_arch_check: one message naming the GPU, its compute capability, the architectures carried and
+ * the rebuild command). Auto does not fall back to the CPU then: a GPU is there and the build cannot use it, which is
+ * a build to redo, not a machine without a GPU. Where the GPU runs PTX by JIT, the note says so and the JIT cache is
+ * warmed before any worker starts. */
 static lab_status lab_replay_backend(const lab_request *req, FILE *diag, lab_backend *backend, int *cuda_ok)
 {
     *backend = LAB_BACKEND_CPU;
@@ -114,7 +119,18 @@ static lab_status lab_replay_backend(const lab_request *req, FILE *diag, lab_bac
     int is_auto = !strcmp(req->backend, "auto");
     if (!is_auto && strcmp(req->backend, "cuda")) return LAB_OK;
     char why[240];
+    lab_arch_cache_setup(); /* before the probe: its child and the workers share one JIT cache */
     *cuda_ok = lab_device_usable(why, sizeof why) == LAB_OK;
+    if (*cuda_ok) {
+        static char msg[1200];
+        if (lab_arch_check(msg, sizeof msg) != LAB_OK) {
+            fprintf(diag, "%s\n", msg);
+            return LAB_ERR_DEVICE;
+        }
+        char note[600];
+        lab_arch_note(note, sizeof note);
+        if (note[0] && !req->quiet) fprintf(diag, "backend %s: %s\n", is_auto ? "auto" : "cuda", note);
+    }
     if (is_auto) {
         *backend = *cuda_ok ? LAB_BACKEND_CUDA : LAB_BACKEND_CPU;
         if (*cuda_ok) fprintf(diag, "backend auto: cuda\n");

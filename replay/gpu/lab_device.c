@@ -37,6 +37,9 @@
 #define LAB_BUILD_NVCCFLAGS ""
 #define LAB_BUILD_CUDA_ARCH ""
 #endif
+#ifndef LAB_BUILD_SOURCES_DIGEST
+#define LAB_BUILD_SOURCES_DIGEST "unknown"
+#endif
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Small helpers */
@@ -243,16 +246,27 @@ int lab_device_probe_visible(const char *vis, char *buf, size_t len)
     return 1;
 }
 
+/* What a probe child is asked: the CUDA_VISIBLE_DEVICES value it sets (NULL: this process's, narrowed to its first
+ * entry), and whether it loads every kernel eagerly (the JIT warm-up: CUDA_MODULE_LOADING=EAGER). */
+typedef struct {
+    const char *visible;
+    int eager;
+} lab_device_probe_ask;
+
 /* Runs in a child process: whether a CUDA context can be made (PASS, or SKIP saying why not; an error status: a GPU
- * that is listed but unusable), and device 0's facts as the result's detail (its name) and metrics. */
+ * that is listed but unusable), and device 0's facts as the result's detail (its name) and metrics, with whether this
+ * binary's kernels load there (lab_cuda_modules_check: "load_error" the CUDA error, 0 when all loaded, "load_module"
+ * the module that failed, "load_s" the loads' seconds, "binary_version" and "ptx_version" of the first module). */
 static lab_status lab_device_gpu_job(void *ctx, size_t job, lab_case_result *r)
 {
-    (void)ctx;
     (void)job;
 #ifdef LAB_HAVE_CUDA
+    const lab_device_probe_ask *ask = ctx;
     char first[256];
-    if (lab_device_probe_visible(getenv("CUDA_VISIBLE_DEVICES"), first, sizeof first))
+    if (ask && ask->visible) setenv("CUDA_VISIBLE_DEVICES", ask->visible, 1);
+    else if (lab_device_probe_visible(getenv("CUDA_VISIBLE_DEVICES"), first, sizeof first))
         setenv("CUDA_VISIBLE_DEVICES", first, 1);
+    if (ask && ask->eager) setenv("CUDA_MODULE_LOADING", "EAGER", 1);
     lab_device_one_queue();
     char why[200];
     lab_phase("device probe: making a context");
@@ -275,15 +289,49 @@ static lab_status lab_device_gpu_job(void *ctx, size_t job, lab_case_result *r)
     lab_result_metric(r, "free_memory_bytes", (double)info.free_mem);
     lab_result_metric(r, "driver_version", info.driver_version);
     lab_result_metric(r, "runtime_version", info.runtime_version);
+    lab_cuda_load load;
+    lab_phase("device probe: loading the kernels");
+    (void)lab_cuda_modules_check(&load); /* a module that does not load is a fact of the probe, not its failure */
+    lab_phase("device probe: kernels loaded or refused");
+    lab_result_metric(r, "load_error", load.error);
+    lab_result_metric(r, "load_module", (double)load.failed);
+    lab_result_metric(r, "load_s", load.seconds);
+    lab_result_metric(r, "binary_version", load.binary_version);
+    lab_result_metric(r, "ptx_version", load.ptx_version);
     lab_result_verdict(r, 1, "%s", info.name);
     return LAB_OK;
 #else
+    (void)ctx;
     lab_result_skip(r, "this build has no CUDA (nvcc was not found at build time)");
     return LAB_OK;
 #endif
 }
 
-/* The CUDA check of this process's GPUs (lab_device_gpu_job in a child under a 60 s watchdog), made once for each
+/* The stand-in for the probe child that the tests set (LAB_DEVICE_TEST_PROBE="<name>;<major>.<minor>;<load error>", e.g.
+ * "NVIDIA H100 80GB HBM3;9.0;209"): a usable GPU of that name and capability whose first module failed to load with
+ * that CUDA error (0: every module loads), as the child would report it; no CUDA call. LAB_ERR_ARG for another form. */
+static lab_status lab_device_fake_probe(const char *spec, lab_job_outcome *o)
+{
+    char name[128];
+    int major = 0, minor = 0, err = 0;
+    if (sscanf(spec, "%127[^;];%d.%d;%d", name, &major, &minor, &err) != 4)
+        return lab_err_set(LAB_ERR_ARG, "LAB_DEVICE_TEST_PROBE='%.64s': not <name>;<major>.<minor>;<error>", spec);
+    memset(o, 0, sizeof *o);
+    o->outcome = LAB_OUT_PASS;
+    lab_result_metric(&o->r, "cc_major", major);
+    lab_result_metric(&o->r, "cc_minor", minor);
+    lab_result_metric(&o->r, "load_error", err);
+    lab_result_metric(&o->r, "load_module", err ? 0 : -1);
+    lab_result_metric(&o->r, "load_s", 0.0);
+    lab_result_verdict(&o->r, 1, "%s", name);
+    return LAB_OK;
+}
+
+/* How long a probe child may take (its watchdog's seconds): a context and the kernels' load, which on a GPU that runs
+ * PTX JIT-compiles every module with a cold cache (seconds to tens of seconds of one core). */
+#define LAB_DEVICE_PROBE_S 300.0
+
+/* The CUDA check of this process's GPUs (lab_device_gpu_job in a child under LAB_DEVICE_PROBE_S), made once for each
  * CUDA_VISIBLE_DEVICES value (an MPI rank narrows it to its share): its outcome; *st the runner's status, err its
  * message. */
 static const lab_job_outcome *lab_device_gpu(lab_status *st, char *err, size_t len)
@@ -292,12 +340,13 @@ static const lab_job_outcome *lab_device_gpu(lab_status *st, char *err, size_t l
     static lab_status ran;
     static char seen[1024], ran_err[240];
     static int probed;
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES"), *fake = getenv("LAB_DEVICE_TEST_PROBE");
     char now[sizeof seen];
-    snprintf(now, sizeof now, "%s%s", vis ? "=" : "", vis ? vis : "");
+    snprintf(now, sizeof now, "%s%s|%s", vis ? "=" : "", vis ? vis : "", fake ? fake : "");
     if (!probed || strcmp(now, seen)) {
         memset(&o, 0, sizeof o);
-        ran = lab_isolate_run(1, lab_device_gpu_job, NULL, 1, 60.0, NULL, &o);
+        if (fake && *fake) ran = lab_device_fake_probe(fake, &o);
+        else ran = lab_isolate_run(1, lab_device_gpu_job, NULL, 1, LAB_DEVICE_PROBE_S, NULL, &o);
         snprintf(ran_err, sizeof ran_err, "%s", ran != LAB_OK ? lab_err_msg() : "");
         snprintf(seen, sizeof seen, "%s", now);
         probed = 1;
@@ -320,6 +369,47 @@ lab_status lab_device_usable(char *why, size_t len)
     snprintf(why, len, "this build has no CUDA");
     return lab_err_set(LAB_ERR_DEVICE, "%s", why);
 #endif
+}
+
+/* The facts of a probe's outcome (st its runner's status, err its message) into *f. */
+static void lab_device_facts_of(lab_status st, const char *err, const lab_job_outcome *o, lab_device_gpu_facts *f)
+{
+    memset(f, 0, sizeof *f);
+    f->load_module = -1;
+    if (st != LAB_OK || o->outcome != LAB_OUT_PASS) {
+        snprintf(f->why, sizeof f->why, "%s", st != LAB_OK ? err : o->r.detail[0] ? o->r.detail : o->error);
+        return;
+    }
+    f->usable = 1;
+    snprintf(f->name, sizeof f->name, "%s", o->r.detail);
+    double mj = lab_result_get(&o->r, "cc_major"), mn = lab_result_get(&o->r, "cc_minor");
+    f->cc = isfinite(mj) && isfinite(mn) ? (int)(10 * mj + mn) : 0;
+    double le = lab_result_get(&o->r, "load_error"), lm = lab_result_get(&o->r, "load_module");
+    f->load_checked = isfinite(le);
+    f->load_error = isfinite(le) ? (int)le : 0;
+    f->load_module = isfinite(lm) ? (long)lm : -1;
+    f->load_s = lab_result_get(&o->r, "load_s");
+    double bv = lab_result_get(&o->r, "binary_version"), pv = lab_result_get(&o->r, "ptx_version");
+    f->binary_version = isfinite(bv) ? (int)bv : 0;
+    f->ptx_version = isfinite(pv) ? (int)pv : 0;
+}
+
+void lab_device_gpu_first(lab_device_gpu_facts *f)
+{
+    char err[240];
+    lab_status st;
+    const lab_job_outcome *o = lab_device_gpu(&st, err, sizeof err);
+    lab_device_facts_of(st, err, o, f);
+}
+
+lab_status lab_device_probe_one(const char *visible, int eager, lab_device_gpu_facts *f)
+{
+    lab_device_probe_ask ask = {visible, eager};
+    lab_job_outcome o;
+    memset(&o, 0, sizeof o);
+    lab_status st = lab_isolate_run(1, lab_device_gpu_job, &ask, 1, LAB_DEVICE_PROBE_S, NULL, &o);
+    lab_device_facts_of(st, st != LAB_OK ? lab_err_msg() : "", &o, f);
+    return st;
 }
 
 /* "12.8" from the CUDA version encoding 1000 * major + 10 * minor. */
@@ -398,6 +488,9 @@ cJSON *lab_device_build_json(void)
     if (!b) return NULL;
     cJSON_AddStringToObject(b, "commit", LAB_BUILD_COMMIT);
     cJSON_AddBoolToObject(b, "dirty", LAB_BUILD_DIRTY);
+    /* what the report measures: the digest of kernels/ and incidents/ (mk/buildinfo.sh), so that lab compare can say
+     * when a baseline was made from other kernels or incidents */
+    cJSON_AddStringToObject(b, "sources_digest", LAB_BUILD_SOURCES_DIGEST);
     cJSON_AddStringToObject(b, "cc", LAB_BUILD_CC);
     cJSON_AddStringToObject(b, "cc_version", LAB_BUILD_CC_VERSION);
 #ifdef __VERSION__
@@ -413,7 +506,7 @@ cJSON *lab_device_build_json(void)
         cJSON_AddStringToObject(b, "nvcc", LAB_BUILD_NVCC);
         cJSON_AddStringToObject(b, "nvcc_version", LAB_BUILD_NVCC_VERSION);
         cJSON_AddStringToObject(b, "nvccflags", LAB_BUILD_NVCCFLAGS);
-        cJSON_AddStringToObject(b, "cuda_arch", LAB_BUILD_CUDA_ARCH);
+        cJSON_AddStringToObject(b, "cuda_arch", LAB_BUILD_CUDA_ARCH); /* every architecture carried (mk/cuda_arch.sh) */
     }
     time_t t = lab_device_mtime("/proc/self/exe");
     if (t != (time_t)-1) {

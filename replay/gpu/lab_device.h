@@ -40,6 +40,32 @@ lab_status lab_device_usable(char *why, size_t len);
  * vis stays as it is (one entry, or "": no device). */
 int lab_device_probe_visible(const char *vis, char *buf, size_t len);
 
+/* What one GPU's probe child found (lab_device_gpu_first, lab_device_probe_one). */
+typedef struct {
+    int usable;              /* a CUDA context was made */
+    char why[240];           /* when not: why (no device, the CUDA error, the probe's failure) */
+    char name[128];          /* the device's name, e.g. "NVIDIA H100 80GB HBM3" */
+    int cc;                  /* compute capability as 10 * major + minor (90 for 9.0); 0 unknown */
+    int load_checked;        /* the kernels' load was checked (lab_cuda_modules_check) */
+    int load_error;          /* its cudaError_t, 0 when every module loaded */
+    long load_module;        /* the module that did not load (lab_cuda_module_at), -1 none */
+    double load_s;           /* the loads' wall seconds (JIT compilation included) */
+    int binary_version;      /* the first module's SASS and PTX architectures as loaded (lab_cuda_load) */
+    int ptx_version;
+} lab_device_gpu_facts;
+
+/* The facts of the probe of this process's first GPU (the one lab_device_usable makes, made once per
+ * CUDA_VISIBLE_DEVICES value). Tests stand in for the child with LAB_DEVICE_TEST_PROBE="<name>;<major>.<minor>;<CUDA
+ * error of the load, 0 none>": a usable GPU of that name and capability, no CUDA call. Never fails: an unusable GPU
+ * has usable 0 and why. */
+void lab_device_gpu_first(lab_device_gpu_facts *f);
+
+/* A probe child for one GPU, not cached: CUDA_VISIBLE_DEVICES=visible in the child (an entry of this process's list:
+ * an index or a UUID), and with eager set every kernel loaded when the context is made (CUDA_MODULE_LOADING=EAGER:
+ * where the driver JIT-compiles, all of the binary's PTX then, into the JIT cache of CUDA_CACHE_PATH). Fills *f; returns
+ * the runner's status (LAB_ERR_IO when the child cannot be started, f->why saying so). */
+lab_status lab_device_probe_one(const char *visible, int eager, lab_device_gpu_facts *f);
+
 /* This machine as a JSON object: "backend", "host" (CPU model, logical CPUs, CPUs usable by this process as the
  * scheduler counts them, memory, kernel from /proc and uname; unknown facts are null) and, when backend is cuda,
  * "gpu": name, compute capability, multiprocessors, memory, driver and runtime versions from the CUDA check (device
@@ -47,8 +73,9 @@ int lab_device_probe_visible(const char *vis, char *buf, size_t len);
  * memory. */
 cJSON *lab_device_json(lab_backend backend);
 
-/* The build as a JSON object: git commit (and "dirty" when the tree had changes), C compiler and its
- * version, CFLAGS, whether CUDA was compiled in, nvcc's version, NVCCFLAGS and CUDA_ARCH (from the header
+/* The build as a JSON object: git commit (and "dirty" when the tree had changes), "sources_digest" (of kernels/ and
+ * incidents/, what a report measures), C compiler and its version, CFLAGS, whether CUDA was compiled in, nvcc's version,
+ * NVCCFLAGS and "cuda_arch", every GPU architecture the binary carries ("sm_90 compute_90"; from the header
  * mk/buildinfo.sh generates), and when the lab binary was linked (its mtime). NULL when out of memory. */
 cJSON *lab_device_build_json(void);
 

@@ -302,6 +302,54 @@ static void lab_compare_describe(FILE *out, const char *label, const char *dir, 
             *lab_compare_str(r, "created") ? lab_compare_str(r, "created") : "?");
 }
 
+/* "runs" of a report's GPU code (device.gpu.code: native, jit or none), "" where not recorded (a CPU report, a report
+ * made before the lab recorded it). */
+static const char *lab_compare_code(const cJSON *r, const char *key)
+{
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "device"), "gpu");
+    return lab_compare_str(cJSON_GetObjectItemCaseSensitive(gpu, "code"), key);
+}
+
+/* Warnings about what the two reports ran, before the table: GPU code JIT-compiled on one side and native on the other,
+ * other CUDA toolkits, and other kernels or incidents (build.sources_digest, the digest of kernels/ and incidents/):
+ * the older report no longer measures what the newer one does (a baseline to remake). Returns how many. */
+static int lab_compare_warn_builds(FILE *out, const cJSON *ra, const cJSON *rb)
+{
+    int n = 0;
+    const char *ca = lab_compare_code(ra, "runs"), *cb = lab_compare_code(rb, "runs");
+    if (*ca && *cb && strcmp(ca, cb)) {
+        fprintf(out, "warning: A's GPU ran %s code (%s), B's %s code (%s): the same kernels compiled apart (by nvcc, or by "
+                     "the driver's JIT from PTX); timings differ and results may differ in the last bits\n",
+                ca, *lab_compare_code(ra, "from") ? lab_compare_code(ra, "from") : "?", cb,
+                *lab_compare_code(rb, "from") ? lab_compare_code(rb, "from") : "?");
+        n++;
+    }
+    const cJSON *ba = cJSON_GetObjectItemCaseSensitive(ra, "build"), *bb = cJSON_GetObjectItemCaseSensitive(rb, "build");
+    const char *ta = lab_compare_str(ba, "nvcc_version"), *tb = lab_compare_str(bb, "nvcc_version");
+    if (*ta && *tb && strcmp(ta, tb)) {
+        fprintf(out, "warning: built by different CUDA toolkits: A '%s', B '%s'\n", ta, tb);
+        n++;
+    }
+    const char *da = lab_compare_str(ba, "sources_digest"), *db = lab_compare_str(bb, "sources_digest");
+    const char *wa = lab_compare_str(ra, "created"), *wb = lab_compare_str(rb, "created");
+    int a_older = strcmp(wa, wb) <= 0; /* ISO 8601 UTC: the string order is the time order */
+    if (*da && *db && strcmp(da, "unknown") && strcmp(db, "unknown") && strcmp(da, db)) {
+        fprintf(out, "warning: the kernels or incidents changed between the reports (sources digest A %s at commit %.12s, B "
+                     "%s at commit %.12s): %s, made %s, measures other kernels than %s does; remake it (make baselines)\n",
+                da, lab_compare_str(ba, "commit"), db, lab_compare_str(bb, "commit"), a_older ? "A" : "B", a_older ? wa : wb,
+                a_older ? "B" : "A");
+        n++;
+    } else if (!*da != !*db) {
+        const char *which = *da ? "B" : "A";
+        const cJSON *bw = *da ? bb : ba;
+        fprintf(out, "warning: %s records no digest of the kernels' and incidents' sources (made by commit %.12s, before the "
+                     "lab recorded one): it may measure other kernels than %s; remake it (make baselines)\n",
+                which, lab_compare_str(bw, "commit"), *da ? "A" : "B");
+        n++;
+    }
+    return n;
+}
+
 /* Prints and counts the metric statistics of one variant that moved beyond the factor. */
 static void lab_compare_metrics(FILE *out, const char *inc, const char *var, const cJSON *va, const cJSON *vb,
                                 double factor, lab_compare_result *res, int *header)
@@ -356,6 +404,7 @@ lab_status lab_compare_reports(const char *dir_a, const char *dir_b, const lab_c
     }
     lab_compare_describe(out, "A", dir_a, ra);
     lab_compare_describe(out, "B", dir_b, rb);
+    lab_compare_warn_builds(out, ra, rb);
     const cJSON *ia = cJSON_GetObjectItemCaseSensitive(ra, "incidents");
     const cJSON *ib = cJSON_GetObjectItemCaseSensitive(rb, "incidents");
 

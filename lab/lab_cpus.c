@@ -2,6 +2,8 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "lab_cpus.h"
 
+#include "lab_alloc.h"
+
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
@@ -159,12 +161,19 @@ static int lab_cpus_count(char *desc, unsigned len)
     char *cg = lab_cpus_proc_cgroup();
     int n = lab_cpus_usable_from(aff, cg, "/sys/fs/cgroup");
     free(cg);
+    lab_alloc alloc;
+    lab_alloc_read(&alloc);
+    int slurm = alloc.cpus > 0 && alloc.cpus < n;
     if (desc) {
         long online = sysconf(_SC_NPROCESSORS_ONLN);
-        if (n < aff) snprintf(desc, len, "cgroup CPU quota %d (affinity %d of %ld online)", n, aff, online);
-        else snprintf(desc, len, "affinity %d of %ld online", aff, online);
+        char own[96];
+        if (n < aff) snprintf(own, sizeof own, "cgroup CPU quota %d (affinity %d of %ld online)", n, aff, online);
+        else snprintf(own, sizeof own, "affinity %d of %ld online", aff, online);
+        if (slurm) snprintf(desc, len, "Slurm's %s (%s)", alloc.cpus_from, own);
+        else if (alloc.cpus > 0) snprintf(desc, len, "%s (Slurm's %s)", own, alloc.cpus_from);
+        else snprintf(desc, len, "%s", own);
     }
-    return n;
+    return slurm ? alloc.cpus : n;
 }
 
 int lab_cpus_usable(void) { return lab_cpus_count(NULL, 0); }

@@ -15,6 +15,8 @@ extern "C" {
  *   - the CPUs in this process's affinity mask (sched_getaffinity; the online count where that fails),
  *   - the cgroup CPU quota rounded up (cgroup v2 `cpu.max` "QUOTA PERIOD", v1 `cpu.cfs_quota_us` over
  *     `cpu.cfs_period_us`), the tightest of this process's cgroup and every cgroup above it; "max" or -1: none,
+ *   - under Slurm, the CPUs it states for this task (lab_alloc.h: SLURM_CPUS_PER_TASK, or the node's allocation over
+ *     the step's tasks on it), which it enforces only where configured to (task/affinity, cgroups),
  * and at least 1. LAB_CPUS overrides it (a positive integer: the count, used as it is); nothing is cached, so a
  * process that changes its mask sees the change. Never fails. */
 int lab_cpus_usable(void);
@@ -24,8 +26,9 @@ int lab_cpus_usable(void);
  * none) and the cgroup file system mounted at `cgroup_root` (e.g. "/sys/fs/cgroup"). */
 int lab_cpus_usable_from(int affinity, const char *proc_cgroup, const char *cgroup_root);
 
-/* Where the count came from, for progress lines and reports: "affinity 16 of 64 online", "cgroup quota 8 (affinity
- * 64)", "LAB_CPUS=4", at most len bytes into buf. Returns the count. */
+/* Where the count came from, for progress lines and reports: "affinity 16 of 64 online", "cgroup CPU quota 8 (affinity
+ * 64 of 64 online)", "Slurm's SLURM_CPUS_PER_TASK=1 (affinity 2 of 2 online)", "LAB_CPUS=4", at most len bytes into
+ * buf. Returns the count. */
 int lab_cpus_describe(char *buf, unsigned len);
 
 #ifdef __cplusplus

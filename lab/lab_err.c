@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /* One buffer per thread: a case runs in its own process, and the threads of a parallel loop (lab_par.h) each keep
  * their own message until the loop hands the failing one to its caller. */
@@ -26,10 +27,12 @@ const char *lab_status_name(lab_status st)
 
 lab_status lab_err_set(lab_status st, const char *fmt, ...)
 {
+    char msg[sizeof lab_err_buf]; /* formatted aside: an argument may be lab_err_msg() itself */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(lab_err_buf, sizeof lab_err_buf, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(lab_err_buf, msg, sizeof msg);
     return st;
 }
 

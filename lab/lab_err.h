@@ -25,7 +25,8 @@ typedef enum {
 const char *lab_status_name(lab_status st);
 
 /* Sets the last-error message (printf-style) and returns st, so callers can write
- * `return lab_err_set(LAB_ERR_IO, "%s: %s", path, strerror(errno));`. */
+ * `return lab_err_set(LAB_ERR_IO, "%s: %s", path, strerror(errno));`. An argument may be lab_err_msg() itself (a
+ * message put in context: `lab_err_set(st, "%s: %s", path, lab_err_msg())`). */
 lab_status lab_err_set(lab_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The last message set by lab_err_set, or "" if none. Valid until the next lab_err_set. */

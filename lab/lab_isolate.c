@@ -337,6 +337,24 @@ static void lab_isolate_died(int wstatus, int hung, double timeout_s, double wal
     }
 }
 
+/* The most seconds a runner waits for its own interrupt after a child died by SIGTERM or SIGINT. */
+#define LAB_ISOLATE_STOP_GRACE_S 0.5
+
+/* 1 when a child that died by wstatus was stopped with the whole job, not by its case: SIGTERM and SIGINT are never
+ * the lab's own (its watchdog and its interrupt kill with SIGKILL), and a batch system that stops a job signals
+ * every process of it at once (Slurm's scancel and time limit under proctrack/linuxproc, every task of a step), so
+ * this runner's own signal comes a moment apart: it is given LAB_ISOLATE_STOP_GRACE_S to arrive. A child that died
+ * so without it was killed alone, by whoever: a CRASH as any signal is. */
+static int lab_isolate_stopped_with_runner(int wstatus)
+{
+    if (!WIFSIGNALED(wstatus) || (WTERMSIG(wstatus) != SIGTERM && WTERMSIG(wstatus) != SIGINT)) return 0;
+    for (double end = lab_clock_now() + LAB_ISOLATE_STOP_GRACE_S; !lab_isolate_sig && lab_clock_now() < end;) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return lab_isolate_sig != 0;
+}
+
 /* Reads whatever the child sent; each complete record finishes a job (done() called) and restarts the
  * watchdog's clock. */
 static void lab_isolate_drain(lab_isolate_slot *s, void *ctx, lab_job_done_fn done, lab_job_outcome *out)
@@ -615,8 +633,16 @@ static lab_status lab_isolate_ranges(size_t n, lab_job_fn fn, void *ctx, int job
             s->idle = 0;
             if (init && !s->asked && s->first == s->end) s->no_init = 1; /* it died or hung in init */
             if (s->first < s->end && !(s->ended && !hung && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
-                /* The job in progress died with its process; the rest of the batch goes back. */
+                /* The job in progress died with its process; the rest of the batch goes back. Stopped with the
+                 * whole job, it did not finish: no result, as the interrupt's unfinished jobs. */
                 lab_isolate_died(wstatus, hung, job_timeout, lab_clock_now() - s->start, &out[s->first]);
+                if (!hung && lab_isolate_stopped_with_runner(wstatus)) {
+                    memset(&out[s->first], 0, sizeof out[s->first]);
+                    out[s->first].outcome = LAB_OUT_ERROR;
+                    out[s->first].not_run = 1;
+                    snprintf(out[s->first].error, sizeof out[s->first].error,
+                             "stopped by signal %d with the run before it finished", WTERMSIG(wstatus));
+                }
                 lab_isolate_stamp(&out[s->first], s, lab_clock_now());
                 if (done) done(ctx, s->first, &out[s->first]);
                 s->first++;

@@ -51,6 +51,19 @@ static const char *lab_resread_fill(const cJSON *o, lab_resread_rec *r)
     lab_text_fit(r->detail, sizeof r->detail, cJSON_IsString(detail) ? detail->valuestring : "");
     lab_resread_str(o, "error", r->error, sizeof r->error);
     lab_resread_str(o, "replay", r->replay, sizeof r->replay);
+    lab_resread_str(o, "first_run", r->first_run, sizeof r->first_run);
+    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(o, "signal");
+    r->signal = cJSON_IsNumber(sig) ? sig->valueint : 0;
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(o, "skip_class");
+    r->skip_class = -1;
+    for (int k = LAB_SKIP_MISSING; k <= LAB_SKIP_NO_VERSION && cJSON_IsString(sc); ++k)
+        if (!strcmp(sc->valuestring, lab_skip_class_name((lab_skip_class)k))) r->skip_class = k;
+    const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(o, "cpu_s");
+    r->cpu_s = cJSON_IsNumber(cpu) ? cpu->valuedouble : NAN;
+    const cJSON *done = cJSON_GetObjectItemCaseSensitive(o, "done_s");
+    r->done_s = cJSON_IsNumber(done) ? done->valuedouble : 0.0;
+    const cJSON *worker = cJSON_GetObjectItemCaseSensitive(o, "worker");
+    r->worker = cJSON_IsNumber(worker) ? worker->valueint : 0;
     const cJSON *nf = cJSON_GetObjectItemCaseSensitive(o, "nonfinite_metrics");
     const cJSON *m;
     cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(o, "metrics")) {
@@ -112,11 +125,49 @@ static lab_status lab_resread_each_line(void *ctx, char *text, size_t len, size_
 {
     lab_resread_each_ctx *c = ctx;
     if (len == 0) return LAB_OK;
-    cJSON *o = cJSON_ParseWithLength(text, len);
-    const char *bad = o ? lab_resread_fill(o, &c->rec) : "not valid JSON";
-    cJSON_Delete(o);
-    if (bad) return lab_err_set(LAB_ERR_FORMAT, "%s:%zu: %s", c->path, lineno, bad);
+    if (lab_resread_line(text, len, &c->rec) != LAB_OK)
+        return lab_err_set(LAB_ERR_FORMAT, "%s:%zu: %s", c->path, lineno, lab_err_msg());
     return c->fn(c->ctx, &c->rec);
+}
+
+lab_status lab_resread_line(const char *text, size_t len, lab_resread_rec *r)
+{
+    cJSON *o = cJSON_ParseWithLength(text, len);
+    const char *bad = o ? lab_resread_fill(o, r) : "not valid JSON";
+    cJSON_Delete(o);
+    return bad ? lab_err_set(LAB_ERR_FORMAT, "%s", bad) : LAB_OK;
+}
+
+lab_status lab_resread_to_record(const lab_resread_rec *r, lab_case_record *out)
+{
+    if (!r->inc || !r->var)
+        return lab_err_set(LAB_ERR_NOTFOUND, "%s/%s: this build has no such incident and variant", r->incident,
+                           r->variant);
+    memset(out, 0, sizeof *out);
+    out->incident = r->inc;
+    out->variant = r->var;
+    out->seed = r->seed;
+    out->backend = r->backend;
+    lab_job_outcome *o = &out->o;
+    o->outcome = (lab_outcome)r->outcome;
+    o->signal = r->signal;
+    o->wall_s = r->wall_s;
+    o->cpu_s = r->cpu_s;
+    o->done_s = r->done_s;
+    o->worker = r->worker;
+    snprintf(o->error, sizeof o->error, "%s", r->error);
+    snprintf(o->r.detail, sizeof o->r.detail, "%s", r->detail);
+    o->r.verdict_set = r->outcome == LAB_OUT_PASS || r->outcome == LAB_OUT_FAIL;
+    o->r.passed = r->outcome == LAB_OUT_PASS;
+    o->r.skipped = r->outcome == LAB_OUT_SKIP;
+    o->r.skip_class = r->skip_class >= 0 ? r->skip_class : LAB_SKIP_MISSING;
+    for (int k = 0; k < r->n_metrics && k < LAB_MAX_METRICS; ++k) {
+        snprintf(o->r.metrics[k].name, sizeof o->r.metrics[k].name, "%s", r->metrics[k].name);
+        o->r.metrics[k].value = r->metrics[k].value;
+        o->r.n_metrics++;
+    }
+    snprintf(out->first_run, sizeof out->first_run, "%s", r->first_run);
+    return LAB_OK;
 }
 
 lab_status lab_resread_each(const char *path, lab_resread_fn fn, void *ctx)
@@ -259,6 +310,12 @@ lab_status lab_resread_from_records(const lab_case_record *recs, size_t n, const
         snprintf(r->detail, sizeof r->detail, "%s", c->o.r.detail);
         snprintf(r->error, sizeof r->error, "%s", c->o.error);
         lab_results_spell(cmd, c, r->replay, sizeof r->replay);
+        snprintf(r->first_run, sizeof r->first_run, "%s", c->first_run);
+        r->signal = c->o.outcome == LAB_OUT_CRASH ? c->o.signal : 0;
+        r->skip_class = c->o.outcome == LAB_OUT_SKIP ? c->o.r.skip_class : -1;
+        r->cpu_s = isfinite(c->o.cpu_s) ? lab_resread_as_written(c->o.cpu_s) : NAN;
+        r->done_s = c->o.done_s > 0 ? lab_resread_as_written(c->o.done_s) : 0.0;
+        r->worker = c->o.done_s > 0 ? c->o.worker : 0;
         for (int k = 0; k < c->o.r.n_metrics && k < LAB_RESREAD_MAX_METRICS; ++k) {
             snprintf(r->metrics[k].name, LAB_METRIC_NAME, "%s", c->o.r.metrics[k].name);
             r->metrics[k].value = lab_resread_as_written(c->o.r.metrics[k].value);

@@ -32,6 +32,12 @@ typedef struct {
     char detail[LAB_DETAIL_MAX];  /* fitted at a word boundary when the file's is longer (lab_text_fit) */
     char error[240];
     char replay[512];
+    int signal;                  /* CRASH: the signal that ended it; 0 when absent */
+    int skip_class;              /* SKIP: its lab_skip_class; -1 when absent or unknown */
+    double cpu_s;                /* NaN when absent */
+    double done_s;               /* 0 when absent */
+    int worker;                  /* 0 when absent */
+    char first_run[300];         /* a case run again: its first run; "" when absent */
     int n_metrics;
     struct {
         char name[LAB_METRIC_NAME];
@@ -51,6 +57,18 @@ typedef struct {
  * otherwise LAB_ERR_FORMAT naming path:line and what is missing. LAB_ERR_IO naming the path when it cannot
  * be read, LAB_ERR_NOMEM when out of memory. *out is empty on error. */
 lab_status lab_resread_load(const char *path, lab_resread_set *out);
+
+/* One line of results.jsonl (text[0..len), without its newline) into *r, checked as lab_resread_load checks a line:
+ * LAB_ERR_FORMAT saying what is wrong ("not valid JSON", "no string 'incident'", ...), without a place (the caller
+ * names the file and line). */
+lab_status lab_resread_line(const char *text, size_t len, lab_resread_rec *r);
+
+/* The case record r was written from (lab_results_jsonl_line), back: incident and variant this build's (r->inc,
+ * r->var), seed, backend, the outcome with its signal, skip class, times, worker, error, detail, metrics (at most
+ * LAB_MAX_METRICS) and first run, and the criterion's verdict its outcome implies (PASS passed, FAIL failed), so that
+ * lab_results_jsonl_line writes the same line of it again. LAB_ERR_NOTFOUND naming the incident and variant when this
+ * build lacks them. */
+lab_status lab_resread_to_record(const lab_resread_rec *r, lab_case_record *out);
 
 /* Streams the case records of the results.jsonl at path: fn(ctx, r) for each in file order, one record in memory at
  * a time (r is valid during the call only), checked as lab_resread_load checks them. Stops at the first status of fn

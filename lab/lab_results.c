@@ -84,6 +84,19 @@ int lab_results_jsonl_line(FILE *f, const lab_case_record *c, const lab_results_
     return good;
 }
 
+char *lab_results_case_line(const lab_case_record *c, const lab_results_cmd *cmd, size_t *len)
+{
+    cJSON *o = lab_results_case_json(c, cmd);
+    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!text) return NULL;
+    size_t n = strlen(text);
+    char *line = malloc(n + 2);
+    if (line) memcpy(line, text, n), line[n] = '\n', line[n + 1] = 0, *len = n + 1;
+    cJSON_free(text);
+    return line;
+}
+
 lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs, size_t n, const lab_results_cmd *cmd)
 {
     lab_json_buf b = {0};

@@ -35,7 +35,7 @@ void lab_results_spell(const lab_results_cmd *cmd, const lab_case_record *c, cha
 lab_status lab_results_write_jsonl(const char *path, const lab_case_record *recs, size_t n, const lab_results_cmd *cmd);
 
 /* The commands cmds (one a line, '\n' after each) as one shell line that runs them in turn, "; " between them, as
- * summary.json's "resume" and journal.resume say it: malloc'ed ("" for none), NULL when out of memory. */
+ * summary.json's "resume" says it where the replay writes no set: malloc'ed ("" for none), NULL when out of memory. */
 char *lab_results_join_cmds(const char *cmds);
 
 struct cJSON;
@@ -89,6 +89,9 @@ lab_status lab_results_write_junit(const char *path, const lab_case_record *recs
  * counts: case_failures cases with lab_verdict_case_ok 0, case_skipped with -1, of n) and the per-variant and run
  * points that end each file. Written to f exactly as the write_* functions write them; 1, or 0 on a write error. */
 int lab_results_jsonl_line(FILE *f, const lab_case_record *c, const lab_results_cmd *cmd);
+/* One case's results.jsonl line, its '\n' included, malloc'ed (the caller frees it), its length in *len: what a journal
+ * writes with one write(2) (lab_journal). NULL when out of memory. */
+char *lab_results_case_line(const lab_case_record *c, const lab_results_cmd *cmd, size_t *len);
 int lab_results_tap_case(FILE *f, const lab_case_record *c, size_t number, const lab_results_cmd *cmd);
 int lab_results_tap_head(FILE *f, size_t n, size_t nt);
 int lab_results_tap_tail(FILE *f, size_t n, const lab_verdict_tally *t, size_t nt, const lab_verdict *v);

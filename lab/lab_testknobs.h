@@ -13,8 +13,8 @@
 #define LAB_TESTKNOB_SAMPLE_AT "LAB_SAMPLE_AT"
 /* N: a replay of more than N cases runs a window at a time instead of above LAB_REPLAY_WINDOW_AT (lab_window.h). */
 #define LAB_TESTKNOB_REPLAY_WINDOW "LAB_REPLAY_WINDOW"
-/* POINT:K: the windowed replay kills itself with SIGKILL at POINT (lines, synced) of its K-th window (lab_window.c). */
-#define LAB_TESTKNOB_WINDOW_KILL "LAB_WINDOW_TEST_KILL"
+/* K: a replay kills itself with SIGKILL half way through the K-th case's line of its journal (lab_journal.h). */
+#define LAB_TESTKNOB_JOURNAL_KILL "LAB_JOURNAL_TEST_KILL"
 /* crash:R, hang:R, slow:R or late:R: `--mpi` rank R misbehaves so (lab_mpi.c). */
 #define LAB_TESTKNOB_MPI_FAULT "LAB_MPI_TEST_FAULT"
 /* S: the grace MPI's end is given before the rank exits anyway, instead of LAB_MPI_END_GRACE_S (lab_mpi_signal.c). */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # mk/deps.sh: makes sure the lab's build and run dependencies are installed (Debian packages).
-# Usage: mk/deps.sh [--fuzz]   Installs what is missing with apt-get (as root, or through sudo);
+# Usage: mk/deps.sh [--fuzz|--slurm]   Installs what is missing with apt-get (as root, or through sudo);
 # elsewhere stops with a message naming the packages to install. Prints nothing when all is present.
 set -u
 need=()
@@ -20,6 +20,13 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ "${1:-}" = "--fuzz" ]; then
   command -v clang >/dev/null 2>&1 || need+=(clang)
   ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || need+=(libclang-rt-14-dev)
+fi
+# `make test-slurm`: a one-node Slurm cluster of the tests' own (tests/python/slurm_cluster.py)
+if [ "${1:-}" = "--slurm" ]; then
+  command -v slurmctld >/dev/null 2>&1 || need+=(slurmctld)
+  command -v slurmd >/dev/null 2>&1 || need+=(slurmd)
+  command -v srun >/dev/null 2>&1 || need+=(slurm-client)
+  command -v munged >/dev/null 2>&1 || need+=(munge)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 

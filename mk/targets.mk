@@ -1,6 +1,7 @@
 # mk/targets.mk: compile rules and the user-facing targets.
 
-.PHONY: all deps test replay sanitize bench golden golden-check plots help clean mutants stories stories-check baselines studies
+.PHONY: all deps test test-slurm replay sanitize bench golden golden-check plots help clean mutants stories stories-check \
+        baselines studies
 
 all: $(LAB_BIN)
 
@@ -93,6 +94,13 @@ test: $(TEST_BIN) $(LAB_BIN) $(XCHECK_BIN) layering-check
 	LAB_BIN=$(LAB_BIN) PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests/python -p 'test_*.py'
 	$(STORIES_CHECK)
 
+# The lab on a real one-node Slurm cluster of its own (tests/python/test_slurm.py: srun and sbatch, scancel, a time
+# limit, a rank killed, a 1-CPU task), after installing Slurm and munge (mk/deps.sh --slurm: as root or through sudo).
+# Where Slurm cannot start, the tests say why and skip. About two minutes on 2 cores; `make test` leaves them out.
+test-slurm: $(LAB_BIN)
+	@mk/deps.sh --slurm || echo "test-slurm: Slurm could not be installed; the tests will say what is missing"
+	LAB_BIN=$(LAB_BIN) LAB_SLURM_TESTS=1 PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -v -s tests/python -p test_slurm.py
+
 # The stories' measured numbers (tools/stories/story_numbers.py): the generated blocks of incidents/*/README.md come from
 # CPU replays at small seed counts. `make stories` rewrites them; `make test` checks them (about 30 s on 2 cores),
 # except in a sanitizer build, whose replay ends a memory bug at ASan's first report and so measures other numbers.
@@ -154,6 +162,7 @@ plots: $(LAB_BIN)
 help:
 	@echo "make              build $(LAB_BIN) (installs missing Debian packages first)"
 	@echo "make test         build and run the Criterion test suite (TEST_ARGS=... passes flags)"
+	@echo "make test-slurm   the lab on a one-node Slurm cluster of its own (installs slurmctld, slurmd, munge)"
 	@echo "make replay       replay every incident (SEEDS=N overrides the defaults) on BACKEND=auto|cpu|cuda, into $(REPLAY_OUT)"
 	@echo "make sanitize     every CUDA case under compute-sanitizer (SANITIZE_TOOLS=$(SANITIZE_TOOLS), SANITIZE_SEEDS=$(SANITIZE_SEEDS))"
 	@echo "make bench        the incidents' GPU benchmarks, as ratios against the device's ceilings"

@@ -68,8 +68,9 @@ Test(asan, a_report_is_the_cases_fail_in_an_asan_build)
     if (!lab_asan_active()) cr_skip_test("not an AddressSanitizer build (make test SANITIZE=address runs this)");
     const lab_incident *incs[] = {&stray};
     uint64_t seeds[1] = {1};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 1, .backend = LAB_BACKEND_CPU,
-                         .jobs = 1, .lab_bin = "build/lab", .root = "."};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 1, .backend = LAB_BACKEND_CPU},
+        .how = {.jobs = 1, .lab_bin = "build/lab", .root = "."}};
     FILE *devnull = fopen("/dev/null", "w");
     lab_verdict v;
     lab_case_record *recs;
@@ -101,8 +102,9 @@ Test(asan, crf_oob_bug_flagged_and_fixes_clean, .timeout = 300)
     cr_assert_not_null(inc);
     const lab_incident *incs[] = {inc};
     uint64_t seeds[3] = {1, 2, 3};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 3, .backend = LAB_BACKEND_CPU,
-                         .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 3, .backend = LAB_BACKEND_CPU},
+        .how = {.jobs = 2, .lab_bin = "build/lab", .root = "."}};
     FILE *devnull = fopen("/dev/null", "w");
     lab_verdict v;
     lab_case_record *recs;

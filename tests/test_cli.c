@@ -554,11 +554,11 @@ Test(cli, one_option_table_for_replay_and_report)
     cr_expect(strstr(lab_err_msg(), "replay: unknown flag '--bench'") != NULL, "%s", lab_err_msg());
 }
 
-/* The resume command is a shell command line (summary.json, the interrupt's message, a windowed replay's
- * journal.resume, which the recovery runs with sh): a folder or variant the user named stays one word whatever it
- * holds, and plain words are written as they are. Run through sh with /bin/echo for the lab, the words come back as
- * given and the folder's `; touch` runs nothing. It says the length the whole command needs, so that a caller can make
- * room for it (cut at a short buffer). */
+/* The resume commands are shell command lines (summary.json, the interrupt's message: the one that completes the set in
+ * place, `lab replay --resume OUT`, and the seed ranges left underneath): a folder or variant the user named stays one
+ * word whatever it holds, and plain words are written as they are. Run through sh with /bin/echo for the lab, the words
+ * come back as given and the folder's `; touch` runs nothing. It says the length the whole command needs, so that a
+ * caller can make room for it (cut at a short buffer). */
 Test(cli, resume_command_keeps_every_user_word_one_shell_word)
 {
     const char *ids[] = {"0004-pow-grad-nan"};
@@ -582,6 +582,13 @@ Test(cli, resume_command_keeps_every_user_word_one_shell_word)
     cr_assert_eq(lab_test_sh(buf, &got), 0, "%s", buf);
     snprintf(want, sizeof want, "replay --incident 0004-pow-grad-nan --variant fix it --first-seed 5 --seeds 10 "
              "--backend cpu --out %s-resumed\n", out);
+    cr_expect_str_eq(got, want, "the command: %s", buf);
+    cr_expect_neq(access(marker, F_OK), 0, "the folder's name ran as a command: %s", buf);
+    free(got);
+    need = lab_command_resume_dir("/bin/echo", out, buf, sizeof buf);
+    cr_expect_eq(need, strlen(buf));
+    cr_assert_eq(lab_test_sh(buf, &got), 0, "%s", buf);
+    snprintf(want, sizeof want, "replay --resume %s\n", out);
     cr_expect_str_eq(got, want, "the command: %s", buf);
     cr_expect_neq(access(marker, F_OK), 0, "the folder's name ran as a command: %s", buf);
     free(got);

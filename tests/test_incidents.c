@@ -237,8 +237,9 @@ Test(incidents, every_fix_passes_and_every_bug_is_detected, .timeout = 600)
     const lab_incident *incs[64];
     for (size_t i = 0; i < n; ++i) cr_assert_not_null(incs[i] = lab_incident_find(dirs[i]));
     uint64_t seeds[2] = {3, 4};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = n, .seeds = seeds, .n_seeds = 2,
-                         .backend = LAB_BACKEND_CPU, .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = n, .seeds = seeds, .n_seeds = 2, .backend = LAB_BACKEND_CPU},
+        .how = {.jobs = 2, .lab_bin = "build/lab", .root = "."}};
     FILE *devnull = fopen("/dev/null", "w");
     lab_verdict verdict; /* not asserted: two seeds are too few for a stated rate's verdict */
     lab_case_record *recs;

@@ -59,7 +59,7 @@ Test(interrupt, sigint_keeps_the_finished_cases, .init = mk, .fini = rm, .timeou
     cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "status 0x%x:\n%s", ws, log);
     EXPECT_IN(log, "INTERRUPTED by SIGINT: ");
     EXPECT_IN(log, "resume: ");
-    EXPECT_IN(log, "--first-seed ");
+    EXPECT_IN(log, " replay --resume ");
     size_t kept = 0, planned = 0;
     const char *m = strstr(log, "INTERRUPTED by SIGINT: ");
     cr_assert(m && sscanf(m, "INTERRUPTED by SIGINT: %zu of %zu", &kept, &planned) == 2, "%s", log);
@@ -190,7 +190,10 @@ Test(interrupt, bug_error_is_printed_as_error_not_xpass)
     rec.o.outcome = LAB_OUT_ERROR;
     snprintf(rec.o.error, sizeof rec.o.error, "golden missing");
     uint64_t seeds[1] = {5};
-    lab_replay_opts o = {&inc, 1, bug->name, seeds, 1, 0, LAB_BACKEND_CPU, 1, 10, NULL, 0, 0, 0, "lab", ".", NULL};
+    lab_replay_opts o = {
+        .what = {.incidents = &inc, .n_incidents = 1, .variant = bug->name, .seeds = seeds, .n_seeds = 1,
+                 .backend = LAB_BACKEND_CPU, .timeout_s = 10},
+        .how = {.jobs = 1, .lab_bin = "lab", .root = "."}};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);

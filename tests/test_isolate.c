@@ -59,6 +59,50 @@ Test(isolate, every_outcome_and_the_run_goes_on)
     cr_expect_eq(out[J_NOVERDICT].outcome, LAB_OUT_ERROR);
 }
 
+/* Job 0 dies by SIGTERM; with `with_runner` a process of its own (out of the job's group) sends the runner SIGTERM 0.1 s
+ * later, as a batch system that stops a job signals every process of it (Slurm's scancel, a time limit). */
+static lab_status termed(void *ctx, size_t i, lab_case_result *r)
+{
+    if (i == 0) {
+        pid_t runner = getppid();
+        if (ctx && fork() == 0) {
+            setpgid(0, 0);
+            usleep(100000);
+            kill(runner, SIGTERM);
+            _exit(0);
+        }
+        raise(SIGTERM);
+    }
+    usleep(300000);
+    lab_result_verdict(r, 1, "fine");
+    return LAB_OK;
+}
+
+/* A job stopped by SIGTERM with its whole run (the runner's own SIGTERM a moment later) did not finish: no result, not
+ * a CRASH a resume would keep (it was one, seen under Slurm's scancel: "killed by signal 15"); a job that died by
+ * SIGTERM alone is a CRASH, judged after the runner's short wait for its own signal. */
+Test(isolate, a_job_stopped_with_its_run_did_not_finish, .timeout = 30)
+{
+    cr_assert_eq(lab_isolate_catch_signals(), LAB_OK);
+    lab_job_outcome out[3];
+    cr_assert_eq(lab_isolate_run(3, termed, (void *)1, 1, 10.0, NULL, out), LAB_OK);
+    cr_expect_eq(lab_isolate_interrupted(), SIGTERM);
+    cr_expect(out[0].not_run && out[0].outcome == LAB_OUT_ERROR, "job 0: %s %s", lab_outcome_name(out[0].outcome),
+              out[0].error);
+    cr_expect(out[1].not_run && out[2].not_run, "the jobs after it did not start");
+}
+
+Test(isolate, a_job_killed_by_sigterm_alone_is_a_crash, .timeout = 30)
+{
+    cr_assert_eq(lab_isolate_catch_signals(), LAB_OK);
+    lab_job_outcome out[2];
+    cr_assert_eq(lab_isolate_run(2, termed, NULL, 1, 10.0, NULL, out), LAB_OK);
+    cr_expect_eq(lab_isolate_interrupted(), 0);
+    cr_expect(!out[0].not_run && out[0].outcome == LAB_OUT_CRASH && out[0].signal == SIGTERM, "job 0: %s %s",
+              lab_outcome_name(out[0].outcome), out[0].error);
+    cr_expect_eq(out[1].outcome, LAB_OUT_PASS);
+}
+
 static double now(void)
 {
     struct timespec ts;

@@ -509,6 +509,50 @@ Test(mpi, an_interrupt_keeps_the_finished_cases, .timeout = 120)
     mpi_interrupt_within_1s("LAB_REPLAY_WINDOW=500");
 }
 
+/* kill -9 of a whole --mpi job (mpirun and both ranks, as a batch system's SIGKILL of a step): rank 0's journal beside
+ * --out keeps every case it had got, rank 1's too (rank 0 is made slow, 250 ms after each of its own cases, so that
+ * most of what finished is rank 1's), and `lab replay --resume` completes the set, equal case by case to a
+ * single-process replay. */
+Test(mpi, a_killed_job_keeps_every_case_rank_0_got, .timeout = 240)
+{
+    need_mpi();
+    char *dir = tmpdir(), *one = tmpdir(), *out, cmd[4096], base[4200];
+    const char *args = "--incident 0004 --seeds 200 --no-plots --quiet";
+    snprintf(base, sizeof base, "%s.ompi", dir);
+    cr_assert_eq(mkdir(base, 0700), 0);
+    snprintf(cmd, sizeof cmd,
+             "LAB_MPI_TEST_FAULT=slow:0 OMPI_MCA_orte_tmpdir_base='%s' " MPIRUN
+             " --bind-to none -np 2 '%s' replay --mpi "
+             "%s --out '%s/out' & sleep 4; sid=$(ps -o sid= -p $$); "
+             "for p in $(ps -o pid= -s $sid); do [ $p = $$ ] || [ $p = $sid ] || kill -9 $p 2>/dev/null; done; wait; "
+             "cat '%s'/out.new-*/journal.jsonl",
+             base, lab_test_bin(), args, dir, dir);
+    lab_test_sh_deadline(cmd, 60, &out);
+    int kept = lab_test_lines(out) - 1;
+    cr_expect_gt(kept, 20, "%d cases in the journal: rank 0 alone gets through at most 16 in 4 s", kept);
+    cr_expect(strncmp(out, "{\"journal\":", 11) == 0, "no journal:\n%.400s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' replay --resume '%s/out' --quiet", lab_test_bin(), dir);
+    int st = lab_test_sh(cmd, &out);
+    cr_expect_eq(st, 0, "%s", out);
+    char said[64];
+    snprintf(said, sizeof said, " %d of 400 cases finished before and are kept", kept);
+    EXPECT_IN(out, said);
+    free(out);
+    cr_assert_eq(plain_replay(args, one, &out), 0, "%s", out);
+    snprintf(base, sizeof base, "%s/out", dir);
+    cJSON *a = read_jsonl(one), *b = read_jsonl(base);
+    cr_assert_eq(cJSON_GetArraySize(b), 400);
+    for (int i = 0; i < 400; ++i) expect_same_case(cJSON_GetArrayItem(a, i), cJSON_GetArrayItem(b, i), (size_t)i);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s.ompi'", dir);
+    cr_assert_eq(system(cmd), 0);
+    rmrf(dir);
+    rmrf(one);
+}
+
 /* A replay of more cases than a window (LAB_REPLAY_WINDOW: 20 here, 65536 for real) runs windowed under --mpi too:
  * every rank walks the same windows, rank 0 deals each window's seed groups and gathers its cases before the next,
  * so no rank holds more than a window; the set equals a single process's case by case. */

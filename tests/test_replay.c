@@ -115,9 +115,9 @@ static lab_status replay(const lab_incident *inc, size_t nseeds, int *ok, lab_ca
     static uint64_t seeds[64];
     incs[0] = inc;
     for (size_t i = 0; i < nseeds; ++i) seeds[i] = i + 1;
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = nseeds,
-                         .backend = LAB_BACKEND_CPU, .jobs = 4, .out_dir = outdir, .tap = 1, .lab_bin = "build/lab",
-                         .root = "."};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = nseeds, .backend = LAB_BACKEND_CPU},
+        .how = {.jobs = 4, .out_dir = outdir, .tap = 1, .lab_bin = "build/lab", .root = "."}};
     FILE *devnull = fopen("/dev/null", "w");
     lab_verdict v;
     lab_status st = lab_replay_run(&o, devnull, &v, recs, n);
@@ -134,8 +134,10 @@ Test(replay, default_seeds_cap, .init = mkout, .fini = rmout)
     few.default_seeds = 3;
     const lab_incident *incs[] = {&few};
     uint64_t seeds[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 8, .seeds_default = 1,
-                         .backend = LAB_BACKEND_CPU, .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 8, .seeds_default = 1,
+                 .backend = LAB_BACKEND_CPU},
+        .how = {.jobs = 2, .lab_bin = "build/lab", .root = "."}};
     FILE *devnull = fopen("/dev/null", "w");
     lab_verdict v;
     lab_case_record *recs;
@@ -143,7 +145,7 @@ Test(replay, default_seeds_cap, .init = mkout, .fini = rmout)
     cr_assert_eq(lab_replay_run(&o, devnull, &v, &recs, &n), LAB_OK);
     cr_expect_eq(n, 3);
     free(recs);
-    o.seeds_default = 0;
+    o.what.seeds_default = 0;
     cr_assert_eq(lab_replay_run(&o, devnull, &v, &recs, &n), LAB_OK);
     cr_expect_eq(n, 8);
     free(recs);
@@ -410,8 +412,9 @@ Test(replay, seed_groups_share_a_worker_and_memory_bugs_retire_it, .init = mkout
 {
     const lab_incident *incs[] = {&batch_inc};
     uint64_t seeds[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 8, .backend = LAB_BACKEND_CPU,
-                         .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 8, .backend = LAB_BACKEND_CPU},
+        .how = {.jobs = 2, .lab_bin = "build/lab", .root = "."}};
     FILE *devnull = fopen("/dev/null", "w");
     lab_verdict v;
     lab_case_record *recs;
@@ -553,8 +556,9 @@ Test(replay, single_gpu_incidents_share_one_pool, .init = mkout, .fini = rmout)
     setenv("CUDA_VISIBLE_DEVICES", "0", 1);
     const lab_incident *incs[] = {&pool_a, &pool_b};
     uint64_t seeds[6] = {1, 2, 3, 4, 5, 6};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 2, .seeds = seeds, .n_seeds = 6, .backend = LAB_BACKEND_CUDA,
-                         .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 2, .seeds = seeds, .n_seeds = 6, .backend = LAB_BACKEND_CUDA},
+        .how = {.jobs = 2, .lab_bin = "build/lab", .root = "."}};
     FILE *devnull = fopen("/dev/null", "w");
     lab_verdict v;
     lab_case_record *recs;
@@ -607,8 +611,9 @@ Test(replay, cases_needing_more_gpus_skip_without_a_worker, .init = mkout, .fini
     setenv("CUDA_VISIBLE_DEVICES", "0", 1);
     const lab_incident *incs[] = {&two_gpus};
     uint64_t seeds[4] = {1, 2, 3, 4};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 4, .backend = LAB_BACKEND_CUDA,
-                         .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 4, .backend = LAB_BACKEND_CUDA},
+        .how = {.jobs = 2, .lab_bin = "build/lab", .root = "."}};
     FILE *devnull = fopen("/dev/null", "w");
     lab_verdict v;
     lab_case_record *recs;
@@ -673,9 +678,10 @@ static lab_status device_replay(const lab_incident *inc, int device_ok, lab_stat
     static const lab_incident *incs[1];
     static uint64_t seeds[6] = {1, 2, 3, 4, 5, 6};
     incs[0] = inc;
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 6, .backend = LAB_BACKEND_CUDA,
-                         .jobs = 2, .out_dir = outdir, .lab_bin = "build/lab", .root = ".", .device_ok = device_ok,
-                         .device_probe = probe};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 6, .backend = LAB_BACKEND_CUDA},
+        .how = {.jobs = 2, .out_dir = outdir, .lab_bin = "build/lab", .root = ".", .device_ok = device_ok,
+                .device_probe = probe}};
     FILE *devnull = fopen("/dev/null", "w");
     lab_status st = lab_replay_run(&o, devnull, v, recs, n);
     fclose(devnull);
@@ -804,8 +810,8 @@ static lab_case_record *fed_run(const lab_replay_opts *o, int rival, lab_replay_
     for (size_t k = 0; k < g->ng; ++k) dg[k] = (lab_deal_group){g->part[k], g->cost[k]}, owner[k] = -1;
     fed_feed f = {.g = g, .owner = owner, .rival = rival};
     cr_assert_eq(lab_deal_create(dg, g->ng, 2, &f.d), LAB_OK);
-    lab_deal_weight(f.d, 0, o->jobs);
-    lab_deal_weight(f.d, 1, o->jobs);
+    lab_deal_weight(f.d, 0, o->how.jobs);
+    lab_deal_weight(f.d, 1, o->how.jobs);
     cr_assert_eq(lab_replay_execute_fed(o, recs, n, g, fed_next, &f, fed_count, told), LAB_OK, "%s", lab_err_msg());
     cr_expect_eq(lab_deal_left(f.d), 0u, "the lanes asked until nothing was left");
     cr_expect_gt(f.chunks, 2u, "dealt in %zu chunks", f.chunks);
@@ -834,8 +840,9 @@ Test(replay, a_fed_execution_runs_the_groups_it_is_dealt, .init = mkout, .fini =
 {
     const lab_incident *incs[] = {&batch_inc, &pool_a};
     uint64_t seeds[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 2, .seeds = seeds, .n_seeds = 8, .backend = LAB_BACKEND_CPU,
-                         .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 2, .seeds = seeds, .n_seeds = 8, .backend = LAB_BACKEND_CPU},
+        .how = {.jobs = 2, .lab_bin = "build/lab", .root = "."}};
     for (int rival = 0; rival < 2; ++rival) {
         lab_replay_groups g;
         int *owner;
@@ -897,8 +904,9 @@ Test(replay, a_fed_execution_runs_its_lanes_as_a_plain_one, .init = mkout, .fini
     setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3", 1);
     const lab_incident *incs[] = {&pool_a, &two_gpus, &pool_b, &eight_gpus, &sixteen_gpus};
     uint64_t seeds[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 5, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA,
-                         .jobs = 2, .lab_bin = "build/lab", .root = ".", .device_probe = probe_ok};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 5, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA},
+        .how = {.jobs = 2, .lab_bin = "build/lab", .root = ".", .device_probe = probe_ok}};
     lab_replay_groups g;
     int *owner;
     size_t n;

@@ -567,9 +567,10 @@ Test(report, written_from_memory_without_reading_back, .init = mkdir_tmp, .fini 
     cJSON *summary = NULL;
     lab_resread_set set = {0};
     lab_plot_list plots = {0};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 3, .backend = LAB_BACKEND_CPU,
-                         .jobs = 2, .out_dir = dir, .plots = 1, .lab_bin = "build/lab", .root = ".",
-                         .summary_out = &summary, .set_out = &set, .plots_out = &plots};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 3, .backend = LAB_BACKEND_CPU},
+        .how = {.jobs = 2, .out_dir = dir, .plots = 1, .lab_bin = "build/lab", .root = ".", .summary_out = &summary,
+                .set_out = &set, .plots_out = &plots}};
     FILE *devnull = fopen("/dev/null", "w");
     lab_verdict v;
     lab_case_record *recs = NULL;

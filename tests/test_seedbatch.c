@@ -88,22 +88,23 @@ Test(seedbatch, a_fed_share_cuts_batches_for_the_whole_run)
 {
     const lab_incident *incs[] = {&sb_inc};
     uint64_t seeds[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA,
-                         .lab_bin = "build/lab", .root = "."};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA},
+        .how = {.lab_bin = "build/lab", .root = "."}};
     lab_case_record *recs;
     size_t n;
     lab_replay_groups g;
     cr_assert_eq(lab_replay_cases(&o, &recs, &n), LAB_OK, "%s", lab_err_msg());
     cr_assert_eq(lab_replay_groups_make(recs, n, &g), LAB_OK);
     cr_expect_eq(lab_replay_run_seeds(&o, recs, &g, 0), 0u, "a run of its own: the pool's own share");
-    o.run_workers = 1, o.run_gpus = 1;
+    o.how.run_workers = 1, o.how.run_gpus = 1;
     cr_expect_float_eq(lab_replay_run_fair(&o, &g), 1.5, 1e-9, "10 groups of 3 cases of 0.05 s for one worker");
     cr_expect_eq(lab_replay_run_seeds(&o, recs, &g, 0), 3u, "one worker's share holds a whole batch");
-    o.run_workers = 10;
+    o.how.run_workers = 10;
     cr_expect_eq(lab_replay_run_seeds(&o, recs, &g, 0), 2u, "a fair share of one group: the floor of 2 seeds");
-    o.batch_seeds = 1;
+    o.how.batch_seeds = 1;
     cr_expect_eq(lab_replay_run_seeds(&o, recs, &g, 0), 0u, "--batch-seeds 1: no batches");
-    o.batch_seeds = 0, o.backend = LAB_BACKEND_CPU;
+    o.how.batch_seeds = 0, o.what.backend = LAB_BACKEND_CPU;
     cr_expect_eq(lab_replay_run_seeds(&o, recs, &g, 0), 0u, "never on the CPU");
     lab_replay_groups_free(&g);
     free(recs);
@@ -258,8 +259,9 @@ Test(seedbatch, runner_runs_batches_and_falls_back_alone)
     setenv("CUDA_VISIBLE_DEVICES", "0", 1);
     const lab_incident *incs[] = {&sb_inc};
     uint64_t seeds[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
-    lab_replay_opts o = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA,
-                         .jobs = 2, .lab_bin = "build/lab", .root = "."};
+    lab_replay_opts o = {
+        .what = {.incidents = incs, .n_incidents = 1, .seeds = seeds, .n_seeds = 10, .backend = LAB_BACKEND_CUDA},
+        .how = {.jobs = 2, .lab_bin = "build/lab", .root = "."}};
     FILE *devnull = fopen("/dev/null", "w");
     lab_verdict v;
     lab_case_record *recs;

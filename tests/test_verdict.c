@@ -169,8 +169,9 @@ static outputs report(lab_case_record *recs, size_t n, const lab_verdict_run *ru
 {
     outputs out;
     memset(&out, 0, sizeof out);
-    lab_replay_opts o = {.backend = LAB_BACKEND_CPU, .jobs = 1, .out_dir = outdir, .tap = 1, .lab_bin = "build/lab",
-                         .root = "."};
+    lab_replay_opts o = {
+        .what = {.backend = LAB_BACKEND_CPU},
+        .how = {.jobs = 1, .out_dir = outdir, .tap = 1, .lab_bin = "build/lab", .root = "."}};
     char *con = NULL;
     size_t conlen = 0;
     FILE *f = open_memstream(&con, &conlen);

@@ -83,6 +83,7 @@ typedef struct {
     const char *need;         /* TEXT: what the message says it needs */
     const char *arg;          /* the value as the usage names it ("N", "DIR"), or NULL for none */
     const char *help;         /* what the usage says of it; "{range}" stands for a NUMBER's range, lo..hi */
+    int defines;              /* 1: it says what the replay runs or writes, which --resume takes from the folder */
 } lab_cli_option;
 
 #define LAB_CLI_BOTH ((1u << LAB_CLI_REPLAY) | (1u << LAB_CLI_REPORT))
@@ -90,18 +91,18 @@ typedef struct {
 
 static const lab_cli_option lab_cli_options[] = {
     {"--incident", NULL, LAB_CLI_INCIDENT, LAB_CLI_BOTH, 0, -1, 0, 0, "an incident id",
-     "ID", "an incident to replay, its id or a unique prefix (0004); again for more; default: every incident"},
+     "ID", "an incident to replay, its id or a unique prefix (0004); again for more; default: every incident", 1},
     {"--variant", NULL, LAB_CLI_TEXT, LAB_CLI_BOTH, LAB_CLI_F(variant), -1, 0, 0, "a variant name",
-     "NAME", "only the variants of this name; default: all"},
+     "NAME", "only the variants of this name; default: all", 1},
     {"--seeds", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(n_seeds), LAB_CLI_F(have_seeds), 1, LAB_CLI_SEEDS_MAX, NULL,
-     "N", "{range}: the seeds of each variant (default 256, or an incident's own)"},
+     "N", "{range}: the seeds of each variant (default 256, or an incident's own)", 1},
     {"--seed", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(seed), LAB_CLI_F(have_seed), 1, LAB_CLI_SEED_MAX, NULL,
-     "S", "{range} (2^53): one seed alone (not with --seeds or --first-seed)"},
+     "S", "{range} (2^53): one seed alone (not with --seeds or --first-seed)", 1},
     {"--first-seed", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(first_seed), LAB_CLI_F(have_first), 1, LAB_CLI_SEED_MAX,
-     NULL, "S0", "{range} (2^53): the first seed (default 1); the last seed, first + seeds - 1, at most 2^53"},
+     NULL, "S0", "{range} (2^53): the first seed (default 1); the last seed, first + seeds - 1, at most 2^53", 1},
     {"--backend", NULL, LAB_CLI_BACKEND, LAB_CLI_BOTH, LAB_CLI_F(backend), -1, 0, 0, NULL,
      "cpu|cuda|auto", "where the cases run (default cpu); cuda without a usable device is exit 3, auto falls back "
-     "to cpu"},
+     "to cpu", 1},
     {"--gpu-optional", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(gpu_optional), -1, 1, 0, NULL,
      NULL, "--backend cuda without a usable device: every case SKIP instead of exit 3"},
     {"--no-mps", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(no_mps), -1, 1, 0, NULL,
@@ -112,19 +113,23 @@ static const lab_cli_option lab_cli_options[] = {
     {"--batch-seeds", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(batch_seeds), -1, 1, LAB_CLI_BATCH_MAX, NULL,
      "N", "{range}: most seeds a CUDA launch batches (default: each incident's own; 1: one case per launch)"},
     {"--timeout", NULL, LAB_CLI_NUMBER, LAB_CLI_BOTH, LAB_CLI_F(timeout_s), -1, 1, LAB_CLI_TIMEOUT_MAX, NULL,
-     "SEC", "{range} s: the watchdog's cap per case (default: the incidents' own)"},
+     "SEC", "{range} s: the watchdog's cap per case (default: the incidents' own)", 1},
     {"--out", NULL, LAB_CLI_TEXT, LAB_CLI_BOTH, LAB_CLI_F(out), -1, 0, 0, "a directory",
      "DIR", "the result set's folder (default build/replay; report: build/report): missing, empty or an earlier "
-     "result set of the lab; a file or a folder of other things is refused, exit 2"},
+     "result set of the lab; a file or a folder of other things is refused, exit 2", 1},
     {"--tap", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(tap), -1, 1, 0, NULL,
-     NULL, "also results.tap (TAP)"},
+     NULL, "also results.tap (TAP)", 1},
     {"--no-plots", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(plots), -1, 0, 0, NULL,
-     NULL, "draw no plots"},
+     NULL, "draw no plots", 1},
     {"--quiet", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(quiet), -1, 1, 0, NULL,
      NULL, "no progress (otherwise on stderr, a line at most every 10 s outside a terminal)"},
     {"--sanitize", NULL, LAB_CLI_TEXT, LAB_CLI_BOTH, LAB_CLI_F(sanitize), -1, 0, 0, "memcheck, initcheck or racecheck",
      "memcheck|initcheck|racecheck", "every CUDA case under compute-sanitizer, its findings joining the outcome "
-     "(needs --backend cuda)"},
+     "(needs --backend cuda)", 1},
+    {"--resume", NULL, LAB_CLI_TEXT, 1u << LAB_CLI_REPLAY, LAB_CLI_F(resume), -1, 0, 0, "a result folder",
+     "DIR", "complete the replay DIR holds in place, as it was asked (its set, finished or interrupted, or the journal "
+     "of one killed before its set was written, DIR.new-*/journal.jsonl); with none of the flags that say what to "
+     "replay"},
     {"--mpi", NULL, LAB_CLI_SET, LAB_CLI_BOTH, LAB_CLI_F(mpi), -1, 1, 0, NULL,
      NULL, "under mpirun, one rank a host drives its GPUs, rank 0 deals seed groups on demand and writes the merged "
      "report (docs/scale-out.md)"},
@@ -243,12 +248,20 @@ lab_status lab_cli_replay_parse(lab_cli_cmd cmd, int argc, char **argv, lab_cli_
     r->out = cmd == LAB_CLI_REPORT ? "build/report" : "build/replay";
     r->plots = 1;
     o->bench = -1;
+    const char *defining = NULL; /* the first option given that says what to replay */
     for (int i = 0; i < argc && st == LAB_OK && !o->help; ++i) {
         const lab_cli_option *op = lab_cli_find(cmd, argv[i]);
         if (!op) return lab_err_set(LAB_ERR_ARG, "%s: unknown flag '%.*s'", name, LAB_CLI_QUOTE, argv[i]);
+        if (op->defines && !defining) defining = op->name;
         st = lab_cli_apply(op, argv[i], argc, argv, &i, o);
     }
     if (st != LAB_OK || o->help) return st;
+    if (r->resume && defining)
+        return lab_err_set(LAB_ERR_ARG, "--resume %.*s completes the replay that folder holds, as it was asked: %s "
+                           "cannot change it (leave it out)", LAB_CLI_QUOTE, r->resume, defining);
+    if (r->resume && r->mpi)
+        return lab_err_set(LAB_ERR_ARG, "--resume with --mpi: a replay resumes in one process, on the host that holds "
+                           "its folder (leave --mpi out)");
     if (r->have_seed && r->have_seeds) return lab_err_set(LAB_ERR_ARG, "--seed and --seeds exclude each other");
     if (r->have_seed && r->have_first) return lab_err_set(LAB_ERR_ARG, "--seed and --first-seed exclude each other");
     if (r->first_seed - 1 > LAB_CLI_SEED_MAX - r->n_seeds)

@@ -21,11 +21,11 @@ extern "C" {
 
 /* The ranges `lab help` states. Seeds are 1..2^53, so that every seed is exact as a JSON number. */
 #define LAB_CLI_SEED_MAX ((uint64_t)1 << 53)  /* 9007199254740992 */
-#define LAB_CLI_SEEDS_MAX ((uint64_t)1 << 20) /* seeds per replay: 1048576 */
+#define LAB_CLI_SEEDS_MAX LAB_REQUEST_SEEDS_MAX /* seeds per replay: 1048576 */
 #define LAB_CLI_EXPLAIN_SEEDS_MAX 4096
 #define LAB_CLI_JOBS_MAX 1024
 #define LAB_CLI_BATCH_MAX 256                 /* --batch-seeds: LAB_CASE_GROUPS_MAX */
-#define LAB_CLI_TIMEOUT_MAX 86400             /* seconds */
+#define LAB_CLI_TIMEOUT_MAX LAB_REQUEST_TIMEOUT_MAX /* seconds */
 
 /* Parses s as a plain decimal integer (digits only: no sign, space, hex or exponent) in [lo, hi].
  * LAB_ERR_ARG, the message naming flag, the text and the range, when s is NULL, empty, not such an

@@ -241,7 +241,7 @@ static lab_status lab_run_request(lab_request *req, const char *lab_bin, int kee
 {
     req->lab_bin = lab_bin;
     req->root = lab_root();
-    lab_replay_how how = {lab_mpi_replay, keep_set, stdout, stderr};
+    lab_replay_entry how = {.scale_out = lab_mpi_replay, .keep_set = keep_set, .report = stdout, .diag = stderr};
     *rc = 0;
     lab_status st = lab_replay_request_run(req, &how, res);
     if (st == LAB_OK) return st;

@@ -86,6 +86,16 @@ size_t lab_command_resume_line(const lab_command_resume *r, char *buf, size_t le
     return k < 0 ? 0 : (size_t)k;
 }
 
+size_t lab_command_resume_dir(const char *lab_bin, const char *out, char *buf, size_t len)
+{
+    int k = 0;
+    if (len) buf[0] = 0;
+    lab_command_add_word(buf, len, &k, lab_bin);
+    lab_command_add(buf, len, &k, " replay --resume ");
+    lab_command_add_word(buf, len, &k, out);
+    return k < 0 ? 0 : (size_t)k;
+}
+
 void lab_command_line(const char *lab_bin, const char *command, int argc, char *const *argv, char *buf, size_t len)
 {
     int k = 0;

@@ -42,6 +42,11 @@ typedef struct {
  * (len must exceed it for the command to be whole), so that a caller can make room for it. */
 size_t lab_command_resume_line(const lab_command_resume *r, char *buf, size_t len);
 
+/* The command that completes an interrupted or killed replay in its folder, "<lab> replay --resume <out>" (the lab's
+ * path and the folder as lab_command_sh_word writes them), into buf (cut at len; NULL when len is 0). Returns the
+ * length the whole command needs, as lab_command_resume_line does. */
+size_t lab_command_resume_dir(const char *lab_bin, const char *out, char *buf, size_t len);
+
 /* s as one word for sh into buf (cut at len, as lab_command_resume_line cuts): as it is when it holds only letters, digits
  * and `/._-+=:,@%`, else in single quotes with a quote inside as '\''. Returns the length the whole word needs (at
  * most 4 * strlen(s) + 2). */

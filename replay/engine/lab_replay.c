@@ -20,8 +20,10 @@
 #include "lab_ctxgate.h"
 #include "lab_device.h"
 #include "lab_fs.h"
+#include "lab_journal.h"
 #include "lab_phase.h"
 #include "lab_replay_int.h"
+#include "lab_resume.h"
 #include "lab_sanitize.h"
 #include "lab_sched.h"
 #include "lab_seedbatch.h"
@@ -100,15 +102,15 @@ static lab_status lab_replay_batch(lab_replay_ctx *ctx, size_t pos, const lab_ca
  * once for all of them (the driver serialises context starts: about 0.2 s each). */
 int lab_replay_poolable(const lab_replay_opts *opts, const lab_sched_plan *p)
 {
-    return !opts->sanitize && p->gpus_per_worker == 1 && !p->exclusive && !p->gpus_missing;
+    return !opts->what.sanitize && p->gpus_per_worker == 1 && !p->exclusive && !p->gpus_missing;
 }
 
-/* The health rule: once the replay's probe made a context on the GPU (opts->device_ok), a CUDA case that finds no
+/* The health rule: once the replay's probe made a context on the GPU (opts->how.device_ok), a CUDA case that finds no
  * usable device lost it mid-replay (an MPS server that will not serve, a device that fell off the bus): ERROR with
  * the cause, never the neutral SKIP that would let a fix pass unjudged. */
 static lab_status lab_replay_health(const lab_replay_opts *opts, const lab_case *c, lab_case_result *r)
 {
-    if (!opts->device_ok || c->backend != LAB_BACKEND_CUDA || !r->skipped || r->skip_class != LAB_SKIP_NEEDS_GPU)
+    if (!opts->how.device_ok || c->backend != LAB_BACKEND_CUDA || !r->skipped || r->skip_class != LAB_SKIP_NEEDS_GPU)
         return LAB_OK;
     return lab_err_set(LAB_ERR_DEVICE, "device lost: the replay's probe used a CUDA device, this case found none (%s)",
                        r->detail);
@@ -138,10 +140,11 @@ void lab_replay_worker_init(void *vctx)
     int slot = lab_isolate_worker_slot(), gpu = ctx->machine.ngpu > 0 ? slot % ctx->machine.ngpu : 0;
     lab_sched_bind(&ctx->machine, &ctx->plan, slot);
     if (ctx->plan.gpus_per_worker > 0) /* a client of its GPU's MPS daemon, or (multi-GPU cases) of none */
-        lab_mps_client(ctx->opts->mps, lab_replay_poolable(ctx->opts, &ctx->plan) && ctx->machine.ngpu > 0 ? gpu : -1);
-    lab_replay_probe = ctx->opts->device_probe;
+        lab_mps_client(ctx->opts->how.mps,
+                       lab_replay_poolable(ctx->opts, &ctx->plan) && ctx->machine.ngpu > 0 ? gpu : -1);
+    lab_replay_probe = ctx->opts->how.device_probe;
     ctx->bound = 1;
-    if (ctx->opts->backend == LAB_BACKEND_CUDA) lab_replay_warm(&ctx->gate, gpu);
+    if (ctx->opts->what.backend == LAB_BACKEND_CUDA) lab_replay_warm(&ctx->gate, gpu);
     lab_phase("worker ready");
 }
 
@@ -153,11 +156,11 @@ lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r)
     if (!ctx->bound) lab_replay_worker_init(ctx);
     lab_case c;
     char gdir[4096];
-    lab_case_init(&c, rec->incident, rec->variant, rec->seed, rec->backend, ctx->opts->root, gdir, sizeof gdir);
+    lab_case_init(&c, rec->incident, rec->variant, rec->seed, rec->backend, ctx->opts->how.root, gdir, sizeof gdir);
     /* In an AddressSanitizer build this worker makes an ASan report its case's result: allocate exactly. */
     c.exact_alloc = lab_asan_active();
-    if (ctx->opts->sanitize) {
-        lab_status st = lab_sanitize_case(&c, ctx->opts->sanitize, ctx->opts->lab_bin, r);
+    if (ctx->opts->what.sanitize) {
+        lab_status st = lab_sanitize_case(&c, ctx->opts->what.sanitize, ctx->opts->how.lab_bin, r);
         if (st == LAB_ERR_UNSUPPORTED) lab_result_skip(r, "%s", lab_err_msg());
         return st == LAB_ERR_UNSUPPORTED ? LAB_OK : st;
     }
@@ -191,7 +194,7 @@ void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
     }
     ctx->done++;
     if (lab_verdict_case_ok(c) == 0) ctx->bad++;
-    if (ctx->opts->progress && !o->not_run) {
+    if (ctx->opts->how.progress && !o->not_run) {
         static int tty = -1;
         static double last_line = 0;
         if (tty < 0) tty = isatty(STDERR_FILENO);
@@ -217,15 +220,15 @@ void lab_replay_done(void *vctx, size_t job, const lab_job_outcome *o)
                     ctx->base + ctx->done, ctx->total, rate, rate > 0 ? (double)(ctx->total - ctx->base - ctx->done) / rate : 0.0, ctx->base_bad + ctx->bad, slow);
         }
     }
-    if (ctx->on_done) ctx->on_done(ctx->on_done_ctx, index, c);
+    lab_replay_kept(ctx, index, c);
 }
 
 double lab_replay_watchdog(const lab_replay_opts *opts, const lab_incident *inc)
 {
-    double timeout = inc->timeout_s > 0 ? inc->timeout_s : opts->timeout_s;
-    if (opts->timeout_s > 0 && opts->timeout_s < timeout) timeout = opts->timeout_s; /* --timeout caps */
+    double timeout = inc->timeout_s > 0 ? inc->timeout_s : opts->what.timeout_s;
+    if (opts->what.timeout_s > 0 && opts->what.timeout_s < timeout) timeout = opts->what.timeout_s; /* --timeout caps */
     if (timeout <= 0) timeout = 60; /* lab_isolate_run's own default */
-    return opts->sanitize ? 20 * timeout : timeout; /* instrumented kernels run far slower */
+    return opts->what.sanitize ? 20 * timeout : timeout; /* instrumented kernels run far slower */
 }
 
 /* Execution order of recs[start, end) (one incident) into order[start, end): by seed (in first-seen
@@ -328,11 +331,12 @@ lab_status lab_replay_pool_layout(lab_replay_ctx *ctx, size_t base, const lab_re
     size_t *bounds = malloc((cap_r + 1) * sizeof *bounds);
     lab_status st = tmp && tlead && sp && rs && rl && ri && rc && rk && bounds ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
     double fair = ctx->run_fair > 0.0 ? ctx->run_fair : st == LAB_OK ? lab_replay_cost(ctx, ctx->order + base, total) / workers : 0.0;
-    int gpus = ctx->run_fair > 0.0 && ctx->opts->run_gpus > 0 ? ctx->opts->run_gpus : ctx->machine.ngpu;
+    int gpus = ctx->run_fair > 0.0 && ctx->opts->how.run_gpus > 0 ? ctx->opts->how.run_gpus : ctx->machine.ngpu;
     for (size_t i = 0; i < np && st == LAB_OK; ++i) {
         const lab_replay_opts *o = ctx->opts;
         const lab_replay_part *pt = &parts[i];
-        unsigned bmax = lab_seedbatch_size(ctx->recs[ctx->order[pt->start]].incident, o->backend, o->sanitize != NULL, o->batch_seeds);
+        unsigned bmax = lab_seedbatch_size(ctx->recs[ctx->order[pt->start]].incident, o->what.backend,
+                                           o->what.sanitize != NULL, o->how.batch_seeds);
         if (bmax < 2) continue;
         /* a chunk of bmax seeds costs at most bmax of the part's costliest group: no more than `fair` */
         double group = 0.0;
@@ -416,20 +420,21 @@ static lab_status lab_replay_pool_first(lab_replay_ctx *ctx, lab_replay_part *pa
  * them make their contexts all at once. */
 void lab_replay_gate_open(lab_replay_ctx *ctx)
 {
-    int width = ctx->opts->ctx_gate > 0 ? ctx->opts->ctx_gate : LAB_CTXGATE_WIDTH;
+    int width = ctx->opts->how.ctx_gate > 0 ? ctx->opts->how.ctx_gate : LAB_CTXGATE_WIDTH;
     int lanes = ctx->machine.ngpu > 0 ? ctx->machine.ngpu : 1;
-    if (ctx->opts->backend == LAB_BACKEND_CUDA && lab_ctxgate_open(&ctx->gate, width, lanes) != LAB_OK)
+    if (ctx->opts->what.backend == LAB_BACKEND_CUDA && lab_ctxgate_open(&ctx->gate, width, lanes) != LAB_OK)
         fprintf(stderr, "replay: %s; the workers make their contexts all at once\n", lab_err_msg());
 }
 
-/* Stops the replay's MPS daemon (opts->mps) before cases that must not be its clients: from here on workers make
+/* Stops the replay's MPS daemon (opts->how.mps) before cases that must not be its clients: from here on workers make
  * plain contexts. Says so once, on the progress stream. */
 void lab_replay_leave_mps(lab_replay_ctx *ctx, const char *who)
 {
-    lab_mps *m = ctx->opts->mps;
+    lab_mps *m = ctx->opts->how.mps;
     if (!m || !m->running) return;
     lab_mps_stop(m);
-    if (ctx->opts->progress) fprintf(stderr, "cuda: MPS daemon stopped: %s run outside it, each on GPUs of its own\n", who);
+    if (ctx->opts->how.progress)
+        fprintf(stderr, "cuda: MPS daemon stopped: %s run outside it, each on GPUs of its own\n", who);
 }
 
 /* 1 when a job's error names the device (CUDA, MPS, a device fault): what a neighbour's fault or a server that
@@ -454,17 +459,19 @@ static void lab_replay_rerun_done(void *vctx, size_t job, const lab_job_outcome 
     if (o->not_run) return; /* interrupted before its rerun ended: the first run stands */
     snprintf(c->first_run, sizeof c->first_run, "%s: %s", lab_outcome_name(c->o.outcome), c->o.error);
     c->o = *o;
-    if (ctx->on_done) ctx->on_done(ctx->on_done_ctx, ctx->order[job], c);
+    lab_replay_kept(ctx, ctx->order[job], c);
 }
 
-/* The cases of a CUDA replay whose device was usable (opts->device_ok) that ended ERROR with a device cause are run
+/* The cases of a CUDA replay whose device was usable (opts->how.device_ok) that ended ERROR with a device cause are run
  * once more, after the pool, outside MPS, one case at a time on each GPU (a multi-GPU case on GPUs of its own), so
  * that a fault of a neighbour, or an MPS server that stopped serving, never decides a case: the rerun's outcome is
  * the case's, the first run recorded beside it. A case that fails alone too keeps its ERROR. */
 lab_status lab_replay_rerun(lab_replay_ctx *ctx, lab_job_outcome *out)
 {
     const lab_replay_opts *opts = ctx->opts;
-    if (opts->backend != LAB_BACKEND_CUDA || !opts->device_ok || opts->sanitize || lab_isolate_interrupted()) return LAB_OK;
+    if (opts->what.backend != LAB_BACKEND_CUDA || !opts->how.device_ok || opts->what.sanitize ||
+        lab_isolate_interrupted())
+        return LAB_OK;
     size_t m = 0;
     for (size_t i = 0; i < ctx->n; ++i) {
         const lab_case_record *r = &ctx->recs[i];
@@ -472,7 +479,8 @@ lab_status lab_replay_rerun(lab_replay_ctx *ctx, lab_job_outcome *out)
     }
     if (m == 0) return LAB_OK;
     lab_replay_leave_mps(ctx, "cases that met a device error");
-    if (opts->progress) fprintf(stderr, "rerunning %zu case%s that met a device error, alone on their GPUs\n", m, m == 1 ? "" : "s");
+    if (opts->how.progress)
+        fprintf(stderr, "rerunning %zu case%s that met a device error, alone on their GPUs\n", m, m == 1 ? "" : "s");
     size_t *order = malloc(m * sizeof *order);
     if (!order) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
     lab_status st = LAB_OK;
@@ -490,7 +498,7 @@ lab_status lab_replay_rerun(lab_replay_ctx *ctx, lab_job_outcome *out)
             if (r->o.outcome == LAB_OUT_ERROR && !r->o.not_run && lab_replay_device_cause(r->o.error)) order[k++] = end;
         }
         if (k) {
-            ctx->plan = lab_sched_plan_incident(&ctx->machine, inc, opts->backend, k, 1, opts->jobs);
+            ctx->plan = lab_sched_plan_incident(&ctx->machine, inc, opts->what.backend, k, 1, opts->how.jobs);
             int per = ctx->plan.gpus_per_worker > 0 ? ctx->plan.gpus_per_worker : 1;
             int alone = ctx->machine.ngpu / per > 0 ? ctx->machine.ngpu / per : 1;
             if (ctx->plan.workers > alone) ctx->plan.workers = alone;
@@ -572,17 +580,11 @@ lab_status lab_replay_setup_make(lab_replay_ctx *ctx, int shared, lab_replay_set
     }
     for (size_t i = 0; i < ctx->n; ++i) ctx->lead[i] = 1;
     lab_device_machine(&ctx->machine);
-    if (opts->progress && !ctx->quiet_sched) {
-        char note[200], rule[80] = "";
-        int w = lab_sched_workers(&ctx->machine, opts->backend, opts->jobs, note, sizeof note);
-        if (opts->jobs <= 0 && opts->backend == LAB_BACKEND_CUDA && ctx->machine.ngpu > 0)
-            snprintf(rule, sizeof rule, "%d a GPU and at least %d, at most the CPUs", LAB_SCHED_GPU_WORKERS,
-                     LAB_SCHED_HOST_WORKERS);
-        else if (opts->jobs <= 0)
-            snprintf(rule, sizeof rule, "one a CPU");
-        fprintf(stderr, "scheduler: %d workers (%s%s; %s)%s%s\n", w, opts->jobs > 0 ? "-j" : "default: ", rule,
-                ctx->machine.cpu_source, note[0] ? "; " : "", note);
-        if (opts->backend == LAB_BACKEND_CUDA)
+    if (opts->how.progress && !ctx->quiet_sched) {
+        char said[320];
+        int w = lab_replay_workers(opts, &ctx->machine, said, sizeof said);
+        fprintf(stderr, "scheduler: %d workers (%s)\n", w, said);
+        if (opts->what.backend == LAB_BACKEND_CUDA)
             fprintf(stderr, "scheduler: %d GPU%s from %s\n", ctx->machine.ngpu, ctx->machine.ngpu == 1 ? "" : "s", ctx->machine.source);
     }
     for (size_t i = 0, start = 0; i < s->np; ++i) {
@@ -591,11 +593,25 @@ lab_status lab_replay_setup_make(lab_replay_ctx *ctx, int shared, lab_replay_set
         while (end < ctx->n && ctx->recs[end].incident == inc) ++end;
         size_t gs = lab_replay_order(ctx->recs, start, end, ctx->order);
         s->parts[i] = (lab_replay_part){start, end, gs, (end - start + gs - 1) / gs};
-        s->plans[i] = lab_sched_plan_incident(&ctx->machine, inc, opts->backend, s->parts[i].n_groups, gs, opts->jobs);
-        if (opts->sanitize) s->plans[i].batch = 1; /* each case is its own compute-sanitizer process anyway */
+        s->plans[i] =
+            lab_sched_plan_incident(&ctx->machine, inc, opts->what.backend, s->parts[i].n_groups, gs, opts->how.jobs);
+        if (opts->what.sanitize) s->plans[i].batch = 1; /* each case is its own compute-sanitizer process anyway */
         start = end;
     }
     return LAB_OK;
+}
+
+int lab_replay_workers(const lab_replay_opts *opts, const lab_machine *m, char *said, size_t len)
+{
+    char note[200], rule[80] = "";
+    int w = lab_sched_workers(m, opts->what.backend, opts->how.jobs, note, sizeof note);
+    if (opts->how.jobs > 0) snprintf(rule, sizeof rule, "-j %d", opts->how.jobs);
+    else if (opts->what.backend == LAB_BACKEND_CUDA && m->ngpu > 0)
+        snprintf(rule, sizeof rule, "default: %d a GPU and at least %d, at most the CPUs", LAB_SCHED_GPU_WORKERS,
+                 LAB_SCHED_HOST_WORKERS);
+    else snprintf(rule, sizeof rule, "default: one a CPU");
+    snprintf(said, len, "%s; %d CPUs: %s%s%s", rule, m->ncpu, m->cpu_source, note[0] ? "; " : "", note);
+    return w;
 }
 
 /* Jobs [a, b) of the run in progress SKIP in the runner, without a worker: their cases need more GPUs than the host
@@ -662,24 +678,53 @@ lab_status lab_replay_execute(lab_replay_ctx *ctx)
 /* Seeds replayed for one incident: all given, or its default_seeds when the seeds were not given. */
 size_t lab_replay_n_seeds(const lab_replay_opts *opts, const lab_incident *inc)
 {
-    if (opts->seeds_default && inc->default_seeds > 0 && inc->default_seeds < opts->n_seeds) return inc->default_seeds;
-    return opts->n_seeds;
+    if (opts->what.seeds_default && inc->default_seeds > 0 && inc->default_seeds < opts->what.n_seeds)
+        return inc->default_seeds;
+    return opts->what.n_seeds;
 }
 
 /* Selected variants of one incident. */
 size_t lab_replay_n_variants(const lab_replay_opts *opts, const lab_incident *inc)
 {
     size_t k = 0;
-    for (int v = 0; v < inc->n_variants; ++v) k += !opts->variant || strcmp(opts->variant, inc->variants[v].name) == 0;
+    for (int v = 0; v < inc->n_variants; ++v)
+        k += !opts->what.variant || strcmp(opts->what.variant, inc->variants[v].name) == 0;
     return k;
 }
 
 size_t lab_replay_count(const lab_replay_opts *opts)
 {
     size_t n = 0;
-    for (size_t i = 0; i < opts->n_incidents; ++i)
-        n += lab_replay_n_variants(opts, opts->incidents[i]) * lab_replay_n_seeds(opts, opts->incidents[i]);
+    for (size_t i = 0; i < opts->what.n_incidents; ++i)
+        n += lab_replay_n_variants(opts, opts->what.incidents[i]) * lab_replay_n_seeds(opts, opts->what.incidents[i]);
     return n;
+}
+
+int lab_replay_case_index(const lab_replay_opts *opts, const lab_incident *inc, const lab_variant *var, uint64_t seed,
+                          size_t *index)
+{
+    const lab_replay_what *w = &opts->what;
+    size_t base = 0;
+    for (size_t i = 0; i < w->n_incidents; ++i) {
+        const lab_incident *c = w->incidents[i];
+        size_t ns = lab_replay_n_seeds(opts, c);
+        if (c != inc) {
+            base += lab_replay_n_variants(opts, c) * ns;
+            continue;
+        }
+        size_t v = 0;
+        int k = 0;
+        for (; k < c->n_variants && &c->variants[k] != var; ++k)
+            v += !w->variant || !strcmp(w->variant, c->variants[k].name);
+        if (k == c->n_variants || (w->variant && strcmp(w->variant, var->name))) return 0;
+        size_t s = (size_t)(seed - w->seeds[0]); /* consecutive seeds: the index at once, else looked for */
+        if (seed < w->seeds[0] || s >= ns || w->seeds[s] != seed)
+            for (s = 0; s < ns && w->seeds[s] != seed; ++s) {}
+        if (s >= ns) return 0;
+        *index = base + v * ns + s;
+        return 1;
+    }
+    return 0;
 }
 
 lab_status lab_replay_cases(const lab_replay_opts *opts, lab_case_record **recs_out, size_t *n_recs)
@@ -690,21 +735,96 @@ lab_status lab_replay_cases(const lab_replay_opts *opts, lab_case_record **recs_
     lab_case_record *recs = calloc(n ? n : 1, sizeof *recs);
     if (!recs) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
     size_t k = 0;
-    for (size_t i = 0; i < opts->n_incidents; ++i)
-        for (int v = 0; v < opts->incidents[i]->n_variants; ++v) {
-            const lab_variant *var = &opts->incidents[i]->variants[v];
-            if (opts->variant && strcmp(opts->variant, var->name) != 0) continue;
-            for (size_t s = 0; s < lab_replay_n_seeds(opts, opts->incidents[i]); ++s) {
-                recs[k].incident = opts->incidents[i];
+    for (size_t i = 0; i < opts->what.n_incidents; ++i)
+        for (int v = 0; v < opts->what.incidents[i]->n_variants; ++v) {
+            const lab_variant *var = &opts->what.incidents[i]->variants[v];
+            if (opts->what.variant && strcmp(opts->what.variant, var->name) != 0) continue;
+            for (size_t s = 0; s < lab_replay_n_seeds(opts, opts->what.incidents[i]); ++s) {
+                recs[k].incident = opts->what.incidents[i];
                 recs[k].variant = var;
-                recs[k].seed = opts->seeds[s];
-                recs[k].backend = opts->backend;
+                recs[k].seed = opts->what.seeds[s];
+                recs[k].backend = opts->what.backend;
                 k++;
             }
         }
     *recs_out = recs;
     *n_recs = n;
     return LAB_OK;
+}
+
+void lab_replay_kept(lab_replay_ctx *ctx, size_t index, const lab_case_record *rec)
+{
+    lab_results_cmd spell = lab_replay_cmd(ctx->opts);
+    lab_journal_case(ctx->opts->how.journal, rec, &spell);
+    if (ctx->on_done) ctx->on_done(ctx->on_done_ctx, index, rec);
+}
+
+lab_status lab_replay_run_rest(const lab_replay_opts *opts, lab_case_record *recs, size_t n,
+                               lab_status (*run)(void *run_ctx, lab_case_record *recs, size_t n), void *run_ctx,
+                               size_t *carried)
+{
+    if (carried) *carried = 0;
+    if (!opts->how.carry) return run(run_ctx, recs, n);
+    unsigned char *done = calloc(n ? n : 1, 1);
+    if (!done) return lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    size_t m = 0;
+    for (size_t j = 0; j < n; ++j) {
+        int got = lab_resume_fill(opts->how.carry, opts, &recs[j]);
+        if (got < 0) {
+            free(done);
+            return LAB_ERR_IO;
+        }
+        done[j] = (unsigned char)got;
+        m += !got;
+    }
+    if (carried) *carried = n - m;
+    /* the rest, in their order, run as a replay of them alone would run them */
+    lab_case_record *rest = m == n ? recs : malloc((m ? m : 1) * sizeof *rest);
+    lab_status st = rest ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    for (size_t j = 0, k = 0; st == LAB_OK && rest != recs && j < n; ++j)
+        if (!done[j]) rest[k++] = recs[j];
+    if (st == LAB_OK && m) st = run(run_ctx, rest, m);
+    for (size_t j = 0, k = 0; rest && rest != recs && j < n; ++j)
+        if (!done[j]) recs[j] = rest[k++];
+    if (rest != recs) free(rest);
+    free(done);
+    return st;
+}
+
+lab_status lab_replay_not_started(void *unused, lab_case_record *recs, size_t n)
+{
+    (void)unused;
+    for (size_t j = 0; j < n; ++j) {
+        recs[j].o.outcome = LAB_OUT_ERROR;
+        recs[j].o.not_run = 1;
+        snprintf(recs[j].o.error, sizeof recs[j].o.error, "interrupted");
+    }
+    return LAB_OK;
+}
+
+lab_status lab_replay_journal_open(const lab_replay_opts *opts, lab_journal **out)
+{
+    *out = NULL;
+    cJSON *replay = lab_resume_describe(opts), *head = cJSON_CreateObject();
+    lab_status st = head ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
+    if (st == LAB_OK) {
+        cJSON_AddStringToObject(head, "journal", "lab replay: one line a finished case, as results.jsonl holds it");
+        if (replay) cJSON_AddItemToObject(head, "replay", replay), replay = NULL;
+        if ((st = lab_fs_mkdirs(opts->how.out_dir)) == LAB_OK) st = lab_journal_open(opts->how.out_dir, head, out);
+    }
+    cJSON_Delete(replay);
+    cJSON_Delete(head);
+    return st;
+}
+
+lab_status lab_replay_journal_begin(const lab_replay_opts *opts, lab_replay_opts *copy, lab_journal **owned)
+{
+    *copy = *opts;
+    *owned = NULL;
+    if (!opts->how.out_dir || opts->how.journal) return LAB_OK;
+    lab_status st = lab_replay_journal_open(opts, owned);
+    copy->how.journal = *owned;
+    return st;
 }
 
 lab_status lab_replay_execute_records(const lab_replay_opts *opts, lab_case_record *recs, size_t n,

@@ -209,10 +209,10 @@ lab_status lab_replay_execute_fed(const lab_replay_opts *opts, lab_case_record *
 
 double lab_replay_run_fair(const lab_replay_opts *opts, const lab_replay_groups *g)
 {
-    if (opts->run_workers <= 0) return 0.0;
+    if (opts->how.run_workers <= 0) return 0.0;
     double all = 0.0;
     for (size_t k = 0; k < g->ng; ++k) all += g->cost[k];
-    return all / opts->run_workers;
+    return all / opts->how.run_workers;
 }
 
 size_t lab_replay_run_seeds(const lab_replay_opts *opts, const lab_case_record *recs, const lab_replay_groups *g, size_t part)
@@ -225,9 +225,9 @@ size_t lab_replay_run_seeds(const lab_replay_opts *opts, const lab_case_record *
             group = g->cost[k] > group ? g->cost[k] : group;
         }
     if (first == g->ng || fair <= 0.0) return 0;
-    unsigned bmax = lab_seedbatch_size(recs[g->order[g->start[first]]].incident, opts->backend, opts->sanitize != NULL,
-                                       opts->batch_seeds);
-    return bmax < 2 ? 0 : lab_sched_chunk_seeds(bmax, group, fair, opts->run_gpus);
+    unsigned bmax = lab_seedbatch_size(recs[g->order[g->start[first]]].incident, opts->what.backend,
+                                       opts->what.sanitize != NULL, opts->how.batch_seeds);
+    return bmax < 2 ? 0 : lab_sched_chunk_seeds(bmax, group, fair, opts->how.run_gpus);
 }
 
 lab_status lab_replay_groups_make(const lab_case_record *recs, size_t n, lab_replay_groups *g)

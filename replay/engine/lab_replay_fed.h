@@ -36,12 +36,12 @@ typedef struct {
  * it has nothing yet; -1 when nothing the lane accepts will ever come. */
 typedef int (*lab_replay_feed_fn)(void *ctx, const unsigned char *accept, lab_replay_span *spans);
 
-/* A worker's fair share of the whole run's cost (the groups' cost over opts->run_workers), 0 without run_workers: what
- * a fed execution's pool cuts seed batches for. */
+/* A worker's fair share of the whole run's cost (the groups' cost over opts->how.run_workers), 0 without run_workers:
+ * what a fed execution's pool cuts seed batches for. */
 double lab_replay_run_fair(const lab_replay_opts *opts, const lab_replay_groups *g);
 
 /* The seeds (seed groups) one run of part `part` holds in a fed execution's pool when its incident batches seeds: as
- * a plain replay of the whole run cuts them (lab_sched_chunk_seeds over the run's fair share and opts->run_gpus); 0
+ * a plain replay of the whole run cuts them (lab_sched_chunk_seeds over the run's fair share and opts->how.run_gpus); 0
  * when it does not batch, or without run_workers. A feed that hands out fewer of its groups at once (but the last)
  * makes the pool run smaller batches, each costlier a case. */
 size_t lab_replay_run_seeds(const lab_replay_opts *opts, const lab_case_record *recs, const lab_replay_groups *g, size_t part);

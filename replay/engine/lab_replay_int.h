@@ -31,7 +31,7 @@ typedef struct {
     int bound;                  /* in a worker: its GPUs are bound (the parent never sets it) */
     lab_ctxgate gate;           /* the pool's CUDA workers make their contexts through it (closed: no pool) */
     double run_fair;            /* > 0: a worker's fair share of the whole run's cost, which the pool cuts seed batches
-                                   for with opts->run_gpus (a fed share of a larger run); else the pool's own */
+                                   for with opts->how.run_gpus (a fed share of a larger run); else the pool's own */
     lab_replay_done_fn on_done; /* optional: told of each finished case (scale-out streams it) */
     void *on_done_ctx;
 } lab_replay_ctx;
@@ -63,6 +63,24 @@ void lab_replay_setup_free(lab_replay_ctx *ctx, lab_replay_setup *s);
  * under their plans, then the reruns of the cases that met a device error. */
 lab_status lab_replay_execute(lab_replay_ctx *ctx);
 
+/* A case of the run finished (or ran again), recs[index] its record: into the journal (opts->how.journal), then told to
+ * ctx->on_done. */
+void lab_replay_kept(lab_replay_ctx *ctx, size_t index, const lab_case_record *rec);
+/* Runs the records of recs[0..n) that did not finish before, run(run_ctx, their records in order, their count), the
+ * others getting their outcome from opts->how.carry (lab_resume_fill); without a carry run gets recs[0..n) itself.
+ * *carried (may be NULL) gets how many were carried. Returns run's status, or the carry's error (LAB_ERR_IO,
+ * LAB_ERR_FORMAT naming the file; nothing run then) or LAB_ERR_NOMEM. */
+lab_status lab_replay_run_rest(const lab_replay_opts *opts, lab_case_record *recs, size_t n,
+                               lab_status (*run)(void *run_ctx, lab_case_record *recs, size_t n), void *run_ctx,
+                               size_t *carried);
+/* lab_replay_run_rest's run for cases that are not to start (an interrupt came first): each is left unfinished
+ * (o.not_run, ERROR "interrupted"), out of the set. Returns LAB_OK. */
+lab_status lab_replay_not_started(void *unused, lab_case_record *recs, size_t n);
+/* The journal a runner keeps its cases in: opts->how.journal, or when the replay writes a set and has none, one opened
+ * here (*owned: the runner closes it, lab_journal_close), set into *copy (a copy of opts the runner then runs on).
+ * Errors: lab_journal_open's. */
+lab_status lab_replay_journal_begin(const lab_replay_opts *opts, lab_replay_opts *copy, struct lab_journal **owned);
+
 /* The callbacks of lab_isolate's runners over a lab_replay_ctx: a job, its watchdog, its outcome, a worker's start. */
 lab_status lab_replay_job(void *vctx, size_t job, lab_case_result *r);
 double lab_replay_job_timeout(void *vctx, size_t job);
@@ -92,16 +110,15 @@ size_t lab_replay_n_seeds(const lab_replay_opts *opts, const lab_incident *inc);
 size_t lab_replay_n_variants(const lab_replay_opts *opts, const lab_incident *inc);
 /* lab_replay_report.c: prints the per-variant table. */
 void lab_replay_table(FILE *f, const lab_verdict_tally *t, size_t nt);
-/* How the replay's outputs spell a case's replay command (the command layer's words, lab_cli). */
-lab_results_cmd lab_replay_cmd(const lab_replay_opts *opts);
 /* The console's words after the table: a case that missed its role, the variants judged on a stated rate, the closing
  * line (its worker count from the machine probe). */
 void lab_replay_print_failure(FILE *f, const lab_replay_opts *opts, const lab_case_record *r);
 void lab_replay_print_rates(FILE *f, const lab_replay_opts *opts, const lab_verdict_tally *t, size_t nt);
 void lab_replay_print_end(FILE *f, const lab_replay_opts *opts, size_t n, double wall, const char *line);
-/* The resume of an interrupted replay, incident by incident: from[i] is the lowest seed index of opts->incidents[i]
- * with an unfinished case (lab_replay_n_seeds(opts, incident) or more: every case of it finished). */
-/* Fills from[0..opts->n_incidents) from the records recs[0..n) (an unfinished one: o.not_run). */
+/* The resume of an interrupted replay, incident by incident: from[i] is the lowest seed index of
+ * opts->what.incidents[i] with an unfinished case (lab_replay_n_seeds(opts, incident) or more: every case of it
+ * finished). */
+/* Fills from[0..opts->what.n_incidents) from the records recs[0..n) (an unfinished one: o.not_run). */
 void lab_replay_resume_unfinished(const lab_replay_opts *opts, const lab_case_record *recs, size_t n, size_t *from);
 /* The commands that replay exactly the seeds from[] leaves, one a line ('\n' after each), into *cmds (malloc'ed, the
  * caller frees it; "" when nothing is left), and how many into *n_cmds (0: nothing is left). The text is as long as
@@ -115,13 +132,14 @@ void lab_replay_resume_unfinished(const lab_replay_opts *opts, const lab_case_re
  * written (*cmds NULL, *n_cmds 0): the caller reports it rather than a resume that leaves cases out. */
 lab_status lab_replay_resume_cmds(const lab_replay_opts *opts, const size_t *from, char **cmds, size_t *n_cmds);
 /* Prints the interrupt's lines after the table: "INTERRUPTED by SIG: N of M cases finished and are kept (NOT OK)",
- * then "resume: COMMAND" for each of cmds (n_cmds, one a line, as lab_replay_resume_cmds writes them; none: "resume:
- * (none: every case finished)") and, when the replay writes a set, how that set and the resumed ones make the whole
- * replay ("merge: ..."). */
+ * then, when a case is left (n_cmds > 0), "resume: LAB replay --resume OUT" for a replay that writes a set (it
+ * completes that set in place), else "resume: COMMAND" for each of cmds (one a line, as lab_replay_resume_cmds writes
+ * them); none left: "resume: (none: every case finished)". */
 void lab_replay_resume_print(FILE *f, const lab_replay_opts *opts, int sig, size_t n, size_t planned, const char *cmds,
                              size_t n_cmds);
 /* What summary.json says beyond the tallies: the interrupt (sig != 0: the signal, the cases planned, the resume
- * commands, one a line as lab_replay_resume_cmds writes them) and opts->summary_fields. */
+ * commands, one a line as lab_replay_resume_cmds writes them; "resume" then the --resume command when the replay writes
+ * a set), the replay's own fields ("replay": what it ran; "workers") and opts->how.summary_fields. */
 lab_results_summary_extra lab_replay_summary_extra(const lab_replay_opts *opts, int sig, size_t planned,
                                                    const char *resume);
 

@@ -12,10 +12,12 @@
 
 #include "lab_command.h"
 #include "lab_device.h"
+#include "lab_journal.h"
 #include "lab_json.h"
 #include "lab_plot.h"
 #include "lab_replay_int.h"
 #include "lab_resultset.h"
+#include "lab_resume.h"
 #include "lab_stall.h"
 
 /* Prints the per-variant table. */
@@ -33,16 +35,16 @@ void lab_replay_table(FILE *f, const lab_verdict_tally *t, size_t nt)
 
 void lab_replay_resume_unfinished(const lab_replay_opts *opts, const lab_case_record *recs, size_t n, size_t *from)
 {
-    for (size_t i = 0; i < opts->n_incidents; ++i) from[i] = lab_replay_n_seeds(opts, opts->incidents[i]);
+    for (size_t i = 0; i < opts->what.n_incidents; ++i) from[i] = lab_replay_n_seeds(opts, opts->what.incidents[i]);
     for (size_t j = 0; j < n; ++j) {
         if (!recs[j].o.not_run) continue;
         size_t i = 0;
-        while (i < opts->n_incidents && opts->incidents[i] != recs[j].incident) ++i;
-        if (i == opts->n_incidents) continue;
+        while (i < opts->what.n_incidents && opts->what.incidents[i] != recs[j].incident) ++i;
+        if (i == opts->what.n_incidents) continue;
         /* the seeds are consecutive (--first-seed on): the index at once, else looked for */
-        size_t s = (size_t)(recs[j].seed - opts->seeds[0]);
-        if (recs[j].seed < opts->seeds[0] || s >= opts->n_seeds || opts->seeds[s] != recs[j].seed)
-            for (s = 0; s < opts->n_seeds && opts->seeds[s] != recs[j].seed; ++s) {}
+        size_t s = (size_t)(recs[j].seed - opts->what.seeds[0]);
+        if (recs[j].seed < opts->what.seeds[0] || s >= opts->what.n_seeds || opts->what.seeds[s] != recs[j].seed)
+            for (s = 0; s < opts->what.n_seeds && opts->what.seeds[s] != recs[j].seed; ++s) {}
         if (s < from[i]) from[i] = s;
     }
 }
@@ -53,14 +55,14 @@ void lab_replay_resume_unfinished(const lab_replay_opts *opts, const lab_case_re
 static int lab_replay_resume_key(const lab_replay_opts *opts, const size_t *from, size_t i, size_t *first,
                                  size_t *count, int *dflt)
 {
-    const lab_incident *inc = opts->incidents[i];
+    const lab_incident *inc = opts->what.incidents[i];
     size_t ns = lab_replay_n_seeds(opts, inc);
     if (!lab_replay_n_variants(opts, inc) || from[i] >= ns) return 0;
     *first = from[i];
     *count = ns - from[i];
     /* without --seeds every incident runs its own default count of LAB_REQUEST_SEEDS_DEFAULT: one command for all that
      * start again, as the replay was asked for */
-    *dflt = opts->seeds_default && from[i] == 0 && opts->n_seeds == LAB_REQUEST_SEEDS_DEFAULT;
+    *dflt = opts->what.seeds_default && from[i] == 0 && opts->what.n_seeds == LAB_REQUEST_SEEDS_DEFAULT;
     if (*dflt) *count = 0;
     return 1;
 }
@@ -71,7 +73,7 @@ static int lab_replay_resume_alike(const lab_replay_opts *opts, const size_t *fr
     size_t fi, ci, fj, cj;
     int di, dj;
     return lab_replay_resume_key(opts, from, i, &fi, &ci, &di) && lab_replay_resume_key(opts, from, j, &fj, &cj, &dj) &&
-           di == dj && ci == cj && opts->seeds[fi] == opts->seeds[fj];
+           di == dj && ci == cj && opts->what.seeds[fi] == opts->what.seeds[fj];
 }
 
 lab_status lab_replay_resume_cmds(const lab_replay_opts *opts, const size_t *from, char **cmds, size_t *n_cmds)
@@ -81,7 +83,7 @@ lab_status lab_replay_resume_cmds(const lab_replay_opts *opts, const size_t *fro
     /* the text grows as the commands come (each measured first): however many and long, none is cut or left out */
     size_t cap = 1024, at = 0;
     char *buf = malloc(cap);
-    const char **ids = malloc((opts->n_incidents ? opts->n_incidents : 1) * sizeof *ids);
+    const char **ids = malloc((opts->what.n_incidents ? opts->what.n_incidents : 1) * sizeof *ids);
     if (!buf || !ids) goto nomem;
     buf[0] = 0;
     /* the groups: led by the first incident of each key, in the incidents' order (n_incidents is at most
@@ -90,7 +92,7 @@ lab_status lab_replay_resume_cmds(const lab_replay_opts *opts, const size_t *fro
     int dflt;
     for (int pass = 0; pass < 2; ++pass) {
         size_t part = 0;
-        for (size_t i = 0; i < opts->n_incidents; ++i) {
+        for (size_t i = 0; i < opts->what.n_incidents; ++i) {
             if (!lab_replay_resume_key(opts, from, i, &first, &count, &dflt)) continue;
             size_t j = 0;
             while (j < i && !lab_replay_resume_alike(opts, from, i, j)) ++j;
@@ -98,10 +100,19 @@ lab_status lab_replay_resume_cmds(const lab_replay_opts *opts, const size_t *fro
             ++part;
             if (pass == 0) continue;
             size_t n_ids = 0;
-            for (size_t k = i; k < opts->n_incidents; ++k)
-                if (k == i || lab_replay_resume_alike(opts, from, i, k)) ids[n_ids++] = opts->incidents[k]->id;
-            lab_command_resume r = {opts->lab_bin, ids, n_ids, opts->variant, opts->n_seeds == 1, dflt, opts->seeds[first],
-                                count, lab_backend_name(opts->backend), opts->out_dir, groups > 1 ? (int)part : 0};
+            for (size_t k = i; k < opts->what.n_incidents; ++k)
+                if (k == i || lab_replay_resume_alike(opts, from, i, k)) ids[n_ids++] = opts->what.incidents[k]->id;
+            lab_command_resume r = {opts->how.lab_bin,
+                                    ids,
+                                    n_ids,
+                                    opts->what.variant,
+                                    opts->what.n_seeds == 1,
+                                    dflt,
+                                    opts->what.seeds[first],
+                                    count,
+                                    lab_backend_name(opts->what.backend),
+                                    opts->how.out_dir,
+                                    groups > 1 ? (int)part : 0};
             size_t need = at + lab_command_resume_line(&r, NULL, 0) + 2; /* the command, its '\n' and the end */
             if (need > cap) {
                 while (cap < need) cap *= 2;
@@ -135,22 +146,25 @@ void lab_replay_resume_print(FILE *f, const lab_replay_opts *opts, int sig, size
         fprintf(f, "resume: (none: every case finished)\n");
         return;
     }
+    if (opts->how.out_dir) { /* the set it writes is completed in place */
+        char line[2 * PATH_MAX];
+        lab_command_resume_dir(opts->how.lab_bin, opts->how.out_dir, line, sizeof line);
+        fprintf(f, "resume: %s\n", line);
+        return;
+    }
     for (const char *c = cmds; *c;) {
         size_t k = strcspn(c, "\n");
         fprintf(f, "resume: %.*s\n", (int)k, c);
         c += k + (c[k] == '\n');
     }
-    if (opts->out_dir)
-        fprintf(f, "merge: the whole replay is, from %s, each incident's cases below the seed its resume command starts "
-                   "from (all of an incident no command names), and every case of the resumed set%s; %s's cases from "
-                   "that seed on are run again there\n", opts->out_dir, n_cmds > 1 ? "s" : "", opts->out_dir);
 }
 
 /* A case's replay command (lab_results_cmd's spell over the replay's options). */
 static void lab_replay_spell(const void *ctx, const lab_case_record *c, char *buf, size_t len)
 {
     const lab_replay_opts *opts = ctx;
-    lab_command_case(opts->lab_bin, c->incident->id, c->variant->name, c->seed, lab_backend_name(c->backend), buf, len);
+    lab_command_case(opts->how.lab_bin, c->incident->id, c->variant->name, c->seed, lab_backend_name(c->backend), buf,
+                     len);
 }
 
 lab_results_cmd lab_replay_cmd(const lab_replay_opts *opts)
@@ -171,7 +185,7 @@ void lab_replay_print_failure(FILE *f, const lab_replay_opts *opts, const lab_ca
     fprintf(f, "%s %s/%s seed %llu: %s%s%s%s%s\n  replay: %s%s%s\n", label, r->incident->id, r->variant->name,
             (unsigned long long)r->seed, lab_outcome_name(r->o.outcome), r->o.r.detail[0] || r->o.error[0] ? ": " : "",
             r->o.r.detail, r->o.r.detail[0] && r->o.error[0] ? "; " : "", r->o.error, cmd,
-            opts->sanitize ? " --sanitize " : "", opts->sanitize ? opts->sanitize : "");
+            opts->what.sanitize ? " --sanitize " : "", opts->what.sanitize ? opts->what.sanitize : "");
 }
 
 /* The variants judged on their tally alone (a stated rate): what the table's verdict column says, in full, and the
@@ -181,7 +195,7 @@ void lab_replay_print_rates(FILE *f, const lab_replay_opts *opts, const lab_verd
     for (size_t k = 0; k < nt; ++k)
         if (t[k].kind == LAB_VERDICT_RATE_BELOW || t[k].kind == LAB_VERDICT_TOO_FEW_SEEDS) {
             char cmd[512];
-            lab_command_variant(opts->lab_bin, t[k].incident->id, t[k].variant->name,
+            lab_command_variant(opts->how.lab_bin, t[k].incident->id, t[k].variant->name,
                                 t[k].seeds_needed > t[k].seeds ? t[k].seeds_needed : t[k].seeds, cmd, sizeof cmd);
             fprintf(f, "%s/%s: %s\n  replay: %s\n", t[k].incident->id, t[k].variant->name, t[k].verdict, cmd);
         }
@@ -192,17 +206,49 @@ void lab_replay_print_end(FILE *f, const lab_replay_opts *opts, size_t n, double
 {
     lab_machine host;
     lab_device_machine(&host);
-    fprintf(f, "\n%zu cases in %.2f s (%.1f cases/s, %d jobs): %s\n", n, wall, wall > 0 ? n / wall : 0.0,
-            lab_sched_workers(&host, opts->backend, opts->jobs, NULL, 0), line);
+    int jobs = lab_replay_workers(opts, &host, NULL, 0);
+    size_t kept = lab_resume_count(opts->how.carry), ran = n > kept ? n - kept : 0;
+    if (kept) /* a --resume: the rate is the cases that ran now */
+        fprintf(f, "\n%zu cases, %zu of them kept from before, %zu run in %.2f s (%.1f cases/s, %d jobs): %s\n", n,
+                kept, ran, wall, wall > 0 ? ran / wall : 0.0, jobs, line);
+    else
+        fprintf(f, "\n%zu cases in %.2f s (%.1f cases/s, %d jobs): %s\n", n, wall, wall > 0 ? n / wall : 0.0, jobs,
+                line);
 }
 
-/* What summary.json says beyond the tallies, handed to its writer (lab_results_write_summary) so the file is
- * written once: for an interrupted replay (sig != 0) the signal, the cases planned and the resume command; then
- * the caller's fields (opts->summary_fields, when set). */
+/* The replay's own fields of summary.json: "replay" (what it ran, lab_resume_describe: what --resume reads back),
+ * "workers" (how many, and where the count came from), and for an interrupted replay that writes a set "resume" as the
+ * one command that completes it in place (lab_command_resume_dir; "resume_commands" stay, the seed ranges left); then
+ * the caller's (opts->how.summary_fields). */
+static lab_status lab_replay_summary_fields(void *ctx, cJSON *summary)
+{
+    const lab_replay_opts *opts = ctx;
+    cJSON *replay = lab_resume_describe(opts);
+    if (replay) cJSON_AddItemToObject(summary, "replay", replay);
+    lab_machine host;
+    lab_device_machine(&host);
+    char said[320];
+    int w = lab_replay_workers(opts, &host, said, sizeof said);
+    cJSON *workers = cJSON_AddObjectToObject(summary, "workers");
+    cJSON_AddNumberToObject(workers, "count", w);
+    cJSON_AddStringToObject(workers, "from", said);
+    cJSON_AddNumberToObject(workers, "cpus", host.ncpu);
+    cJSON_AddStringToObject(workers, "cpus_from", host.cpu_source);
+    if (opts->how.carry) /* a --resume: the cases it kept as they were ("cases_per_s" counts them too) */
+        cJSON_AddNumberToObject(summary, "resumed_kept", (double)lab_resume_count(opts->how.carry));
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(summary, "resume_commands")) > 0 && opts->how.out_dir) {
+        char line[2 * PATH_MAX];
+        lab_command_resume_dir(opts->how.lab_bin, opts->how.out_dir, line, sizeof line);
+        cJSON_ReplaceItemInObjectCaseSensitive(summary, "resume", cJSON_CreateString(line));
+    }
+    return opts->how.summary_fields ? opts->how.summary_fields(opts->how.summary_ctx, summary) : LAB_OK;
+}
+
 lab_results_summary_extra lab_replay_summary_extra(const lab_replay_opts *opts, int sig, size_t planned,
                                                    const char *resume)
 {
-    return (lab_results_summary_extra){sig, planned, resume, opts->summary_fields, opts->summary_ctx};
+    return (lab_results_summary_extra){.signal = sig, .cases_planned = planned, .resume = resume,
+                                       .fields = lab_replay_summary_fields, .fields_ctx = (void *)opts};
 }
 
 lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case_record *recs_all, size_t n_all,
@@ -248,7 +294,7 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
     lab_replay_print_end(report, opts, n, wall, v.line);
     char *resume = NULL; /* an interrupt's resume commands (NULL: none) */
     if (sig) {
-        size_t *from = malloc((opts->n_incidents ? opts->n_incidents : 1) * sizeof *from), n_cmds = 0;
+        size_t *from = malloc((opts->what.n_incidents ? opts->what.n_incidents : 1) * sizeof *from), n_cmds = 0;
         st2 = from ? LAB_OK : lab_err_set(LAB_ERR_NOMEM, "replay: out of memory");
         if (st2 == LAB_OK) lab_replay_resume_unfinished(opts, recs_all, n_all, from);
         if (st2 == LAB_OK) st2 = lab_replay_resume_cmds(opts, from, &resume, &n_cmds);
@@ -261,17 +307,21 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
         lab_replay_resume_print(report, opts, sig, n, n_all, resume, n_cmds);
     }
 
-    if (opts->out_dir) {
-        /* The whole set goes to a fresh folder beside out_dir, then replaces it in one swap. */
+    if (opts->how.out_dir) {
+        /* The whole set goes to a fresh folder beside out_dir (the journal's, where the finished cases already are),
+         * then replaces it in one swap. */
         char stage[PATH_MAX], path[PATH_MAX + 32];
         lab_results_cmd spell = lab_replay_cmd(opts);
         /* The finished cases as results.jsonl holds them, made once: the plots are drawn from it and the caller
          * (lab report) keeps it, so that nothing written here is read back. */
         lab_resread_set rs = {0};
-        int want_set = opts->plots || opts->set_out;
+        int want_set = opts->how.plots || opts->how.set_out;
         st2 = want_set ? lab_resread_from_records(recs, n, &spell, &rs) : LAB_OK;
-        if (st2 == LAB_OK) st2 = lab_resultset_stage(opts->out_dir, stage, sizeof stage);
-        int staged = st2 == LAB_OK;
+        if (st2 == LAB_OK && opts->how.journal)
+            snprintf(stage, sizeof stage, "%s", lab_journal_stage(opts->how.journal));
+        else if (st2 == LAB_OK)
+            st2 = lab_resultset_stage(opts->how.out_dir, stage, sizeof stage);
+        int staged = st2 == LAB_OK && !opts->how.journal; /* a journal's folder stays on error, for --resume */
         lab_stall_point(LAB_STALL_WRITING);
         /* Written twice only when an interrupt comes after the verdict (while writing or plotting): every case had
          * finished and is kept, and the set is rewritten with the verdict of an interrupted run (NOT OK, 130/143),
@@ -283,22 +333,23 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
             lab_results_summary_extra extra = lab_replay_summary_extra(opts, sig, n_all, resume);
             cJSON *summary = NULL;
             if (st2 == LAB_OK)
-                st2 = lab_results_summary_json(t, nt, lab_backend_name(opts->backend), n, wall, &v, &extra, &summary);
+                st2 = lab_results_summary_json(t, nt, lab_backend_name(opts->what.backend), n, wall, &v, &extra,
+                                               &summary);
             if (st2 == LAB_OK) st2 = lab_json_write_file(path, summary, LAB_JSON_PRETTY);
-            if (st2 == LAB_OK && opts->summary_out) { /* the caller keeps the tree as written (lab report) */
-                cJSON_Delete(*opts->summary_out);
-                *opts->summary_out = summary, summary = NULL;
+            if (st2 == LAB_OK && opts->how.summary_out) { /* the caller keeps the tree as written (lab report) */
+                cJSON_Delete(*opts->how.summary_out);
+                *opts->how.summary_out = summary, summary = NULL;
             }
             cJSON_Delete(summary);
             snprintf(path, sizeof path, "%s/junit.xml", stage);
             if (st2 == LAB_OK) st2 = lab_results_write_junit(path, recs, n, t, nt, &v, &spell);
             snprintf(path, sizeof path, "%s/results.tap", stage);
-            if (st2 == LAB_OK && opts->tap) st2 = lab_results_write_tap(path, recs, n, t, nt, &v, &spell);
-            if (st2 == LAB_OK && opts->plots && pass == 0 && !lab_isolate_interrupted()) {
+            if (st2 == LAB_OK && opts->how.tap) st2 = lab_results_write_tap(path, recs, n, t, nt, &v, &spell);
+            if (st2 == LAB_OK && opts->how.plots && pass == 0 && !lab_isolate_interrupted()) {
                 /* drawn from the records in memory, not from the results.jsonl just written */
                 int npng = 0;
-                lab_status sp = lab_plot_set_listed(&rs, stage, opts->root, report, &npng, opts->plots_out);
-                if (sp == LAB_OK) fprintf(report, "plots: %d PNG in %s/plots\n", npng, opts->out_dir);
+                lab_status sp = lab_plot_set_listed(&rs, stage, opts->how.root, report, &npng, opts->how.plots_out);
+                if (sp == LAB_OK) fprintf(report, "plots: %d PNG in %s/plots\n", npng, opts->how.out_dir);
                 else fprintf(report, "plots: %s\n", lab_err_msg()); /* a missing gnuplot does not fail the replay */
                 st2 = LAB_OK;
             }
@@ -309,12 +360,13 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
             free(resume), resume = NULL; /* every case finished: nothing to resume */
             fprintf(report, "INTERRUPTED by %s while writing the result set: all %zu cases finished and are kept (NOT "
                             "OK)%s\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", n,
-                    opts->plots ? "; the plots as far as they got" : "");
+                    opts->how.plots ? "; the plots as far as they got" : "");
         }
-        if (st2 == LAB_OK) st2 = lab_resultset_swap(stage, opts->out_dir);
-        if (st2 == LAB_OK && opts->set_out) {
-            lab_resread_free(opts->set_out);
-            *opts->set_out = rs;
+        if (st2 == LAB_OK) st2 = lab_resultset_swap(stage, opts->how.out_dir);
+        if (st2 == LAB_OK) lab_journal_swapped(opts->how.journal, opts->how.out_dir);
+        if (st2 == LAB_OK && opts->how.set_out) {
+            lab_resread_free(opts->how.set_out);
+            *opts->how.set_out = rs;
         } else {
             lab_resread_free(&rs);
         }
@@ -324,7 +376,9 @@ lab_status lab_replay_report(const lab_replay_opts *opts, FILE *report, lab_case
             lab_resultset_rmrf(stage);
             lab_err_set(st2, "%s", keep);
         }
-        if (st2 == LAB_OK) fprintf(report, "wrote %s/{results.jsonl,summary.json,junit.xml%s}\n", opts->out_dir, opts->tap ? ",results.tap" : "");
+        if (st2 == LAB_OK)
+            fprintf(report, "wrote %s/{results.jsonl,summary.json,junit.xml%s}\n", opts->how.out_dir,
+                    opts->how.tap ? ",results.tap" : "");
     }
     free(resume);
     free(t);

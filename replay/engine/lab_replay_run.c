@@ -12,42 +12,37 @@
 #include "lab_device.h"
 #include "lab_fs.h"
 #include "lab_isolate.h"
+#include "lab_journal.h"
 #include "lab_mps_replay.h"
 #include "lab_phase.h"
 #include "lab_replay_int.h"
 #include "lab_resultset.h"
+#include "lab_resume.h"
 #include "lab_sanitize.h"
 #include "lab_stall.h"
 #include "lab_window.h"
 
-lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, lab_case_record **recs_out,
-                          size_t *n_recs)
+/* lab_replay_run_rest's run over the cases of a replay held in memory. */
+static lab_status lab_replay_run_records(void *opts, lab_case_record *recs, size_t n)
 {
-    memset(verdict, 0, sizeof *verdict);
-    verdict->exit_status = LAB_EXIT_FAILED;
-    *recs_out = NULL;
-    *n_recs = 0;
-    size_t planned = lab_replay_count(opts);
-    if (planned > lab_replay_window_at()) return lab_window_run(opts, report, verdict, planned);
+    return lab_replay_execute_records(opts, recs, n, NULL, NULL);
+}
+
+/* A replay of at most lab_replay_window_at() cases, its records held in memory: the cases that did not finish before
+ * (opts->how.carry) run, then the report and the set. */
+static lab_status lab_replay_run_held(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict,
+                                      lab_case_record **recs_out, size_t *n_recs)
+{
     lab_case_record *recs;
     size_t n;
     lab_status st = lab_replay_cases(opts, &recs, &n);
     if (st != LAB_OK) return st;
-    if (opts->out_dir && (st = lab_fs_mkdirs(opts->out_dir)) != LAB_OK) {
-        free(recs);
-        return st;
-    }
     double t0 = lab_clock_now();
     lab_phase("replay clock starts");
     lab_stall_point(LAB_STALL_PLANNING);
-    if (lab_isolate_interrupted()) /* interrupted while planning: no case starts */
-        for (size_t j = 0; j < n; ++j) {
-            recs[j].o.outcome = LAB_OUT_ERROR;
-            recs[j].o.not_run = 1;
-            snprintf(recs[j].o.error, sizeof recs[j].o.error, "interrupted");
-        }
-    else
-        st = lab_replay_execute_records(opts, recs, n, NULL, NULL);
+    /* interrupted while planning: no case starts (the ones that finished before, --resume's, are kept all the same) */
+    st = lab_replay_run_rest(opts, recs, n, lab_isolate_interrupted() ? lab_replay_not_started : lab_replay_run_records,
+                             (void *)opts, NULL);
     if (st != LAB_OK) fprintf(report, "replay: %s (the cases not started are ERROR)\n", lab_err_msg());
     lab_phase("cases done");
     lab_verdict_run run = {.harness_failed = st != LAB_OK};
@@ -55,6 +50,25 @@ lab_status lab_replay_run(const lab_replay_opts *opts, FILE *report, lab_verdict
     *recs_out = recs;
     *n_recs = n;
     return st2 != LAB_OK ? st2 : st;
+}
+
+lab_status lab_replay_run(const lab_replay_opts *opts_in, FILE *report, lab_verdict *verdict,
+                          lab_case_record **recs_out, size_t *n_recs)
+{
+    memset(verdict, 0, sizeof *verdict);
+    verdict->exit_status = LAB_EXIT_FAILED;
+    *recs_out = NULL;
+    *n_recs = 0;
+    /* every finished case goes to the journal as it finishes, in the staging folder the set is then written in */
+    lab_replay_opts opts;
+    lab_journal *owned;
+    lab_status st = lab_replay_journal_begin(opts_in, &opts, &owned);
+    if (st != LAB_OK) return st;
+    size_t planned = lab_replay_count(&opts);
+    if (planned > lab_replay_window_at()) st = lab_window_run(&opts, report, verdict, planned);
+    else st = lab_replay_run_held(&opts, report, verdict, recs_out, n_recs);
+    lab_journal_close(owned);
+    return st;
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -136,10 +150,109 @@ static lab_status lab_replay_backend(const lab_request *req, FILE *diag, lab_bac
     return LAB_OK;
 }
 
-lab_status lab_replay_request_run(const lab_request *req, const lab_replay_how *how, lab_replay_result *res)
+static lab_status lab_replay_request_go(const lab_request *req, const lab_replay_entry *how, lab_replay_result *res,
+                                        lab_resume *carry);
+
+/* Indexes what the resumed replay's folder holds (lab_resume_index) and makes it o's carry, saying on diag how much is
+ * kept. Errors: lab_resume_index's, said on diag (a format error as LAB_ERR_ARG: the folder is the user's input). */
+static lab_status lab_replay_carry(lab_replay_opts *o, lab_resume *carry, FILE *diag)
+{
+    lab_status st = lab_resume_index(carry, o);
+    if (st != LAB_OK) {
+        fprintf(diag, "lab replay --resume: %s\n", lab_err_msg());
+        return st == LAB_ERR_FORMAT ? lab_err_set(LAB_ERR_ARG, "%s", lab_err_msg()) : st;
+    }
+    size_t planned = lab_replay_count(o), kept = lab_resume_count(carry);
+    fprintf(diag, "lab replay --resume %s: %zu of %zu cases finished before and are kept; running the other %zu\n",
+            o->how.out_dir, kept, planned, planned - kept);
+    o->how.carry = carry;
+    return LAB_OK;
+}
+
+/* The request a --resume completes (*rq): req's way of running (-j, --quiet, --batch-seeds, MPS, the lab's path) with
+ * what to run as replay (lab_resume_describe) records it, into dir, every number in the range its flag takes.
+ * LAB_ERR_FORMAT naming dir when the record is not one the lab writes. Strings point into replay. */
+static lab_status lab_replay_resume_request(const lab_request *req, const cJSON *replay, const char *dir,
+                                            lab_request *rq)
+{
+    *rq = *req;
+    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(replay, "incidents"), *id;
+    const cJSON *variant = cJSON_GetObjectItemCaseSensitive(replay, "variant");
+    const cJSON *first = cJSON_GetObjectItemCaseSensitive(replay, "first_seed");
+    const cJSON *seeds = cJSON_GetObjectItemCaseSensitive(replay, "seeds");
+    const cJSON *dflt = cJSON_GetObjectItemCaseSensitive(replay, "seeds_default");
+    const cJSON *backend = cJSON_GetObjectItemCaseSensitive(replay, "backend");
+    const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(replay, "timeout_s");
+    const cJSON *sanitize = cJSON_GetObjectItemCaseSensitive(replay, "sanitize");
+    int good =
+        cJSON_IsArray(ids) && cJSON_GetArraySize(ids) > 0 && cJSON_GetArraySize(ids) <= LAB_REQUEST_IDS_MAX &&
+        (cJSON_IsString(variant) || cJSON_IsNull(variant)) && cJSON_IsNumber(first) && first->valuedouble >= 1 &&
+        cJSON_IsNumber(seeds) && seeds->valuedouble >= 1 && seeds->valuedouble <= (double)LAB_REQUEST_SEEDS_MAX &&
+        first->valuedouble + seeds->valuedouble - 1 <= 9007199254740992.0 && cJSON_IsBool(dflt) &&
+        cJSON_IsString(backend) && (!strcmp(backend->valuestring, "cpu") || !strcmp(backend->valuestring, "cuda")) &&
+        cJSON_IsNumber(timeout) && timeout->valuedouble >= 0 && timeout->valuedouble <= LAB_REQUEST_TIMEOUT_MAX &&
+        (cJSON_IsString(sanitize) || cJSON_IsNull(sanitize));
+    rq->n_ids = 0;
+    const cJSON *list = good ? ids : NULL;
+    cJSON_ArrayForEach(id, list) {
+        if (!cJSON_IsString(id)) good = 0;
+        else rq->ids[rq->n_ids++] = id->valuestring;
+    }
+    if (!good)
+        return lab_err_set(LAB_ERR_FORMAT, "--resume %s: its record of what the replay ran is not one the lab writes",
+                           dir);
+    rq->variant = cJSON_IsString(variant) ? variant->valuestring : NULL;
+    rq->have_seed = 0;
+    rq->first_seed = (uint64_t)first->valuedouble;
+    rq->have_first = 1;
+    rq->n_seeds = (uint64_t)seeds->valuedouble;
+    rq->have_seeds = !cJSON_IsTrue(dflt);
+    rq->backend = backend->valuestring;
+    rq->timeout_s = (uint64_t)timeout->valuedouble;
+    rq->sanitize = cJSON_IsString(sanitize) ? sanitize->valuestring : NULL;
+    rq->tap = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(replay, "tap"));
+    rq->plots = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(replay, "plots"));
+    rq->out = dir;
+    rq->mpi = 0;
+    return LAB_OK;
+}
+
+lab_status lab_replay_request_run(const lab_request *req_in, const lab_replay_entry *how, lab_replay_result *res)
 {
     memset(res, 0, sizeof *res);
     res->verdict.exit_status = LAB_EXIT_FAILED;
+    /* --resume: what to run comes from the folder, and the cases that finished there are kept */
+    lab_resume *carry = NULL;
+    lab_request resumed;
+    const lab_request *req = req_in;
+    if (req_in->resume) {
+        lab_status st = lab_resume_open(req_in->resume, how->diag, &carry);
+        if (st == LAB_OK) st = lab_replay_resume_request(req_in, lab_resume_replay(carry), req_in->resume, &resumed);
+        int ex;
+        if (st == LAB_OK && lab_resume_finished_set(carry, &ex)) {
+            fprintf(how->report, "lab replay --resume %s: its replay finished: nothing to run (exit status %d, as its "
+                                 "summary.json says)\n", req_in->resume, ex);
+            res->verdict.exit_status = ex;
+            res->verdict.ok = ex == LAB_EXIT_OK;
+            lab_resume_free(carry);
+            return LAB_OK;
+        }
+        if (st != LAB_OK) {
+            lab_resume_free(carry);
+            return st == LAB_ERR_FORMAT ? lab_err_set(LAB_ERR_ARG, "%s", lab_err_msg()) : st;
+        }
+        req = &resumed;
+    }
+    lab_status st = lab_replay_request_go(req, how, res, carry);
+    if (st == LAB_OK && req->out) lab_resume_drop(carry); /* its cases are in the set now in the folder */
+    lab_resume_free(carry);
+    return st;
+}
+
+/* lab_replay_request_run once the request is known: carry (NULL: none) gives the cases that finished before. */
+static lab_status lab_replay_request_go(const lab_request *req, const lab_replay_entry *how, lab_replay_result *res,
+                                        lab_resume *carry)
+{
     if (req->sanitize && lab_sanitize_tool_check(req->sanitize) != LAB_OK)
         return lab_err_set(LAB_ERR_ARG, "--sanitize: %s", lab_err_msg());
     if (req->mpi && !how->scale_out) return lab_err_set(LAB_ERR_ARG, "--mpi: this program cannot run under MPI");
@@ -165,22 +278,28 @@ lab_status lab_replay_request_run(const lab_request *req, const lab_replay_how *
     if (!seeds) return lab_err_set(LAB_ERR_NOMEM, "out of memory for %zu seeds", ns);
     for (size_t s = 0; s < ns; ++s) seeds[s] = req->have_seed ? req->seed : req->first_seed + s;
 
-    lab_replay_opts o = {sel, n_sel, req->variant, seeds, ns, !req->have_seed && !req->have_seeds, backend,
-                         (int)req->jobs, (double)req->timeout_s, req->out, req->tap, req->plots, !req->quiet,
-                         req->lab_bin, req->root, req->sanitize};
-    o.batch_seeds = (unsigned)req->batch_seeds;
-    o.summary_out = how->keep_set ? &res->summary : NULL;
-    o.set_out = how->keep_set ? &res->set : NULL;
-    o.plots_out = how->keep_set ? &res->plots : NULL;
+    lab_replay_opts o = {
+        .what = {.incidents = sel, .n_incidents = n_sel, .variant = req->variant, .seeds = seeds, .n_seeds = ns,
+                 .seeds_default = !req->have_seed && !req->have_seeds, .backend = backend,
+                 .timeout_s = (double)req->timeout_s, .sanitize = req->sanitize},
+        .how = {.jobs = (int)req->jobs, .out_dir = req->out, .tap = req->tap, .plots = req->plots,
+                .progress = !req->quiet, .lab_bin = req->lab_bin, .root = req->root,
+                .batch_seeds = (unsigned)req->batch_seeds, .summary_out = how->keep_set ? &res->summary : NULL,
+                .set_out = how->keep_set ? &res->set : NULL, .plots_out = how->keep_set ? &res->plots : NULL}};
     /* The CUDA workers share the GPU through a private MPS daemon (lab_mps_replay.h), unless asked not to, under
      * compute-sanitizer (no MPS clients) or for one seed: started before the workers (under --mpi by each rank, for
      * its share of its host's GPUs), stopped after the replay, interrupted or not. */
     static lab_mps mps; /* large (one folder a GPU): not on the stack */
     memset(&mps, 0, sizeof mps);
-    o.want_mps = backend == LAB_BACKEND_CUDA && cuda_ok && !req->have_seed && !req->no_mps && !req->sanitize;
-    o.mps = &mps;
-    if (o.want_mps && !req->mpi) lab_mps_replay_start(&mps, req->quiet ? NULL : how->diag, "");
-    o.device_ok = backend == LAB_BACKEND_CUDA && cuda_ok;
+    o.how.want_mps = backend == LAB_BACKEND_CUDA && cuda_ok && !req->have_seed && !req->no_mps && !req->sanitize;
+    o.how.mps = &mps;
+    if (o.how.want_mps && !req->mpi) lab_mps_replay_start(&mps, req->quiet ? NULL : how->diag, "");
+    o.how.device_ok = backend == LAB_BACKEND_CUDA && cuda_ok;
+    if (carry && (st = lab_replay_carry(&o, carry, how->diag)) != LAB_OK) {
+        free(seeds);
+        res->said = 1;
+        return st;
+    }
     /* SIGINT/SIGTERM: stop, keep the finished cases (lab_isolate.h); under --mpi mpirun passes the signal to every
      * rank (lab_mpi.h, LAB_MPI_INTERRUPT_WAIT_S). */
     if (lab_isolate_catch_signals() != LAB_OK) fprintf(how->diag, "lab replay: %s\n", lab_err_msg());

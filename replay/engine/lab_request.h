@@ -13,6 +13,8 @@ extern "C" {
 #endif
 
 #define LAB_REQUEST_IDS_MAX 64
+#define LAB_REQUEST_SEEDS_MAX ((uint64_t)1 << 20) /* seeds per replay (--seeds; a --resume's record) */
+#define LAB_REQUEST_TIMEOUT_MAX 86400             /* seconds: the watchdog's cap (--timeout; a --resume's record) */
 #define LAB_REQUEST_SEEDS_DEFAULT 256 /* seeds of a replay without --seeds (an incident's default_seeds caps it) */ /* --incident flags; also the most incidents one replay selects */
 
 /* One replay. Strings are borrowed (argv, the environment): they must outlive the replay. */
@@ -34,6 +36,8 @@ typedef struct {
     const char *out;                     /* the result set's folder */
     const char *sanitize;                /* compute-sanitizer tool every CUDA case runs under, or NULL */
     int tap, plots, quiet, mpi;          /* also results.tap; draw plots; no progress; one rank a host under mpirun */
+    const char *resume;                  /* --resume DIR: complete the replay DIR holds, as it was asked (lab_resume.h);
+                                            NULL: a fresh replay */
     const char *lab_bin;                 /* how commands name the lab (argv[0]): the replay's case processes and the
                                             replay commands it prints */
     const char *root;                    /* repository root (goldens, plot scripts) */

@@ -21,9 +21,10 @@
 #include "lab_fs.h"
 
 /* The files of a result set in an --out folder: the swap replaces these; anything else there is moved
- * into the new set untouched. */
+ * into the new set untouched. journal.jsonl (lab_journal.h) comes in with the set and is removed just after the swap:
+ * one a kill left there is the set's own. */
 const char *const lab_replay_set_names[] = {"results.jsonl", "summary.json", "junit.xml", "results.tap", "plots",
-                                           "report.json", "index.html", NULL};
+                                           "report.json", "index.html", "journal.jsonl", NULL};
 
 static int lab_resultset_member(const char *name)
 {

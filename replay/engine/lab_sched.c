@@ -182,15 +182,25 @@ void lab_sched_bind(const lab_machine *m, const lab_sched_plan *p, int slot)
 }
 
 
+/* The ranks among which a share already divided among `tasks` of them is to be divided again: 1 when each rank is one
+ * of those tasks (size of them), else all `size` (the share is the host's, or tasks does not fit the ranks). */
+static int lab_sched_split(int size, int tasks)
+{
+    return tasks > 1 && size % tasks == 0 ? size / tasks : size;
+}
+
 int lab_sched_host_share(lab_machine *m, int rank, int size)
 {
     if (size < 1 || rank < 0 || rank >= size) return -1;
-    int ncpu = m->ncpu / size;
+    int split = lab_sched_split(size, m->cpu_tasks), ncpu = m->ncpu / split;
     m->ncpu = ncpu > 0 ? ncpu : 1;
-    if (size > 1) {
-        size_t at = strlen(m->cpu_source);
-        snprintf(m->cpu_source + at, sizeof m->cpu_source - at, ", shared by %d local ranks", size);
-    }
+    size_t at = strlen(m->cpu_source);
+    if (split > 1)
+        snprintf(m->cpu_source + at, sizeof m->cpu_source - at, ", shared by %d local ranks", split);
+    else if (size > 1)
+        snprintf(m->cpu_source + at, sizeof m->cpu_source - at, ", this rank's own (Slurm's share of its task)");
+    int gsplit = lab_sched_split(size, m->gpu_tasks);
+    rank %= gsplit, size = gsplit; /* GPUs Slurm bound to this rank's task are its own */
     int base = m->ngpu / size, extra = m->ngpu % size;
     int first = rank * base + (rank < extra ? rank : extra), count = base + (rank < extra);
     for (int k = 0; k < count; ++k) {

@@ -109,8 +109,11 @@ void lab_sched_visible(const lab_machine *m, int first, int count, char *buf, si
  * several sharing it): the host's GPUs split into `size` disjoint sets of consecutive entries, as even as possible (the
  * first ngpu % size ranks one more: 4 GPUs, 2 ranks: {0,1} {2,3}; 3 GPUs: {0,1} {2}), the rank's set moved to the
  * front of *m (entries, names, UUIDs) with m->ngpu its size; and the CPUs divided (ncpu / size, at least 1; cpu_source
- * says so). A rank beyond the GPUs (size > ngpu) keeps none. Returns the host index of the rank's first GPU (its
- * count: m->ngpu), or -1 with *m unchanged when rank is not in [0, size). No CUDA call, nothing in the environment. */
+ * says so). A share a batch scheduler already divided among the ranks is not divided again: with m->cpu_tasks ==
+ * size (Slurm's tasks on this host are the ranks: srun) each rank keeps its ncpu, and with m->gpu_tasks == size its
+ * GPUs (cpu_source says it is the rank's own); a count of tasks that does not divide size divides nothing away. A rank
+ * beyond the GPUs (size > ngpu) keeps none. Returns the host index of the rank's first GPU (its count: m->ngpu), or -1
+ * with *m unchanged when rank is not in [0, size). No CUDA call, nothing in the environment. */
 int lab_sched_host_share(lab_machine *m, int rank, int size);
 
 /* In a worker process, before any CUDA call: makes the worker's GPUs the only visible ones

@@ -18,19 +18,13 @@
  * sample when it holds more than LAB_REPLAY_PLOT_MAX cases (the report says so). Such a run returns *recs NULL and
  * *n_recs 0 (the records are in results.jsonl). $LAB_REPLAY_WINDOW (cases) sets both the threshold and the window
  * (tests). Across windows the scheduler's plan is made per window: a window's pool drains before the next starts.
- * What a kill -9 cannot take: after each window its finished cases are appended to journal.jsonl in the staging folder
- * (results.jsonl's lines, fdatasync'ed), then journal.resume (replaced by one rename, the commit) accounts for them:
- * `truncate -s BYTES JOURNAL && COMMAND`, the journal's length that holds whole windows and the command that replays
- * every other case (lab_replay_resume_cmds: the incident running from its first seed not accounted for, and the later
- * ones; a replay of several incidents accounts for an incident before the last only once it has finished in full).
- * An interrupt's resume names only what is left: the incident it stopped from its lowest unfinished seed, the later
- * ones from their first (lab_replay_resume_cmds), never an incident that finished.
- * A kill in the middle of a window's lines or before journal.resume accounts for them leaves more in the journal than
- * BYTES, so the recovery is to run journal.resume as it is: it cuts that away, then replays the rest, and the journal
- * and the resumed set are the whole replay, no case missing and none twice, whatever the instant of the kill. Both
- * files are removed just before the set is swapped in, so a finished or interrupted run leaves neither; a journal that
- * cannot be written stops the run (LAB_ERR_IO naming it), and so does a journal.resume whose commands memory cannot
- * hold (LAB_ERR_NOMEM naming it): journal.resume names every command it needs or is not replaced. */
+ * What a kill -9 cannot take: every case goes to the replay's journal as it finishes (opts->how.journal, lab_journal.h:
+ * the set is staged in the journal's folder), and `lab replay --resume` walks the same windows, running in each only
+ * the cases that had not finished (opts->how.carry, lab_resume.h); once the run is over (an interrupt, a failed
+ * window) a resume still walks every window without starting a case, so that its set holds every case it was given.
+ * An interrupt's resume names only what is left (lab_replay_resume_cmds, underneath the one --resume command): the
+ * incident it stopped from its lowest unfinished seed, the later ones from their first, never an incident that
+ * finished. */
 #define LAB_REPLAY_WINDOW_AT 65536   /* windowed above this many cases */
 #define LAB_REPLAY_WINDOW_CPU 4096   /* cases a window on the CPU (a small parent forks its workers fast) */
 #define LAB_REPLAY_WINDOW_CUDA 65536 /* on CUDA: a pool's workers start their contexts once a window */
@@ -58,8 +52,8 @@ typedef struct {
 } lab_window_runner;
 
 /* lab_window_run with every window run by runner->run instead of this process's own execution (no progress line:
- * opts->progress is ignored for the windows). Returns as lab_window_run; with drive_only, runner->run's first failure
- * (LAB_OK when none). */
+ * opts->how.progress is ignored for the windows). Returns as lab_window_run; with drive_only, runner->run's first
+ * failure (LAB_OK when none). */
 lab_status lab_window_run_by(const lab_replay_opts *opts, FILE *report, lab_verdict *verdict, size_t planned,
                              const lab_window_runner *runner);
 

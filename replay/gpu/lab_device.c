@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lab_alloc.h"
 #include "lab_cpus.h"
 #include "lab_cuda.h"
 #include "lab_isolate.h"
@@ -97,7 +98,9 @@ static cJSON *lab_device_host_json(void)
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     if (online > 0) cJSON_AddNumberToObject(h, "logical_cpus", (double)online);
     else cJSON_AddNullToObject(h, "logical_cpus");
-    cJSON_AddNumberToObject(h, "usable_cpus", lab_cpus_usable()); /* affinity and cgroup quota, as the scheduler */
+    char from[256];
+    cJSON_AddNumberToObject(h, "usable_cpus", lab_cpus_describe(from, sizeof from)); /* as the scheduler counts them */
+    cJSON_AddStringToObject(h, "usable_cpus_from", from); /* affinity, cgroup quota, Slurm's allocation */
     if (lab_device_proc_field("/proc/meminfo", "MemTotal", buf, sizeof buf))
         cJSON_AddNumberToObject(h, "memory_bytes", 1024.0 * strtod(buf, NULL)); /* "N kB" */
     else cJSON_AddNullToObject(h, "memory_bytes");
@@ -199,10 +202,16 @@ static const lab_machine *lab_device_listing(void)
 void lab_device_machine(lab_machine *m)
 {
     const lab_machine *all = lab_device_listing();
+    lab_alloc alloc;
+    lab_alloc_read(&alloc);
+    /* a GPU list set by a scheduler: CUDA_VISIBLE_DEVICES, else Slurm's own list for the step (lab_alloc.h) */
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (!vis && alloc.gpus[0]) vis = alloc.gpus;
     if (vis) memset(m, 0, sizeof *m);
     else *m = *all;
     m->ncpu = lab_cpus_describe(m->cpu_source, sizeof m->cpu_source);
+    m->cpu_tasks = alloc.cpus > 0 && alloc.tasks > 1 ? alloc.tasks : 1;
+    m->gpu_tasks = alloc.gpus_per_task && alloc.tasks > 1 ? alloc.tasks : 1;
     if (!vis) return;
     /* an allocation: its entries, each named by the driver's listing where it has it */
     char list[1024], *save = NULL;
@@ -224,7 +233,8 @@ void lab_device_machine(lab_machine *m)
             snprintf(m->what[k], sizeof m->what[0], "%s", all->what[idx]);
         }
     }
-    snprintf(m->source, sizeof m->source, "CUDA_VISIBLE_DEVICES='%.64s'", vis);
+    snprintf(m->source, sizeof m->source, "%s='%.64s'", alloc.gpus[0] && vis == alloc.gpus ? alloc.gpus_from :
+             "CUDA_VISIBLE_DEVICES", vis);
 }
 
 int lab_device_probe_visible(const char *vis, char *buf, size_t len)

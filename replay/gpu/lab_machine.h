@@ -14,7 +14,11 @@ extern "C" {
 typedef struct {
     int ncpu;                                 /* CPUs this process may use (lab_cpus_usable: affinity, cgroup
                                                  quota), never the online count */
-    char cpu_source[96];                      /* where ncpu came from (lab_cpus_describe), for messages */
+    char cpu_source[256];                     /* where ncpu came from (lab_cpus_describe), for messages */
+    int cpu_tasks;                            /* the processes on this host a batch scheduler already divided the host's
+                                                 CPUs among, ncpu being each one's (Slurm's tasks of the step here,
+                                                 lab_alloc.h); 1: ncpu is the host's share for this whole process */
+    int gpu_tasks;                            /* likewise for the GPU list: >1 when Slurm bound GPUs per task */
     int ngpu;                                 /* GPUs visible to this process */
     char gpu[LAB_MACHINE_MAX_GPUS][32];         /* the CUDA_VISIBLE_DEVICES entry of each */
     char source[96];                          /* where the GPU list came from, for messages */

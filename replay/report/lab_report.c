@@ -631,7 +631,8 @@ static lab_status lab_report_emit(const char *dir, const lab_report_opts *opts, 
     if (x->bench) cJSON_AddItemToObject(root, "bench", cJSON_Duplicate(x->bench, 1));
 
     cJSON *sum = cJSON_AddObjectToObject(root, "summary");
-    static const char *const keys[] = {"ok", "backend", "cases", "wall_s", "cases_per_s"};
+    /* "workers": how many and where the count came from; "ranks" (--mpi): each rank's, its jobs_from */
+    static const char *const keys[] = {"ok", "backend", "cases", "wall_s", "cases_per_s", "workers", "ranks"};
     for (size_t k = 0; k < sizeof keys / sizeof *keys; ++k) {
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(summary, keys[k]);
         if (x) cJSON_AddItemToObject(sum, keys[k], cJSON_Duplicate(x, 1));

@@ -47,6 +47,7 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts, FILE *report, lab_verdict
 #include "lab_device.h"
 #include "lab_fs.h"
 #include "lab_isolate.h"
+#include "lab_journal.h"
 #include "lab_mpi_feed.h"
 #include "lab_mpi_int.h"
 #include "lab_mpi_serve.h"
@@ -163,12 +164,11 @@ static void lab_mpi_ctx_free(lab_mpi_ctx *x)
     x->pending = NULL, x->has_pending = NULL;
 }
 
-lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verdict *verdict,
-                          lab_case_record **recs_out, size_t *n_recs)
+/* MPI started (unless the caller did) with errors returned as codes (a failed peer must not take rank 0 down with it),
+ * this rank dying with its launcher and taking mpirun's SIGCONT as the interrupt (lab_mpi_signal.h): me gets its rank,
+ * the ranks on its host and where it runs. LAB_ERR_IO when MPI_Init fails. */
+static lab_status lab_mpi_start(lab_mpi_hello *me, int *size)
 {
-    lab_mpi_share_verdict(verdict, LAB_ERR_IO, 0);
-    *recs_out = NULL;
-    *n_recs = 0;
     int inited = 0;
     MPI_Initialized(&inited);
     /* hwloc's GPU plugins make every MPI process scan the GPUs for its topology, and no rank binds by it (lab_sched
@@ -179,11 +179,11 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
     if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS) return lab_err_set(LAB_ERR_IO, "--mpi: MPI_Init failed");
     lab_mpi_die_with_launcher();
     lab_mpi_catch_cont();
-    /* Errors come back as codes: a failed peer must not take rank 0 down with it. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    int rank = 0, size = 1, local_rank = 0, local_size = 1;
+    int rank = 0, local_rank = 0, local_size = 1;
+    *size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
     lab_mpi_my_rank = rank;
     MPI_Comm local;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
@@ -191,174 +191,226 @@ lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verd
         MPI_Comm_size(local, &local_size);
         MPI_Comm_free(&local);
     }
+    memset(me, 0, sizeof *me);
+    me->rank = rank;
+    me->local_rank = local_rank;
+    me->local_size = local_size;
+    me->pid = (int64_t)getpid();
+    gethostname(me->host, sizeof me->host - 1);
+    return LAB_OK;
+}
 
-    lab_mpi_hello me;
-    memset(&me, 0, sizeof me);
-    me.rank = rank;
-    me.local_rank = local_rank;
-    me.local_size = local_size;
-    me.pid = (int64_t)getpid();
-    gethostname(me.host, sizeof me.host - 1);
-    static lab_machine share; /* large: not on the stack */
-    int host_gpus = 0;
-    lab_mpi_take_share(local_rank, local_size, &share, &host_gpus, me.device, sizeof me.device);
-    lab_replay_opts opts = *opts_in;
-    opts.progress = 0; /* one progress line per rank would interleave */
-    opts.ctx_gate = lab_ctxgate_share(LAB_CTXGATE_WIDTH, local_size); /* the host's contexts, not each rank's */
-    if (opts.want_mps && opts.mps && share.ngpu > 0) {
-        /* The rank's own daemons, for its own GPUs (lab_mps_replay.h) */
+/* The rank's share of its host (lab_mpi_take_share: *share, *host_gpus, me->device), its MPS daemons for its own GPUs,
+ * and its workers: opts->how.jobs and me->jobs, where they came from in me->jobs_from. opts is the rank's copy. */
+static void lab_mpi_size_rank(lab_mpi_hello *me, lab_replay_opts *opts, lab_machine *share, int *host_gpus)
+{
+    lab_mpi_take_share(me->local_rank, me->local_size, share, host_gpus, me->device, sizeof me->device);
+    opts->how.progress = 0;                                                   /* one line per rank would interleave */
+    opts->how.ctx_gate =
+        lab_ctxgate_share(LAB_CTXGATE_WIDTH, me->local_size); /* the host's contexts, not each rank's */
+    if (opts->how.want_mps && opts->how.mps && share->ngpu > 0) {
         char who[64];
-        snprintf(who, sizeof who, "lab replay --mpi: rank %d: ", rank);
-        lab_mps_replay_start(opts.mps, stderr, who);
+        snprintf(who, sizeof who, "lab replay --mpi: rank %d: ", me->rank);
+        lab_mps_replay_start(opts->how.mps, stderr, who);
     }
-    char note[200];
-    opts.jobs = me.jobs = lab_sched_workers(&share, opts.backend, opts.jobs, note, sizeof note);
+    opts->how.jobs = me->jobs = lab_replay_workers(opts, share, me->jobs_from, sizeof me->jobs_from);
+}
 
-    lab_mpi_ctx x;
-    memset(&x, 0, sizeof x);
-    x.opts = &opts;
-    x.rank = rank;
-    x.size = size;
-    x.host = me.host;
-    /* More cases than a plain replay holds at once: windowed as lab_window_run windows them, every rank walking the
-     * same windows, rank 0 dealing each window's seed groups and gathering its cases before the next. */
-    size_t planned = lab_replay_count(&opts);
-    x.windowed = planned > lab_replay_window_at();
-    lab_status st = lab_mpi_fault_parse(&x.fault, size);
-    if (st == LAB_OK && opts.backend == LAB_BACKEND_CUDA && host_gpus > 0 && share.ngpu == 0)
+/* What every rank plans alike: the case list and its seed groups (or, windowed, the windows' sizes), the test fault,
+ * the patience; a CUDA rank left without a GPU is refused (LAB_ERR_ARG naming it). */
+static lab_status lab_mpi_plan(lab_mpi_ctx *x, const lab_mpi_hello *me, const lab_machine *share, int host_gpus,
+                               size_t planned)
+{
+    const lab_replay_opts *opts = x->opts;
+    x->windowed = planned > lab_replay_window_at();
+    lab_status st = lab_mpi_fault_parse(&x->fault, x->size);
+    if (st == LAB_OK && opts->what.backend == LAB_BACKEND_CUDA && host_gpus > 0 && share->ngpu == 0)
         st = lab_err_set(LAB_ERR_ARG, "--mpi: rank %d (local rank %d of %d on host %s) has no GPU: its host has %d GPU%s "
                          "(%s) for %d ranks; start at most %d rank%s there (one rank drives all of a host's GPUs)",
-                         rank, local_rank, local_size, me.host, host_gpus, host_gpus == 1 ? "" : "s", share.source,
-                         local_size, host_gpus, host_gpus == 1 ? "" : "s");
-    if (x.windowed) {
-        x.check_total = planned;
-        x.check_groups = lab_replay_window(&opts);
+                         me->rank, me->local_rank, me->local_size, me->host, host_gpus, host_gpus == 1 ? "" : "s",
+                         share->source, me->local_size, host_gpus, host_gpus == 1 ? "" : "s");
+    if (x->windowed) {
+        x->check_total = planned;
+        x->check_groups = lab_replay_window(opts);
     } else {
-        if (st == LAB_OK) st = lab_replay_cases(&opts, &x.all, &x.n_all);
-        if (st == LAB_OK) st = lab_replay_groups_make(x.all, x.n_all, &x.groups);
-        if (st == LAB_OK && x.groups.nparts > LAB_MPI_MAX_PARTS)
-            st = lab_err_set(LAB_ERR_ARG, "--mpi: %zu incidents, at most %d", x.groups.nparts, LAB_MPI_MAX_PARTS);
-        if (st == LAB_OK && !(x.reported = calloc(x.n_all ? x.n_all : 1, 1)))
+        if (st == LAB_OK) st = lab_replay_cases(opts, &x->all, &x->n_all);
+        if (st == LAB_OK) st = lab_replay_groups_make(x->all, x->n_all, &x->groups);
+        if (st == LAB_OK && x->groups.nparts > LAB_MPI_MAX_PARTS)
+            st = lab_err_set(LAB_ERR_ARG, "--mpi: %zu incidents, at most %d", x->groups.nparts, LAB_MPI_MAX_PARTS);
+        if (st == LAB_OK && !(x->reported = calloc(x->n_all ? x->n_all : 1, 1)))
             st = lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory");
-        x.check_total = x.n_all;
-        x.check_groups = x.groups_total = x.groups.ng;
+        x->check_total = x->n_all;
+        x->check_groups = x->groups_total = x->groups.ng;
     }
-    me.n_total = x.check_total;
-    me.n_groups = x.check_groups;
     double longest = 0.0;
-    for (size_t i = 0; i < opts.n_incidents; ++i) longest = fmax(longest, lab_replay_watchdog(&opts, opts.incidents[i]));
-    x.patience = longest + LAB_MPI_GRACE_S;
+    for (size_t i = 0; i < opts->what.n_incidents; ++i)
+        longest = fmax(longest, lab_replay_watchdog(opts, opts->what.incidents[i]));
+    x->patience = longest + LAB_MPI_GRACE_S;
+    return st;
+}
 
-    /* The run's workers and GPUs, every rank's together: each rank's pool cuts seed batches, and rank 0 deals them, as a
-     * plain replay of the whole run would (each answer's share laid out alone, its batches got smaller as the answers
-     * did, and 0008's cases cost half as much again). */
-    int here[2] = {opts.jobs, share.ngpu}, run[2] = {0, 0};
-    if (MPI_Allreduce(here, run, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS) opts.run_workers = run[0], opts.run_gpus = run[1];
-    if (rank == 0 && st == LAB_OK) {
-        x.ranks = calloc((size_t)size, sizeof *x.ranks);
-        x.pending = calloc((size_t)size, sizeof *x.pending);
-        x.has_pending = calloc((size_t)size, 1);
-        if (!x.ranks || !x.pending || !x.has_pending) st = lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory");
-        for (int r = 0; st == LAB_OK && r < size; ++r) x.ranks[r].status = LAB_RANK_RUNNING;
-        if (st == LAB_OK) {
-            x.ranks[0].hello = me;
-            x.ranks[0].have_hello = 1;
-        }
-        if (st == LAB_OK && !x.windowed) st = lab_mpi_dealer_make(&x);
-    }
-    if (rank == 0 && st == LAB_OK && opts.out_dir) st = lab_fs_mkdirs(opts.out_dir);
-    /* Agree on the start while every rank is surely alive: if one cannot start, none does. */
+/* Rank 0's own state: its view of every rank, the dealer, --out and the journal every finished case goes to as rank 0
+ * gets it (lab_journal.h: opts->how.journal). */
+static lab_status lab_mpi_prepare_rank0(lab_mpi_ctx *x, lab_replay_opts *opts, const lab_mpi_hello *me)
+{
+    x->ranks = calloc((size_t)x->size, sizeof *x->ranks);
+    x->pending = calloc((size_t)x->size, sizeof *x->pending);
+    x->has_pending = calloc((size_t)x->size, 1);
+    if (!x->ranks || !x->pending || !x->has_pending) return lab_err_set(LAB_ERR_NOMEM, "--mpi: out of memory");
+    for (int r = 0; r < x->size; ++r) x->ranks[r].status = LAB_RANK_RUNNING;
+    x->ranks[0].hello = *me;
+    x->ranks[0].have_hello = 1;
+    lab_status st = x->windowed ? LAB_OK : lab_mpi_dealer_make(x);
+    if (st == LAB_OK && opts->how.out_dir && !opts->how.journal) st = lab_replay_journal_open(opts, &opts->how.journal);
+    return st;
+}
+
+/* Agrees on the start while every rank is surely alive: if one cannot start, none does. */
+static lab_status lab_mpi_agree(lab_status st)
+{
     int bad_here = st != LAB_OK, bad_any = bad_here;
     if (MPI_Allreduce(&bad_here, &bad_any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS) bad_any = 1;
     if (bad_any && st == LAB_OK) st = lab_err_set(LAB_ERR_IO, "--mpi: another rank could not start (see its message)");
-    if (st != LAB_OK) {
-        if (rank != 0) fprintf(stderr, "lab replay --mpi: rank %d: %s\n", rank, lab_err_msg());
-        lab_mpi_ctx_free(&x);
-        lab_mpi_finalize(LAB_EXIT_FAILED);
-        lab_mpi_share_verdict(verdict, st, rank);
-        return st;
-    }
+    return st;
+}
 
-    double t0 = x.t0 = lab_clock_now();
-    if (rank == 0) {
-        for (int r = 0; r < size; ++r) x.ranks[r].last_heard = t0;
-        x.judged_at = t0;
-        lab_isolate_on_tick(lab_mpi_serve, &x); /* answers the others while its own cases run */
+/* Runs this rank's cases: rank 0 serving the others from its run's loop, the others telling it they are alive; windowed
+ * as lab_window_run_by walks windows (rank 0 writing the set from them), else fed by rank 0's deals. */
+static lab_status lab_mpi_run(lab_mpi_ctx *x, lab_replay_opts *opts, const lab_mpi_hello *me, FILE *report,
+                              lab_verdict *verdict, size_t planned)
+{
+    x->t0 = lab_clock_now();
+    if (x->rank == 0) {
+        for (int r = 0; r < x->size; ++r) x->ranks[r].last_heard = x->t0;
+        x->judged_at = x->t0;
+        lab_isolate_on_tick(lab_mpi_serve, x); /* answers the others while its own cases run */
     } else {
-        lab_mpi_tell(&x, &me, sizeof me, LAB_MPI_TAG_HELLO);
-        lab_isolate_on_tick(lab_mpi_alive, &x); /* says it is alive while its cases run */
+        lab_mpi_tell(x, me, sizeof *me, LAB_MPI_TAG_HELLO);
+        lab_isolate_on_tick(lab_mpi_alive, x); /* says it is alive while its cases run */
     }
-
-    if (x.windowed) {
-        /* Rank 0 writes the set from the windows as a plain windowed replay does, the ranks' table in its summary. */
-        opts.summary_fields = lab_mpi_summary_fields;
-        opts.summary_ctx = &x;
-        lab_window_runner wr = {lab_mpi_window_run, rank == 0 ? lab_mpi_window_finish : NULL,
-                                rank == 0 ? NULL : lab_mpi_window_over, &x, rank != 0};
-        st = lab_window_run_by(&opts, report, verdict, planned, &wr);
+    lab_status st;
+    if (x->windowed) {
+        opts->how.summary_fields = lab_mpi_summary_fields;
+        opts->how.summary_ctx = x;
+        lab_window_runner wr = {lab_mpi_window_run, x->rank == 0 ? lab_mpi_window_finish : NULL,
+                                x->rank == 0 ? NULL : lab_mpi_window_over, x, x->rank != 0};
+        st = lab_window_run_by(opts, report, verdict, planned, &wr);
     } else {
-        st = lab_replay_execute_fed(&opts, x.all, x.n_all, &x.groups, lab_mpi_feed, &x, lab_mpi_case_done, &x);
-        if (st == LAB_OK && x.fail[0]) st = lab_err_set(LAB_ERR_IO, "%s", x.fail);
+        st = lab_replay_execute_fed(opts, x->all, x->n_all, &x->groups, lab_mpi_feed, x, lab_mpi_case_done, x);
+        if (st == LAB_OK && x->fail[0]) st = lab_err_set(LAB_ERR_IO, "%s", x->fail);
     }
     lab_isolate_on_tick(NULL, NULL);
-    double my_wall = lab_clock_now() - t0;
+    return st;
+}
 
-    if (rank != 0) {
-        lab_mpi_done_msg d;
-        memset(&d, 0, sizeof d);
-        d.n_sent = x.n_reported;
-        d.wall_s = my_wall;
-        d.status = st;
-        d.interrupted = lab_isolate_interrupted();
-        if (st != LAB_OK) snprintf(d.error, sizeof d.error, "%s", lab_err_msg());
-        lab_mpi_tell(&x, &d, sizeof d, LAB_MPI_TAG_DONE);
-        lab_mpi_ctx_free(&x);
-        lab_mpi_await_release(rank);
-        lab_mpi_finalize(st == LAB_OK ? 0 : LAB_EXIT_FAILED);
-        lab_mpi_share_verdict(verdict, st, rank);
-        return st;
-    }
+/* A rank other than 0, its cases run: its last word to rank 0, then it waits to be released and ends MPI. */
+static lab_status lab_mpi_leave(lab_mpi_ctx *x, lab_status st, lab_verdict *verdict)
+{
+    lab_mpi_done_msg d;
+    memset(&d, 0, sizeof d);
+    d.n_sent = x->n_reported;
+    d.wall_s = lab_clock_now() - x->t0;
+    d.status = st;
+    d.interrupted = lab_isolate_interrupted();
+    if (st != LAB_OK) snprintf(d.error, sizeof d.error, "%s", lab_err_msg());
+    lab_mpi_tell(x, &d, sizeof d, LAB_MPI_TAG_DONE);
+    lab_mpi_ctx_free(x);
+    lab_mpi_await_release(x->rank);
+    lab_mpi_finalize(st == LAB_OK ? 0 : LAB_EXIT_FAILED);
+    lab_mpi_share_verdict(verdict, st, x->rank);
+    return st;
+}
 
-    int interrupted = lab_isolate_interrupted(), lost = 0, code;
+/* Rank 0, its own cases run (st its harness's status): every other rank's results gathered, the lost cases settled and
+ * the merged set written (windowed: already written), the ranks' table printed, the ranks released. *lost: a rank died
+ * or is hung; *code the exit status. Returns the set's status. */
+static lab_status lab_mpi_conclude(lab_mpi_ctx *x, lab_replay_opts *opts, FILE *report, lab_verdict *verdict,
+                                   lab_status st, int *lost, int *code)
+{
+    int interrupted = lab_isolate_interrupted();
     lab_status st2 = st;
-    if (x.windowed) {
-        /* the set is written (or could not be: st) */
-        lab_mpi_failed(&x, interrupted, &lost);
-        lab_mpi_print_ranks(&x, report, x.rank_failed);
-        code = st == LAB_OK ? verdict->exit_status : LAB_EXIT_FAILED;
+    if (x->windowed) { /* the set is written (or could not be: st) */
+        lab_mpi_failed(x, interrupted, lost);
+        lab_mpi_print_ranks(x, report, x->rank_failed);
+        *code = st == LAB_OK ? verdict->exit_status : LAB_EXIT_FAILED;
     } else {
-        /* Rank 0: its own harness status, then everyone else's results. */
-        x.ranks[0].status = st == LAB_OK ? LAB_RANK_DONE : LAB_RANK_BAD;
-        x.ranks[0].wall_s = my_wall;
+        x->ranks[0].status = st == LAB_OK ? LAB_RANK_DONE : LAB_RANK_BAD;
+        x->ranks[0].wall_s = lab_clock_now() - x->t0;
         if (st != LAB_OK) {
-            snprintf(x.ranks[0].why, sizeof x.ranks[0].why, "its harness failed: %s", lab_err_msg());
-            lab_deal_retire(x.dealer, 0); /* what is left goes to the others */
+            snprintf(x->ranks[0].why, sizeof x->ranks[0].why, "its harness failed: %s", lab_err_msg());
+            lab_deal_retire(x->dealer, 0); /* what is left goes to the others */
         }
-        lab_mpi_gather(&x);
-        if (x.fault.kind == LAB_MPI_FAULT_LATE) { /* tests: a report that takes long to write, every other rank done */
+        lab_mpi_gather(x);
+        if (x->fault.kind == LAB_MPI_FAULT_LATE) { /* tests: a report that takes long to write, every other rank done */
             struct timespec ts = {3, 0};
             while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
         }
-        double wall = lab_clock_now() - t0;
+        double wall = lab_clock_now() - x->t0;
         interrupted = lab_isolate_interrupted();
-        lab_mpi_failed(&x, interrupted, &lost);
-        lab_mpi_settle(&x, interrupted); /* cases no one reported: the failed rank is named in each */
+        lab_mpi_failed(x, interrupted, lost);
+        lab_mpi_settle(x, interrupted); /* cases no one reported: the failed rank is named in each */
         /* A failed rank is part of the one verdict (NOT OK even where its lost cases are a bug's CRASH/HANG). */
-        lab_verdict_run run = {.ranks_failed = x.rank_failed};
-        opts.summary_fields = lab_mpi_summary_fields;
-        opts.summary_ctx = &x;
-        st2 = lab_replay_report(&opts, report, x.all, x.n_all, wall, &run, verdict);
-        lab_mpi_print_ranks(&x, report, x.rank_failed);
-        code = st2 != LAB_OK ? LAB_EXIT_FAILED : verdict->exit_status;
+        lab_verdict_run run = {.ranks_failed = x->rank_failed};
+        opts->how.summary_fields = lab_mpi_summary_fields;
+        opts->how.summary_ctx = x;
+        st2 = lab_replay_report(opts, report, x->all, x->n_all, wall, &run, verdict);
+        lab_mpi_print_ranks(x, report, x->rank_failed);
+        *code = st2 != LAB_OK ? LAB_EXIT_FAILED : verdict->exit_status;
     }
     /* Every file is written: the ranks that are still there may end (lab_mpi_await_release). */
-    for (int r = 1; r < size; ++r)
-        if (x.ranks[r].status == LAB_RANK_DONE || x.ranks[r].status == LAB_RANK_BAD ||
-            (interrupted && x.ranks[r].status == LAB_RANK_RUNNING)) {
+    for (int r = 1; r < x->size; ++r)
+        if (x->ranks[r].status == LAB_RANK_DONE || x->ranks[r].status == LAB_RANK_BAD ||
+            (interrupted && x->ranks[r].status == LAB_RANK_RUNNING)) {
             int token = 1;
             MPI_Send(&token, 1, MPI_INT, r, LAB_MPI_TAG_RELEASE, MPI_COMM_WORLD);
         }
+    return st2;
+}
 
+lab_status lab_mpi_replay(const lab_replay_opts *opts_in, FILE *report, lab_verdict *verdict,
+                          lab_case_record **recs_out, size_t *n_recs)
+{
+    lab_mpi_share_verdict(verdict, LAB_ERR_IO, 0);
+    *recs_out = NULL;
+    *n_recs = 0;
+    lab_mpi_hello me;
+    int size;
+    lab_status st = lab_mpi_start(&me, &size);
+    if (st != LAB_OK) return st;
+    static lab_machine share; /* large: not on the stack */
+    int host_gpus = 0;
+    lab_replay_opts opts = *opts_in;
+    lab_mpi_size_rank(&me, &opts, &share, &host_gpus);
+    lab_mpi_ctx x;
+    memset(&x, 0, sizeof x);
+    x.opts = &opts;
+    x.rank = me.rank;
+    x.size = size;
+    x.host = me.host;
+    size_t planned = lab_replay_count(&opts);
+    st = lab_mpi_plan(&x, &me, &share, host_gpus, planned);
+    me.n_total = x.check_total;
+    me.n_groups = x.check_groups;
+    /* The run's workers and GPUs, every rank's together: each rank's pool cuts seed batches, and rank 0 deals them, as
+     * a plain replay of the whole run would (each answer's share laid out alone, its batches got smaller as the answers
+     * did, and 0008's cases cost half as much again). */
+    int here[2] = {opts.how.jobs, share.ngpu}, run[2] = {0, 0};
+    if (MPI_Allreduce(here, run, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS)
+        opts.how.run_workers = run[0], opts.how.run_gpus = run[1];
+    if (me.rank == 0 && st == LAB_OK) st = lab_mpi_prepare_rank0(&x, &opts, &me);
+    if ((st = lab_mpi_agree(st)) != LAB_OK) {
+        if (me.rank != 0) fprintf(stderr, "lab replay --mpi: rank %d: %s\n", me.rank, lab_err_msg());
+        lab_mpi_ctx_free(&x);
+        if (opts.how.journal != opts_in->how.journal) lab_journal_close(opts.how.journal);
+        lab_mpi_finalize(LAB_EXIT_FAILED);
+        lab_mpi_share_verdict(verdict, st, me.rank);
+        return st;
+    }
+    st = lab_mpi_run(&x, &opts, &me, report, verdict, planned);
+    if (me.rank != 0) return lab_mpi_leave(&x, st, verdict);
+    int lost = 0, code;
+    lab_status st2 = lab_mpi_conclude(&x, &opts, report, verdict, st, &lost, &code);
+    if (opts.how.journal != opts_in->how.journal) lab_journal_close(opts.how.journal);
     lab_case_record *all = x.all;
     size_t n_all = x.n_all;
     x.all = NULL;

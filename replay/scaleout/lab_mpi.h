@@ -25,7 +25,7 @@ int lab_mpi_rank(void);
  * makes its set the only visible one through CUDA_VISIBLE_DEVICES before any case runs (no CUDA call in the rank
  * process: cases run in forked children, and CUDA does not survive fork). A rank left without a GPU on a CUDA replay
  * of a host that has some (more ranks than GPUs there) is an error at the start, naming the rank and the host: no rank
- * starts. A rank's workers: lab_sched_workers on its share (opts->jobs, when > 0, as asked, per rank).
+ * starts. A rank's workers: lab_sched_workers on its share (opts->how.jobs, when > 0, as asked, per rank).
  *
  * Every rank builds the same case list (lab_replay_cases) and seed groups (lab_replay_groups_make). Rank 0 deals the
  * groups on demand (lab_deal: chunks of consecutive groups of one incident, a seed's variants together, big first and

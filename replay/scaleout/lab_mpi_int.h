@@ -33,6 +33,7 @@ typedef struct {
                                       cases planned and the cases a window) */
     char host[128];
     char device[224];
+    char jobs_from[320];           /* where its worker count came from (lab_replay_workers) */
 } lab_mpi_hello;
 
 /* One finished case (or its rerun after a device error): its index in the canonical list and its outcome. */

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "lab_isolate.h"
+#include "lab_journal.h"
 
 static const char *lab_mpi_status_name(lab_mpi_rank_status s)
 {
@@ -67,6 +68,10 @@ void lab_mpi_take(lab_mpi_ctx *x, int src, size_t i, const lab_job_outcome *o, c
     x->got[i] = 1;
     x->all[i].o = *o;
     snprintf(x->all[i].first_run, sizeof x->all[i].first_run, "%s", first_run);
+    if (src != 0) { /* into the journal as it comes (rank 0's own cases went there from its engine) */
+        lab_results_cmd spell = lab_replay_cmd(x->opts);
+        lab_journal_case(x->opts->how.journal, &x->all[i], &spell);
+    }
 }
 
 /* Rank 0: answers rank src's request for work. */
@@ -406,6 +411,7 @@ lab_status lab_mpi_summary_fields(void *vctx, struct cJSON *root)
             cJSON_AddNumberToObject(o, "local_rank", rk->hello.local_rank);
             cJSON_AddNumberToObject(o, "local_size", rk->hello.local_size);
             cJSON_AddNumberToObject(o, "jobs", rk->hello.jobs);
+            cJSON_AddStringToObject(o, "jobs_from", rk->hello.jobs_from);
             cJSON_AddStringToObject(o, "device", rk->hello.device);
         } else {
             cJSON_AddNullToObject(o, "host");
@@ -442,6 +448,7 @@ void lab_mpi_print_ranks(const lab_mpi_ctx *x, FILE *report, int rank_failed)
                 rk->have_hello ? rk->hello.host : "?", rk->have_hello ? (long long)rk->hello.pid : -1LL,
                 rk->have_hello ? rk->hello.local_rank : -1, rk->have_hello ? rk->hello.jobs : -1, rk->chunks, rk->n_dealt,
                 rk->n_got, rk->wall_s, lab_mpi_status_name(rk->status), rk->have_hello ? rk->hello.device : "?");
+        if (rk->have_hello) fprintf(report, "      jobs from %s\n", rk->hello.jobs_from);
         if (rk->why[0]) fprintf(report, "      %s\n", rk->why);
     }
     if (rank_failed) fprintf(report, "NOT OK: a rank failed (see above); the merged files are written\n");

@@ -1,5 +1,8 @@
-"""test_lab_fleet: lab_fleet.py without a cluster: the dry-run commands of launch (mpirun, Slurm) and
-collect, compare's table and exit status against a stand-in `lab compare`, and its absence handled."""
+"""test_lab_fleet: lab_fleet.py without a cluster: the dry-run commands of launch (mpirun, Slurm) and collect, real
+launches through mpirun and through stand-ins of sbatch and srun that run the batch script and the lab for real (the
+script and Slurm's output beside --out, the job judged by its exit status and summary.json, sbatch's own message
+carried), compare's table and exit status against a stand-in `lab compare`, and its absence handled. A real Slurm
+cluster: tests/python/test_slurm.py."""
 
 import contextlib
 import io
@@ -96,23 +99,24 @@ class Launch(unittest.TestCase):
 
     def test_slurm_dry_run_script_and_sbatch(self):
         st, out, _ = run(["--dry-run", "--root", "/lab", "launch", "--launcher", "slurm", "--nodes", "2",
-                          "--gpus-per-node", "8", "--partition", "gpu", "--time", "01:00:00", "--out", "runs/b",
+                          "--gpus-per-node", "8", "--partition", "gpu", "--time", "01:00:00", "--out", "/runs/b",
                           "--", "--seeds", "1024"])
         self.assertEqual(st, 0)
         lines = out.splitlines()
-        self.assertEqual(lines[0], "# runs/b/lab-replay.sbatch")
+        self.assertEqual(lines[0], "# /runs/b.slurm/lab-replay.sbatch", "the script beside --out, not in it")
         self.assertEqual(lines[1], "#!/bin/bash")
         for want in ["#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=1", "#SBATCH --exclusive", "#SBATCH --gpus-per-node=8",
-                     "#SBATCH --partition=gpu", "#SBATCH --time=01:00:00", "#SBATCH --output=runs/b/slurm-%j.out",
+                     "#SBATCH --partition=gpu", "#SBATCH --time=01:00:00", "#SBATCH --output=/runs/b.slurm/slurm-%j.out",
                      "cd /lab",
-                     "srun --mpi=pmix --kill-on-bad-exit=0 --cpu-bind=none build/lab replay --mpi --out runs/b --seeds 1024"]:
+                     "exec srun --mpi=pmix --cpu-bind=none --kill-on-bad-exit=1 build/lab replay --mpi --out /runs/b "
+                     "--seeds 1024"]:
             self.assertIn(want, lines)
-        self.assertEqual(lines[-1], "+ sbatch --parsable runs/b/lab-replay.sbatch")
+        self.assertEqual(lines[-1], "+ sbatch --parsable /runs/b.slurm/lab-replay.sbatch")
 
     def test_slurm_wait(self):
-        st, out, _ = run(["--dry-run", "launch", "--launcher", "slurm", "--wait", "--out", "o"])
+        st, out, _ = run(["--dry-run", "launch", "--launcher", "slurm", "--wait", "--out", "/o"])
         self.assertEqual(st, 0)
-        self.assertEqual(out.splitlines()[-1], "+ sbatch --parsable --wait o/lab-replay.sbatch")
+        self.assertEqual(out.splitlines()[-1], "+ sbatch --parsable --wait /o.slurm/lab-replay.sbatch")
         self.assertIn("#SBATCH --ntasks-per-node=1", out)
 
     def test_unknown_launcher_is_a_usage_error(self):
@@ -157,6 +161,102 @@ class LaunchLocal(unittest.TestCase):
             self.assertTrue(s["ok"])
             self.assertEqual([r["status"] for r in s["ranks"]], ["done", "done"])
             self.assertEqual(s["cases"], 2)
+
+
+STAND_IN_SBATCH = r"""#!/usr/bin/env python3
+# A stand-in sbatch: runs the batch script for real, its output where its #SBATCH --output says (%j the job id), and
+# with --wait exits with the script's status, as sbatch does. FAKE_SBATCH_REFUSE=text: refuses as sbatch does.
+import os, re, subprocess, sys
+if os.environ.get("FAKE_SBATCH_REFUSE"):
+    sys.stderr.write("sbatch: error: " + os.environ["FAKE_SBATCH_REFUSE"] + "\n")
+    sys.exit(1)
+args = sys.argv[1:]
+script = args[-1]
+out = re.search(r"^#SBATCH --output=(.*)$", open(script).read(), re.M).group(1).replace("%j", "4242")
+print("4242", flush=True)
+with open(out, "w") as log:
+    rc = subprocess.call(["bash", script], stdout=log, stderr=subprocess.STDOUT)
+sys.exit(rc if "--wait" in args else 0)
+"""
+
+STAND_IN_SRUN = r"""#!/bin/sh
+# A stand-in srun: one task, this process; the options before the program are srun's.
+while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done
+exec "$@"
+"""
+
+
+class LaunchSlurmStandIn(unittest.TestCase):
+    """A Slurm launch run for real through stand-ins of sbatch and srun (one task: a singleton MPI rank): the script
+    and Slurm's output go beside --out and the lab writes its set into --out; --wait judges the job by its exit status
+    and summary.json; sbatch's refusal reaches the user with its message. A real cluster: test_slurm.py."""
+
+    def setUp(self):
+        import shutil
+        import subprocess
+        self.root = tools_path.ROOT
+        self.lab = os.environ.get("LAB_BIN") or os.path.join(self.root, "build", "lab")
+        if not os.access(self.lab, os.X_OK):
+            self.skipTest("%s not built" % self.lab)
+        probe = subprocess.run([self.lab, "replay", "--mpi", "--variant", "none-such"], capture_output=True, text=True,
+                               cwd=self.root)
+        if "has no MPI" in probe.stderr:
+            self.skipTest("%s was built without MPI" % self.lab)
+        self.tmp = tempfile.TemporaryDirectory()
+        self.d = self.tmp.name
+        bin_dir = os.path.join(self.d, "bin")
+        os.makedirs(bin_dir)
+        for name, text in (("sbatch", STAND_IN_SBATCH), ("srun", STAND_IN_SRUN)):
+            path = os.path.join(bin_dir, name)
+            with open(path, "w") as f:
+                f.write(text)
+            os.chmod(path, 0o755)
+        self.env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])
+        self.assertTrue(shutil.which("sbatch", path=self.env["PATH"]).startswith(bin_dir))
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def launch(self, out, replay_args, env=None):
+        import subprocess
+        return subprocess.run([sys.executable, os.path.join(self.root, "tools", "fleet", "lab_fleet.py"), "--lab",
+                               self.lab, "--root", self.root, "launch", "--launcher", "slurm", "--wait", "--out", out,
+                               "--"] + replay_args, cwd=self.root, capture_output=True, text=True,
+                              env=dict(self.env, **(env or {})))
+
+    def test_a_launch_writes_its_set_into_out_and_its_script_beside(self):
+        out = os.path.join(self.d, "run")
+        proc = self.launch(out, ["--incident", "0004", "--seeds", "2", "--backend", "cpu", "--no-plots"])
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("submitted job 4242; Slurm's output in %s.slurm/slurm-4242.out" % out, proc.stdout)
+        self.assertIn("summary.json: ok (4 cases)", proc.stdout)
+        self.assertEqual(sorted(os.listdir(out)), ["junit.xml", "results.jsonl", "summary.json"])
+        self.assertEqual(sorted(os.listdir(out + ".slurm")), ["lab-replay.sbatch", "slurm-4242.out"])
+        with open(os.path.join(out + ".slurm", "slurm-4242.out")) as f:
+            self.assertIn("mpi: 1 ranks on 1 host", f.read())
+
+    def test_a_not_ok_replay_is_not_ok_and_an_error_is_an_error(self):
+        out = os.path.join(self.d, "few")
+        # a stated rate on 3 seeds is too few to judge: the lab's NOT OK, exit 1
+        proc = self.launch(out, ["--incident", "0003", "--variant", "bug-size-not-cosize", "--seeds", "3",
+                                 "--backend", "cpu", "--no-plots"])
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn("summary.json: NOT OK: ", proc.stdout)
+        # an --out the lab refuses (a file): exit 2 from the lab, no summary: an error carrying Slurm's output
+        bad = os.path.join(self.d, "a-file")
+        with open(bad, "w") as f:
+            f.write("x")
+        proc = self.launch(bad, ["--incident", "0004", "--seeds", "2", "--backend", "cpu"])
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertIn("the job exited 2 and %s/summary.json is not readable" % bad, proc.stderr)
+        self.assertIn("--out", proc.stderr, "the lab's own message, from Slurm's output")
+
+    def test_sbatchs_refusal_carries_its_message(self):
+        proc = self.launch(os.path.join(self.d, "r"), ["--seeds", "2"],
+                           env={"FAKE_SBATCH_REFUSE": "Batch job submission failed: Invalid partition name specified"})
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertIn("the job was not submitted (exit 1): sbatch: error: Batch job submission failed: Invalid partition "
+                      "name specified", proc.stderr)
 
 
 class VerdictAgreement(unittest.TestCase):

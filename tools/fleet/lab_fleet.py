@@ -94,10 +94,20 @@ def mpirun_argv(args):
     return argv + replay_argv(args)
 
 
+def slurm_dir(out):
+    """Where a Slurm launch keeps its batch script and Slurm's output: a folder beside --out, never in it (the lab
+    takes an --out that is missing, empty or an earlier result set, and refuses one holding other files)."""
+    return os.path.abspath(out).rstrip("/") + ".slurm"
+
+
 def sbatch_script(args):
     """The batch script: --ranks-per-node tasks a node (default 1: one rank drives all of its node's GPUs) on whole
-    nodes, the job step run by srun (Open MPI binds to Slurm's PMIx), its tasks not bound to a CPU (a rank sizes its
-    workers from the CPUs it may use)."""
+    nodes; the job step is srun's (docs/scale-out.md says why each flag): Open MPI wires up through Slurm's PMIx
+    (--mpi=pmix: without it a rank dies at MPI_Init), the tasks are not bound to a CPU (a rank sizes its workers from
+    what Slurm allocated it, and a binding of one core would leave it one), and a rank that dies takes the step down
+    at once (--kill-on-bad-exit=1: rank 0 has every finished case it got in its journal, and `lab replay --resume OUT`
+    completes the set). `exec`: the step is the batch script's last word, its exit status the job's."""
+    out = os.path.abspath(args.out)
     lines = ["#!/bin/bash", "#SBATCH --job-name=%s" % args.job_name]
     if args.nodes:
         lines.append("#SBATCH --nodes=%d" % args.nodes)
@@ -109,15 +119,16 @@ def sbatch_script(args):
         lines.append("#SBATCH --partition=%s" % args.partition)
     if args.time:
         lines.append("#SBATCH --time=%s" % args.time)
-    lines.append("#SBATCH --output=%s/slurm-%%j.out" % args.out)
+    lines.append("#SBATCH --output=%s/slurm-%%j.out" % slurm_dir(args.out))
     lines.append("set -u")
     lines.append("cd %s" % shlex.quote(os.path.abspath(args.root)))
-    lines.append("mkdir -p %s" % shlex.quote(args.out))
     for kv in args.env:
         lines.append("export %s" % kv)
-    # --kill-on-bad-exit=0: a rank that dies does not take the step down; rank 0 reports its cases.
-    srun = ["srun", "--mpi=%s" % args.srun_mpi, "--kill-on-bad-exit=0", "--cpu-bind=none"] + replay_argv(args)
-    lines.append(quote(srun))
+    srun = ["srun", "--mpi=%s" % args.srun_mpi, "--cpu-bind=none", "--kill-on-bad-exit=1"]
+    extra = list(args.replay_args)
+    if extra and extra[0] == "--":
+        extra = extra[1:]
+    lines.append("exec " + quote(srun + [args.lab, args.lab_command, "--mpi", "--out", out] + extra))
     return "\n".join(lines) + "\n"
 
 
@@ -133,6 +144,42 @@ def report_verdict(out_dir):
     if summary.get("ok") is True:
         return EXIT_OK, "%s: ok (%s cases)" % (path, summary.get("cases"))
     return EXIT_REGRESSION, "%s: NOT OK" % path
+
+
+def tail(path, lines=15):
+    """The last lines of a file, or a word on why there are none."""
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read().rstrip("\n").splitlines()
+    except OSError as e:
+        return "(%s: %s)" % (path, e.strerror)
+    return "\n".join(text[-lines:]) if text else "(%s is empty)" % path
+
+
+def job_verdict(status, out_dir, log):
+    """(exit status, message) of a Slurm job that ran `lab replay|report --mpi` (status: its exit status, as
+    `sbatch --wait` returns it), judged by that status and the set's summary.json together: 0 when both say ok, 1
+    when both say NOT OK (the lab's exit 1), 2 when the replay did not finish (interrupted: the time limit, scancel;
+    the set holds the finished cases and `lab replay --resume OUT` completes it), wrote no summary, or the two
+    disagree; every message names the file, and without a summary it carries the end of Slurm's output."""
+    path = os.path.join(out_dir, "summary.json")
+    try:
+        with open(path) as f:
+            summary = json.load(f)
+    except (OSError, ValueError) as e:
+        return EXIT_ERROR, "the job exited %d and %s is not readable (%s); the end of %s:\n%s" % (
+            status, path, e, log, tail(log))
+    if summary.get("interrupted") is True:
+        return EXIT_ERROR, ("the job exited %d: the replay was interrupted by %s with %s of %s cases finished (%s); "
+                            "`%s` completes it" % (status, summary.get("signal"), summary.get("cases"),
+                                                   summary.get("cases_planned"), path, summary.get("resume")))
+    ok = summary.get("ok") is True
+    if ok and status == 0:
+        return EXIT_OK, "%s: ok (%s cases)" % (path, summary.get("cases"))
+    if not ok and status == 1:
+        return EXIT_REGRESSION, "%s: NOT OK: %s" % (path, summary.get("verdict"))
+    return EXIT_ERROR, "the job exited %d but %s says %s; the end of %s:\n%s" % (
+        status, path, "ok" if ok else "NOT OK", log, tail(log))
 
 
 def cmd_launch(args, runner):
@@ -155,31 +202,40 @@ def cmd_launch(args, runner):
         if proc.returncode not in (0, 1) and status == EXIT_OK:
             status = EXIT_ERROR
         return status
-    # slurm
+    # slurm: the script and Slurm's output beside --out
     script = sbatch_script(args)
-    path = os.path.join(args.out, "lab-replay.sbatch")
+    sdir = slurm_dir(args.out)
+    path = os.path.join(sdir, "lab-replay.sbatch")
     sbatch = ["sbatch", "--parsable"] + (["--wait"] if args.wait else []) + [path]
     if runner.dry_run:
         print("# %s" % path)
         sys.stdout.write(script)
         runner.show(sbatch)
         return EXIT_OK
-    os.makedirs(args.out, exist_ok=True)
-    with open(path, "w") as f:
-        f.write(script)
+    try:
+        os.makedirs(sdir, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(script)
+    except OSError as e:
+        raise UsageError("%s: cannot write the batch script: %s" % (path, e.strerror))
     try:
         proc = runner.run(sbatch, capture=True)
     except FileNotFoundError:
         raise UsageError("sbatch not found: this machine is not a Slurm submit host (use --launcher mpirun)")
-    if proc.returncode != 0:
-        print("sbatch failed (%d): %s" % (proc.returncode, proc.stderr.strip()), file=sys.stderr)
+    # --parsable prints "JOBID[;CLUSTER]" once the job is queued; with --wait sbatch then exits with the job's status
+    job = (proc.stdout or "").strip().splitlines()[0].split(";")[0] if (proc.stdout or "").strip() else ""
+    if not job.isdigit():
+        said = ((proc.stderr or "") + (proc.stdout or "")).strip() or "it said nothing"
+        print("lab_fleet: sbatch %s: the job was not submitted (exit %d): %s" % (path, proc.returncode, said),
+              file=sys.stderr)
         return EXIT_ERROR
-    print("submitted job %s; report in %s" % (proc.stdout.strip(), args.out))
-    if args.wait:
-        status, msg = report_verdict(args.out)
-        print(msg)
-        return status
-    return EXIT_OK
+    log = os.path.join(sdir, "slurm-%s.out" % job)
+    print("submitted job %s; Slurm's output in %s, the result set in %s" % (job, log, args.out))
+    if not args.wait:
+        return EXIT_OK
+    status, msg = job_verdict(proc.returncode, args.out, log)
+    print(msg, file=sys.stdout if status != EXIT_ERROR else sys.stderr)
+    return status
 
 
 # --------------------------------------------------------------------------------------------- collect
@@ -377,7 +433,8 @@ def parser():
     la.add_argument("--time", help="slurm time limit (HH:MM:SS)")
     la.add_argument("--job-name", default="lab-replay")
     la.add_argument("--srun-mpi", default="pmix", help="srun --mpi plugin (default pmix)")
-    la.add_argument("--wait", action="store_true", help="slurm: wait for the job and judge its report")
+    la.add_argument("--wait", action="store_true",
+                    help="slurm: wait for the job and judge it by its exit status and summary.json")
     la.add_argument("--no-recovery", action="store_true",
                     help="mpirun: no --enable-recovery (a dying rank then ends the whole job)")
     la.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="exported to every rank")

@@ -650,6 +650,10 @@ Test(mpi, a_hosts_gpus_are_split_among_its_ranks, .timeout = 120)
     EXPECT_IN(out3, "--mpi: rank 1 (local rank 1 of 2 on host ");
     EXPECT_IN(out3, "has no GPU: its host has 1 GPU (CUDA_VISIBLE_DEVICES='0') for 2 ranks");
     free(out3);
+    /* no case ran: rank 0's journal, opened before the ranks agreed, leaves no staging folder behind */
+    snprintf(cmd, sizeof cmd, "ls -d '%s'.new-* 2>/dev/null", three);
+    cr_expect_neq(lab_test_sh(cmd, &out3), 0, "a staging folder is left: %s", out3);
+    free(out3);
     rmrf(three);
     rmrf(one);
 }

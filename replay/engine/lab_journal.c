@@ -140,6 +140,7 @@ void lab_journal_close(lab_journal *j)
 {
     if (!j) return;
     close(j->fd);
+    if (!j->swapped && !j->cases) lab_resultset_rmrf(j->stage); /* nothing finished: nothing to keep */
     if (!j->swapped && j->cases) {
         fprintf(stderr, "lab replay: %zu finished case%s kept in %s: `lab replay --resume %s` completes the replay\n",
                 j->cases, j->cases == 1 ? "" : "s", j->path, j->out);

@@ -55,8 +55,9 @@ int lab_journal_failed(const lab_journal *j);
  * removes the journal there (the set holds every case it held). j NULL: nothing. */
 void lab_journal_swapped(lab_journal *j, const char *out_dir);
 
-/* Ends a journal. One whose set was not swapped in (an error stopped it) stays in its staging folder for `lab replay
- * --resume` (said on stderr when it holds a case). Frees j; NULL is fine. */
+/* Ends a journal. One whose set was not swapped in (an error stopped it, or the run never started: an --mpi rank that
+ * could not) stays in its staging folder for `lab replay --resume` when it holds a case (said on stderr); without one
+ * the staging folder goes. Frees j; NULL is fine. */
 void lab_journal_close(lab_journal *j);
 
 #endif
